@@ -1,0 +1,56 @@
+/*
+ * manifest.h - reading Session manifests (YAML, libyaml) and validating them.
+ *
+ * Sources: a file (multi-document, `kind: List` with `items`), a directory
+ * (its *.yaml / *.yml files, sorted by name, not recursive), or "-" for
+ * standard input. Every error is one line:
+ *   FILE:LINE:COL: FIELD.PATH: what is wrong (and how to fix it)
+ * and all errors of every file are collected, not only the first.
+ *
+ * Ownership: manifest_set owns its sessions and error strings; free it with
+ * manifest_set_free() (NULL accepted). A caller may steal a session by
+ * setting items[i] to NULL.
+ */
+#ifndef SC_MANIFEST_H
+#define SC_MANIFEST_H
+
+#include <stdio.h>
+#include "session.h"
+
+#define MANIFEST_DEFAULT_MAX_BYTES (1024 * 1024)
+
+typedef struct manifest_opts {
+  size_t max_bytes;  /* per file; 0 = MANIFEST_DEFAULT_MAX_BYTES */
+} manifest_opts;
+
+typedef struct manifest_item {
+  session *s;        /* defaults applied, validated */
+  char *file;        /* where it came from ("<stdin>" for -) */
+  int line;          /* of the document's first key */
+} manifest_item;
+
+typedef struct manifest_set {
+  manifest_item *items;
+  size_t n;
+  char **errors;     /* one formatted line each, no trailing newline */
+  size_t n_errors;
+} manifest_set;
+
+/* Reads and validates; appends to *set (which may already hold items).
+ * Returns SC_OK when the source was read, even if documents had errors
+ * (see set->n_errors); an error code only when it could not be read at all
+ * (that error is also appended to set->errors). */
+sc_err manifest_read_path(const char *path, const manifest_opts *opts,
+                          manifest_set *set);
+/* The same for a buffer; name is used in messages. */
+sc_err manifest_read_buffer(const char *name, const char *buf, size_t len,
+                            const manifest_opts *opts, manifest_set *set);
+void manifest_set_free(manifest_set *set);
+
+/* Validate one session (already defaulted) without a YAML source; each
+ * error line is "FIELD.PATH: message". Used for objects built in code and
+ * by the stores. Returns SC_ERR_INVALID when any error was found; errors
+ * are appended to *errs / *n_errs (free each, then the array). */
+sc_err session_validate(const session *s, char ***errs, size_t *n_errs);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * session.h - the Session resource (DESIGN.md section 3) in C.
+ *
+ * A session is a plain struct: the planner, the stores and the CLI read its
+ * fields directly. Every string is a heap copy owned by the session (or by
+ * the kvlist/condition inside it); session_free() releases all of it.
+ * A NULL string means "unset". Times are sc_time (ms since the epoch, UTC,
+ * 0 = unset); durations are int64 milliseconds.
+ *
+ * Ownership rules:
+ *  - session_new() returns a zeroed session owned by the caller.
+ *  - session_free(NULL) is a no-op.
+ *  - session_dup() returns a deep copy owned by the caller.
+ *  - Functions taking `const session *` never keep a pointer into it.
+ */
+#ifndef SC_SESSION_H
+#define SC_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "../lib/sc_err.h"
+#include "../lib/sctime.h"
+
+#define SESSION_API_VERSION "lea.io/v1alpha1"
+#define SESSION_KIND "Session"
+#define SESSION_TAG_PREFIX "lea."
+#define SESSION_TAG_SESSION_ID "lea.session_id"
+#define SESSION_TAG_TENANT_ID "lea.tenant_id"
+#define SESSION_TAG_MANAGED_BY "lea.managed-by"
+
+#define SESSION_DEFAULT_NAMESPACE "default"
+#define SESSION_DEFAULT_IDLE_TIMEOUT_MS (15 * 60 * 1000LL)
+#define SESSION_DEFAULT_RECLAIM_AFTER_MS (24 * 3600 * 1000LL)
+#define SESSION_MAX_DURATION_MS (10LL * 365 * 24 * 3600 * 1000)
+
+/* A string map kept sorted by key (byte order), keys unique. */
+typedef struct sc_kv {
+  char *key;
+  char *value;
+} sc_kv;
+
+typedef struct sc_kvlist {
+  sc_kv *items;
+  size_t n;
+} sc_kvlist;
+
+/* Set key to value (copies both), keeping the list sorted. */
+sc_err sc_kvlist_set(sc_kvlist *l, const char *key, const char *value);
+/* The value of key, or NULL. */
+const char *sc_kvlist_get(const sc_kvlist *l, const char *key);
+void sc_kvlist_clear(sc_kvlist *l);
+sc_err sc_kvlist_copy(sc_kvlist *dst, const sc_kvlist *src);
+bool sc_kvlist_equal(const sc_kvlist *a, const sc_kvlist *b);
+
+typedef enum session_state {
+  SESSION_STATE_ACTIVE = 0,
+  SESSION_STATE_RUNNING,
+  SESSION_STATE_PAUSED,
+  SESSION_STATE_ENDED
+} session_state;
+
+typedef enum session_phase {
+  SESSION_PHASE_NONE = 0, /* never reconciled: printed as "" */
+  SESSION_PHASE_PENDING,
+  SESSION_PHASE_CREATING,
+  SESSION_PHASE_RUNNING,
+  SESSION_PHASE_PAUSED,
+  SESSION_PHASE_RECLAIMED,
+  SESSION_PHASE_ENDED,
+  SESSION_PHASE_FAILED
+} session_phase;
+
+/* "Active", "Running", ... and back; parse returns -1 when unknown. */
+const char *session_state_name(session_state s);
+int session_state_parse(const char *s);
+const char *session_phase_name(session_phase p);
+int session_phase_parse(const char *s);
+
+typedef struct session_condition {
+  char *type;     /* "Ready", "Conflict", ... */
+  char *status;   /* "True" | "False" | "Unknown" */
+  char *reason;   /* CamelCase */
+  char *message;
+  sc_time last_transition_time;
+  int64_t observed_generation;
+} session_condition;
+
+typedef struct session_metadata {
+  char *name;
+  char *namespace_;          /* "namespace" */
+  char *uid;                 /* set by the store */
+  char *resource_version;    /* opaque, set by the store */
+  int64_t generation;        /* set by the store; bumped on spec change */
+  sc_time creation_timestamp;/* set by the store */
+  sc_time deletion_timestamp;/* set by the store: a tombstone / terminating */
+  sc_kvlist labels;
+  sc_kvlist annotations;
+  char **finalizers;         /* kube only; n_finalizers entries */
+  size_t n_finalizers;
+} session_metadata;
+
+typedef struct session_spec {
+  char *template_id;         /* "template", required */
+  session_state state;
+  int64_t idle_timeout_ms;   /* >= 1s; 0 = unset */
+  int64_t reclaim_after_ms;  /* 0 = never; -1 = unset (session_new) */
+  char *session_id;          /* default metadata.name */
+  char *tenant_id;           /* default metadata.namespace */
+  sc_kvlist env_vars;
+  sc_kvlist sandbox_metadata;
+  int64_t wake;
+} session_spec;
+
+typedef struct session_status {
+  session_phase phase;
+  char *sandbox_id;
+  char *sandbox_state;       /* as Cube last said: running|paused|... */
+  sc_time end_at;            /* as Cube last said */
+  int64_t observed_generation;
+  int64_t reclaimed_generation;
+  bool paused_by_controller;
+  session_condition *conditions;
+  size_t n_conditions;
+} session_status;
+
+typedef struct session {
+  session_metadata meta;
+  session_spec spec;
+  session_status status;
+} session;
+
+session *session_new(void);
+void session_free(session *s);
+session *session_dup(const session *s);
+
+/* Deep-copy helpers for the parts the stores and the planner move around. */
+sc_err session_spec_copy(session_spec *dst, const session_spec *src);
+void session_spec_clear(session_spec *sp);
+sc_err session_status_copy(session_status *dst, const session_status *src);
+void session_status_clear(session_status *st);
+bool session_spec_equal(const session_spec *a, const session_spec *b);
+bool session_status_equal(const session_status *a, const session_status *b);
+
+/* Set or replace the condition of c->type (copied). last_transition_time
+ * is kept from the old condition when the status did not change. */
+sc_err session_status_set_condition(session_status *st,
+                                    const session_condition *c);
+const session_condition *session_status_get_condition(
+  const session_status *st, const char *type);
+
+/* Fill the defaults of DESIGN.md section 3 into unset fields. */
+sc_err session_apply_defaults(session *s);
+
+/* "namespace/name" into buf. */
+void session_key(const session *s, char *buf, size_t len);
+
+#endif

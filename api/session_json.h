@@ -1,0 +1,36 @@
+/*
+ * session_json.h - JSON encoding and decoding of the Session (json-c).
+ *
+ * The JSON form is the Kubernetes one: {"apiVersion","kind","metadata",
+ * "spec","status"} with camelCase fields, durations as strings ("15m"),
+ * times as RFC 3339 strings. A round trip (encode, decode, encode) gives
+ * the same bytes and loses nothing.
+ *
+ * Decoding is strict (unknown fields and wrong types are errors, written
+ * into eb with the field path) because the stores decode with it too.
+ * Ownership: *out strings/sessions belong to the caller.
+ */
+#ifndef SC_SESSION_JSON_H
+#define SC_SESSION_JSON_H
+
+#include <json-c/json.h>
+#include "session.h"
+
+/* The whole object. *out is a NUL-terminated string; free() it. */
+sc_err session_to_json(const session *s, char **out);
+/* A new json object (caller puts it). NULL when out of memory. */
+json_object *session_to_json_object(const session *s);
+sc_err session_from_json(const char *json, size_t len, session **out,
+                         sc_errbuf *eb);
+sc_err session_from_json_object(json_object *o, session **out,
+                                sc_errbuf *eb);
+
+/* The parts, for stores that keep them in separate columns. */
+sc_err session_spec_to_json(const session_spec *sp, char **out);
+sc_err session_spec_from_json(const char *json, session_spec *out,
+                              sc_errbuf *eb);
+sc_err session_status_to_json(const session_status *st, char **out);
+sc_err session_status_from_json(const char *json, session_status *out,
+                                sc_errbuf *eb);
+
+#endif

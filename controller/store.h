@@ -1,0 +1,128 @@
+/*
+ * store.h - where Session objects live (DESIGN.md section 5).
+ *
+ * One interface, several backends chosen by URL:
+ *   sqlite:PATH   the embedded default (store_sqlite.c)
+ *   kube          the Kubernetes API server (later; same interface)
+ *
+ * Calls are synchronous except watch, which delivers events from the
+ * libevent loop given to store_open(). A backend never decides anything; it
+ * stores what it is given, enforces versions, and reports changes.
+ *
+ * Versions: metadata.resource_version is an opaque string; callers only
+ * compare it for equality and hand it back. metadata.generation is bumped
+ * only when the spec changes.
+ *
+ * Ownership: store_open() gives the caller a store to store_close() (NULL
+ * accepted). Sessions returned are the caller's (session_free()). Sessions
+ * passed in are only read. Event objects are valid only during the
+ * callback; copy what you keep (session_dup()).
+ */
+#ifndef SC_STORE_H
+#define SC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "../api/session.h"
+
+struct event_base;
+typedef struct store store;
+typedef struct store_watch store_watch;
+
+typedef struct store_open_opts {
+  struct event_base *base;  /* for watches; NULL if none will be started */
+  int busy_timeout_ms;      /* sqlite: 0 = 5000 */
+  int poll_interval_ms;     /* sqlite watch poll; 0 = 100 */
+  int history_keep;         /* sqlite: revisions of history kept; 0 = 10000 */
+} store_open_opts;
+
+/* url "sqlite:PATH" (the file is created with mode 0600). */
+sc_err store_open(const char *url, const store_open_opts *opts, store **out,
+                  sc_errbuf *eb);
+void store_close(store *st);
+/* "sqlite" ... */
+const char *store_backend(const store *st);
+
+typedef struct store_list_opts {
+  const char *namespace_;   /* NULL = all namespaces */
+  bool include_deleted;     /* also tombstones (deletion_timestamp != 0) */
+} store_list_opts;
+
+typedef struct store_list_result {
+  session **items;          /* sorted by namespace, then name */
+  size_t n;
+  char *revision;           /* the store revision the list reflects */
+} store_list_result;
+
+sc_err store_list(store *st, const store_list_opts *opts,
+                  store_list_result *out, sc_errbuf *eb);
+void store_list_result_free(store_list_result *r);
+
+/* SC_ERR_NOT_FOUND when absent (tombstones are returned, deleted). */
+sc_err store_get(store *st, const char *ns, const char *name, session **out,
+                 sc_errbuf *eb);
+
+typedef enum store_apply_outcome {
+  STORE_APPLY_CREATED,
+  STORE_APPLY_CONFIGURED,
+  STORE_APPLY_UNCHANGED
+} store_apply_outcome;
+
+/* Create or update spec, labels and annotations of each object, never
+ * status; all in one transaction: all or nothing. outcomes[i] says what
+ * happened to objs[i]. Applying over a tombstone creates a new object. */
+sc_err store_apply(store *st, session *const *objs, size_t n,
+                   store_apply_outcome *outcomes, sc_errbuf *eb);
+
+/* Replace the spec of an existing object if its resource_version is still
+ * expected_version (SC_ERR_CONFLICT otherwise); for `sessionctl wake`. */
+sc_err store_update_spec(store *st, const char *ns, const char *name,
+                         const char *expected_version,
+                         const session_spec *spec, char **new_version,
+                         sc_errbuf *eb);
+
+/* Compare-and-set of the status: SC_ERR_CONFLICT when the object's
+ * resource_version is not expected_version, SC_ERR_NOT_FOUND when absent.
+ * Works on tombstones too. *new_version (may be NULL) is the caller's. */
+sc_err store_update_status(store *st, const char *ns, const char *name,
+                           const char *expected_version,
+                           const session_status *status, char **new_version,
+                           sc_errbuf *eb);
+
+/* Mark the object deleted: it becomes a tombstone that watchers see as
+ * DELETED and the controller sees in list(include_deleted). */
+sc_err store_delete(store *st, const char *ns, const char *name,
+                    sc_errbuf *eb);
+
+/* Remove a tombstone for good once its sandbox is gone (the controller's
+ * finalizer); SC_ERR_CONFLICT on a stale version. */
+sc_err store_purge(store *st, const char *ns, const char *name,
+                   const char *expected_version, sc_errbuf *eb);
+
+typedef enum store_event_type {
+  STORE_EVENT_ADDED,
+  STORE_EVENT_MODIFIED,
+  STORE_EVENT_DELETED
+} store_event_type;
+
+typedef struct store_event {
+  store_event_type type;
+  const session *obj;       /* the object as of this revision */
+  const char *revision;
+} store_event;
+
+/* Called from the event loop for each change after from_revision, in
+ * revision order, none lost, none repeated. When the history no longer
+ * reaches from_revision, err_cb gets SC_ERR_EXPIRED once and the watch
+ * stops: the caller relists and starts a new watch. */
+typedef void (*store_watch_cb)(const store_event *ev, void *ud);
+typedef void (*store_watch_err_cb)(sc_err err, const char *msg, void *ud);
+
+sc_err store_watch_start(store *st, const char *from_revision,
+                         store_watch_cb cb, store_watch_err_cb err_cb,
+                         void *ud, store_watch **out, sc_errbuf *eb);
+void store_watch_stop(store_watch *w);
+
+const char *store_event_type_name(store_event_type t);
+
+#endif

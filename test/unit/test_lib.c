@@ -1,0 +1,121 @@
+/* Tests of lib/: dynbuf caps, RFC 3339 and HTTP dates, kubectl ages. */
+#include "../harness.h"
+#include "../../lib/dynbuf.h"
+#include "../../lib/sctime.h"
+
+TEST(dynbuf_grows_and_caps)
+{
+  dynbuf b;
+  char *p;
+  dynbuf_init(&b, 10);
+  CHECK_OK(dynbuf_addstr(&b, "hello"));
+  CHECK_OK(dynbuf_printf(&b, "%d", 1234));
+  CHECK_STR(dynbuf_ptr(&b), "hello1234");
+  CHECK_INT(dynbuf_addstr(&b, "xx"), SC_ERR_TOO_LARGE);
+  CHECK_STR(dynbuf_ptr(&b), "hello1234");
+  CHECK_OK(dynbuf_addstr(&b, "x"));
+  CHECK_INT(dynbuf_len(&b), 10);
+  p = dynbuf_take(&b);
+  CHECK_STR(p, "hello1234x");
+  free(p);
+  CHECK_INT(dynbuf_len(&b), 0);
+  dynbuf_free(&b);
+}
+
+TEST(dynbuf_printf_long)
+{
+  dynbuf b;
+  char big[600];
+  memset(big, 'a', sizeof(big) - 1);
+  big[sizeof(big) - 1] = 0;
+  dynbuf_init(&b, 1000);
+  CHECK_OK(dynbuf_printf(&b, "<%s>", big));
+  CHECK_INT(dynbuf_len(&b), 601);
+  CHECK_INT(dynbuf_printf(&b, "%s", big), SC_ERR_TOO_LARGE);
+  dynbuf_free(&b);
+}
+
+static const struct {
+  const char *in;
+  long long ms; /* -1: invalid */
+  const char *out;
+} rfc3339_cases[] = {
+  {"1970-01-01T00:00:00Z", 0, "1970-01-01T00:00:00Z"},
+  {"2026-11-29T10:15:00Z", 1795947300000LL, "2026-11-29T10:15:00Z"},
+  {"2026-11-29T10:15:00.5Z", 1795947300500LL, "2026-11-29T10:15:00.500Z"},
+  {"2026-11-29T10:15:00.123456789Z", 1795947300123LL,
+   "2026-11-29T10:15:00.123Z"},
+  {"2026-11-29T12:15:00+02:00", 1795947300000LL, "2026-11-29T10:15:00Z"},
+  {"2024-02-29T00:00:00Z", 1709164800000LL, "2024-02-29T00:00:00Z"},
+  {"9999-12-31T23:59:59Z", 253402300799000LL, "9999-12-31T23:59:59Z"},
+  {"2023-02-29T00:00:00Z", -1, NULL},
+  {"2026-13-01T00:00:00Z", -1, NULL},
+  {"2026-11-29 10:15:00", -1, NULL},
+  {"2026-11-29T10:15:00Zjunk", -1, NULL},
+  {"", -1, NULL},
+  {"2026-11-29T10:15:00.Z", -1, NULL},
+};
+
+TEST(rfc3339_table)
+{
+  size_t i;
+  for(i = 0; i < sizeof(rfc3339_cases) / sizeof(rfc3339_cases[0]); i++) {
+    sc_time t = 0;
+    sc_err err = sctime_parse_rfc3339(rfc3339_cases[i].in, &t);
+    if(rfc3339_cases[i].ms < 0) {
+      CHECK_MSG(err == SC_ERR_INVALID, "%s should be invalid",
+                rfc3339_cases[i].in);
+    }
+    else {
+      char buf[SCTIME_RFC3339_MAX];
+      CHECK_MSG(!err, "%s should parse", rfc3339_cases[i].in);
+      CHECK_INT(t, rfc3339_cases[i].ms);
+      sctime_format_rfc3339(t, buf, sizeof(buf));
+      CHECK_STR(buf, rfc3339_cases[i].out);
+    }
+  }
+}
+
+TEST(http_date_round_trip)
+{
+  char buf[64];
+  sc_time t;
+  sctime_format_http_date(1795947300000LL, buf, sizeof(buf));
+  CHECK_STR(buf, "Sun, 29 Nov 2026 10:15:00 GMT");
+  CHECK_OK(sctime_parse_http_date(buf, &t));
+  CHECK_INT(t, 1795947300000LL);
+  CHECK_INT(sctime_parse_http_date("Sun, 29 Nov 2026 10:15:00", &t),
+            SC_ERR_INVALID);
+  CHECK_INT(sctime_parse_http_date("Sun, 29 Foo 2026 10:15:00 GMT", &t),
+            SC_ERR_INVALID);
+}
+
+TEST(age_like_kubectl)
+{
+  static const struct {
+    long long s;
+    const char *out;
+  } cases[] = {
+    {0, "0s"},          {5, "5s"},         {119, "119s"},
+    {120, "2m"},        {150, "2m30s"},    {600, "10m"},
+    {3 * 3600 - 1, "179m"}, {3 * 3600, "3h"}, {3 * 3600 + 240, "3h4m"},
+    {8 * 3600, "8h"},   {47 * 3600, "47h"}, {50 * 3600, "2d2h"},
+    {8 * 86400, "8d"},  {800 * 86400, "2y70d"}, {3000 * 86400, "8y"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char buf[32];
+    sctime_format_age(cases[i].s * 1000, buf, sizeof(buf));
+    CHECK_STR(buf, cases[i].out);
+  }
+}
+
+TEST_LIST = {
+  T(dynbuf_grows_and_caps),
+  T(dynbuf_printf_long),
+  T(rfc3339_table),
+  T(http_date_round_trip),
+  T(age_like_kubectl),
+  {0},
+};
+TEST_MAIN()
