@@ -339,6 +339,7 @@ bool session_status_equal(const session_status *a, const session_status *b)
      a->observed_generation != b->observed_generation ||
      a->reclaimed_generation != b->reclaimed_generation ||
      a->paused_by_controller != b->paused_by_controller ||
+     a->applied_idle_timeout_ms != b->applied_idle_timeout_ms ||
      a->n_conditions != b->n_conditions)
     return false;
   for(i = 0; i < a->n_conditions; i++)

@@ -120,6 +120,8 @@ typedef struct session_status {
   int64_t observed_generation;
   int64_t reclaimed_generation;
   bool paused_by_controller;
+  int64_t applied_idle_timeout_ms; /* the idle timeout last set on the
+                                      sandbox ("appliedIdleTimeout") */
   session_condition *conditions;
   size_t n_conditions;
 } session_status;

@@ -1,0 +1,115 @@
+/*
+ * plan.h - the pure planner: (sessions, sandboxes, Cube's clock, config)
+ * -> actions with reasons, and the status each session should show.
+ *
+ * No I/O, no clock, no globals: identical inputs give identical plans, so
+ * every replica decides alike (DESIGN.md section 4). The executor (loop.c)
+ * performs the actions, confirming each delete with a GET first.
+ *
+ * Ownership: the input is only read and must outlive the plan (the plan
+ * points at input sessions). plan_compute() gives the caller a plan to
+ * plan_free() (NULL accepted); every string inside a plan belongs to it.
+ */
+#ifndef SC_PLAN_H
+#define SC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "../api/session.h"
+#include "sandbox.h"
+
+typedef struct plan_config {
+  const char *controller_name;   /* the value of lea.managed-by */
+  int64_t orphan_grace_ms;       /* --orphan-grace, default 10m */
+  double max_delete_fraction;    /* --max-delete-fraction, default 0.2 */
+  size_t max_delete_floor;       /* the guard needs more than this: 10 */
+  bool force;                    /* --force: the guard never trips */
+} plan_config;
+
+/* The defaults of DESIGN.md (controller name "session-controller"). */
+void plan_config_defaults(plan_config *cfg);
+
+typedef struct plan_input {
+  /* Live objects and tombstones (meta.deletion_timestamp != 0). */
+  session *const *sessions;
+  size_t n_sessions;
+  /* Every sandbox observed this pass: the running and paused lists, plus
+   * the GET answers for linked sandboxes missing from the lists. */
+  const cube_sandbox *sandboxes;
+  size_t n_sandboxes;
+  /* Sandbox IDs a GET this pass confirmed gone (404). */
+  const char *const *gone;
+  size_t n_gone;
+  /* false when a list failed or may be truncated (rows >= limit with no
+   * next token), or when this is a single-session pass: no orphan is
+   * concluded then (rule 2). */
+  bool list_complete;
+  sc_time cube_now;              /* the Date of the list response */
+} plan_input;
+
+typedef enum plan_action_type {
+  PLAN_CREATE,       /* POST /sandboxes */
+  PLAN_PAUSE,        /* POST /sandboxes/{id}/pause */
+  PLAN_RESUME,       /* POST /sandboxes/{id}/connect: resume a paused one */
+  PLAN_KEEPALIVE,    /* POST /sandboxes/{id}/connect: extend a running one */
+  PLAN_SET_TIMEOUT,  /* POST /sandboxes/{id}/timeout */
+  PLAN_DELETE,       /* GET (confirm), then DELETE /sandboxes/{id} */
+  PLAN_CONFIRM       /* GET /sandboxes/{id}: linked but missing from lists */
+} plan_action_type;
+
+typedef enum plan_delete_kind {
+  PLAN_DEL_NONE = 0,
+  PLAN_DEL_RECLAIM,   /* paused >= reclaimAfter by Cube's clock: intent */
+  PLAN_DEL_ENDED,     /* spec.state Ended: intent */
+  PLAN_DEL_TOMBSTONE, /* the session was deleted: intent */
+  PLAN_DEL_DUPLICATE, /* a second sandbox of one session */
+  PLAN_DEL_ORPHAN     /* absence alone: capped by the guard */
+} plan_delete_kind;
+
+typedef struct plan_action {
+  plan_action_type type;
+  plan_delete_kind del_kind;
+  char *ns;              /* the session's namespace; NULL for orphans */
+  char *name;            /* the session's name; NULL for orphans */
+  char *sandbox_id;      /* NULL for create */
+  int64_t timeout_s;     /* create, resume, keepalive, set-timeout */
+  /* What the confirming GET must still find before a delete (rule 3): */
+  char *expect_tenant;   /* the lea.tenant_id tag, when tags are expected */
+  bool expect_paused;    /* reclaim and orphan: only while still paused */
+  sc_time end_at;        /* the facts behind the decision, for the audit */
+  sc_time cube_now;
+  char *reason;          /* one line: why; for logs, audit, `sessionctl plan` */
+} plan_action;
+
+typedef struct plan_session {
+  const session *s;          /* points into the input */
+  session_status status;     /* what the status should say now */
+  bool status_changed;       /* differs from s->status */
+  sc_time next_due;          /* Cube time when this session next needs a
+                                look (reclaim, keep-alive); 0 = none */
+} plan_session;
+
+typedef struct plan {
+  plan_action *actions;
+  size_t n_actions;
+  plan_session *sessions;    /* one per input session, same order */
+  size_t n_sessions;
+  size_t n_managed;          /* sandboxes carrying our managed-by tag */
+  size_t n_orphans;          /* orphan deletions wanted (before the guard) */
+  bool guard_tripped;        /* orphan deletions were withheld (rule 9) */
+  char *guard_message;       /* why, when tripped */
+} plan;
+
+sc_err plan_compute(const plan_input *in, const plan_config *cfg,
+                    plan **out);
+void plan_free(plan *p);
+
+/* The status a session should show after action a succeeded; new_id is
+ * the created sandbox's ID for PLAN_CREATE. Pure. */
+sc_err plan_status_after(const session *s, const plan_action *a,
+                         const char *new_id, session_status *st);
+
+const char *plan_action_type_name(plan_action_type t); /* "create", ... */
+const char *plan_delete_kind_name(plan_delete_kind k); /* "reclaim", ... */
+
+#endif
