@@ -157,6 +157,8 @@ static json_object *enc_status(jenc *e, const session_status *st)
   put_int(e, o, "reclaimedGeneration", st->reclaimed_generation);
   if(st->paused_by_controller)
     put(e, o, "pausedByController", json_object_new_boolean(1));
+  if(st->applied_idle_timeout_ms)
+    put_duration(e, o, "appliedIdleTimeout", st->applied_idle_timeout_ms);
   if(st->n_conditions) {
     json_object *a = json_object_new_array();
     if(!a)
@@ -190,7 +192,7 @@ static bool status_empty(const session_status *st)
   return st->phase == SESSION_PHASE_NONE && !st->sandbox_id &&
          !st->sandbox_state && !st->end_at && !st->observed_generation &&
          !st->reclaimed_generation && !st->paused_by_controller &&
-         !st->n_conditions;
+         !st->applied_idle_timeout_ms && !st->n_conditions;
 }
 
 json_object *session_to_json_object(const session *s)
@@ -597,6 +599,8 @@ static sc_err dec_status(jdec *d, json_object *o, const char *path,
       if(!err)
         st->paused_by_controller = json_object_get_boolean(v);
     }
+    else if(!strcmp(key, "appliedIdleTimeout"))
+      err = dec_duration(d, v, p, &st->applied_idle_timeout_ms);
     else if(!strcmp(key, "conditions")) {
       size_t i, n;
       err = want(d, v, json_type_array, p, "an array");

@@ -40,6 +40,7 @@ static session *full_session(void)
   s->status.observed_generation = 3;
   s->status.reclaimed_generation = 2;
   s->status.paused_by_controller = true;
+  s->status.applied_idle_timeout_ms = 600000;
   c.type = "Ready";
   c.status = "False";
   c.reason = "SandboxPaused";
@@ -102,6 +103,7 @@ TEST(full_round_trip)
   CHECK(strstr(j1, "\"app.kubernetes.io/name\":\"chat\""));
   CHECK(strstr(j1, "\"state\":\"Running\""));
   CHECK(strstr(j1, "\"pausedByController\":true"));
+  CHECK(strstr(j1, "\"appliedIdleTimeout\":\"10m\""));
   free(j1);
   free(j2);
   session_free(s);
