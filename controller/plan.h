@@ -104,8 +104,9 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
                     plan **out);
 void plan_free(plan *p);
 
-/* The status a session should show after action a succeeded; new_id is
- * the created sandbox's ID for PLAN_CREATE. Pure. */
+/* Fold the effect of a succeeded action a into st, in place: st starts as
+ * the plan_session's status and carries the effects of earlier actions of
+ * the same pass. new_id is the created sandbox's ID for PLAN_CREATE. Pure. */
 sc_err plan_status_after(const session *s, const plan_action *a,
                          const char *new_id, session_status *st);
 

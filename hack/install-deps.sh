@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libjson-c-dev
 libevent-dev libssl-dev libsqlite3-dev clang valgrind faketime sqlite3 curl
-openssl procps"
+openssl procps jq"
 missing=""
 for p in $pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then

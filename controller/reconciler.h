@@ -1,0 +1,63 @@
+/*
+ * reconciler.h - the reconcile loop (DESIGN.md section 4): observe the
+ * store and Cube, plan (pure), act through the Cube client, write status
+ * back by compare-and-set.
+ *
+ * Triggers: a full pass every resync; store watch events reconcile one
+ * session at once; a per-session timer for the next due time the planner
+ * reports (reclaim, keep-alive); failures back off per session.
+ *
+ * Ownership: reconciler_new() borrows everything in the opts (they must
+ * outlive it) and returns a reconciler for reconciler_free() (NULL ok).
+ * All work runs on opts->base; nothing blocks except the store's local
+ * calls.
+ */
+#ifndef SC_RECONCILER_H
+#define SC_RECONCILER_H
+
+#include <stdbool.h>
+#include "audit.h"
+#include "cube.h"
+#include "log.h"
+#include "metrics.h"
+#include "plan.h"
+#include "store.h"
+
+struct event_base;
+typedef struct reconciler reconciler;
+
+typedef struct reconciler_opts {
+  struct event_base *base;
+  store *st;
+  cube_client *cube;
+  logger *lg;
+  metrics *m;          /* may be NULL */
+  audit *au;           /* may be NULL */
+  plan_config plan;
+  const char *replica;
+  int64_t resync_ms;
+  bool dry_run;
+  bool once;           /* one full pass, then reconciler_done() is true */
+} reconciler_opts;
+
+reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb);
+void reconciler_free(reconciler *r);
+
+/* Probe Cube's dialect, start the watch and the first full pass. */
+sc_err reconciler_start(reconciler *r, sc_errbuf *eb);
+/* Stop taking new work; in-flight calls finish. */
+void reconciler_stop(reconciler *r);
+/* Nothing in flight (after stop, or after a --once pass). */
+bool reconciler_idle(const reconciler *r);
+/* A --once pass completed with its actions. */
+bool reconciler_done(const reconciler *r);
+
+/* For /readyz: the store answered and a first full pass completed. */
+bool reconciler_ready(const reconciler *r);
+/* For /healthz: the loop turned recently. *why explains a failure. */
+bool reconciler_healthy(const reconciler *r, const char **why);
+
+/* Declare the session_controller_* metric families on m. */
+sc_err reconciler_declare_metrics(metrics *m);
+
+#endif
