@@ -1,0 +1,234 @@
+/*
+ * session-controller - keeps Cube sandboxes in step with Session objects.
+ * Wiring only: settings, logger, store, Cube client, reconciler, the
+ * operator endpoints and signals. See DESIGN.md and docs/controller.md.
+ */
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../controller/audit.h"
+#include "../../controller/config.h"
+#include "../../controller/cube.h"
+#include "../../controller/httpd.h"
+#include "../../controller/log.h"
+#include "../../controller/metrics.h"
+#include "../../controller/reconciler.h"
+#include "../../controller/store.h"
+
+#define SHUTDOWN_GRACE_MS 8000
+
+typedef struct app {
+  struct event_base *base;
+  reconciler *rec;
+  logger *lg;
+  struct event *sigterm, *sigint, *poll;
+  bool stopping;
+  int64_t stop_deadline;
+} app;
+
+static bool hook_healthy(void *ud, const char **why)
+{
+  return reconciler_healthy(ud, why);
+}
+
+static bool hook_ready(void *ud)
+{
+  return reconciler_ready(ud);
+}
+
+/* every 100 ms: end the loop once a --once pass is done, or once a stop
+ * has drained (or its grace ran out) */
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+  app *a = arg;
+  (void)fd;
+  (void)what;
+  if(!a->stopping && reconciler_done(a->rec)) {
+    a->stopping = true;
+    a->stop_deadline = sctime_mono_ms() + SHUTDOWN_GRACE_MS;
+    reconciler_stop(a->rec);
+  }
+  if(a->stopping && (reconciler_idle(a->rec) ||
+                     sctime_mono_ms() >= a->stop_deadline))
+    event_base_loopbreak(a->base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+  app *a = arg;
+  (void)what;
+  if(a->stopping) {
+    event_base_loopbreak(a->base); /* a second signal: leave now */
+    return;
+  }
+  log_kv(a->lg, LOG_INFO, "signal received: stopping", "signal",
+         sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+  a->stopping = true;
+  a->stop_deadline = sctime_mono_ms() + SHUTDOWN_GRACE_MS;
+  reconciler_stop(a->rec);
+}
+
+static void default_replica(char *buf, size_t len)
+{
+  char host[128] = "replica";
+  gethostname(host, sizeof(host) - 1);
+  host[sizeof(host) - 1] = '\0';
+  snprintf(buf, len, "%s-%ld", host, (long)getpid());
+}
+
+int main(int argc, char **argv)
+{
+  config cfg;
+  sc_errbuf eb;
+  app a;
+  store *st = NULL;
+  store_open_opts so;
+  cube_client *cube = NULL;
+  cube_client_opts co;
+  metrics *m = NULL;
+  audit *au = NULL;
+  httpd *hd = NULL;
+  reconciler_opts ro;
+  char replica[200];
+  int rc = 1, port = 0;
+  struct timeval tick = {0, 100000};
+
+  memset(&a, 0, sizeof(a));
+  eb.msg[0] = '\0';
+  if(config_parse(&cfg, argc, argv, &eb)) {
+    fprintf(stderr, "session-controller: %s\nRun 'session-controller --help' "
+            "for usage.\n", eb.msg);
+    config_clear(&cfg);
+    return 2;
+  }
+  if(cfg.help) {
+    config_usage(stdout, "session-controller");
+    config_clear(&cfg);
+    return 0;
+  }
+  if(cfg.version) {
+    printf("session-controller %s\n", SC_VERSION);
+    config_clear(&cfg);
+    return 0;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  if(!cfg.replica)
+    default_replica(replica, sizeof(replica));
+  else
+    snprintf(replica, sizeof(replica), "%s", cfg.replica);
+
+  a.lg = log_new(stderr, (log_format)log_format_parse(cfg.log_format),
+                 (log_level)log_level_parse(cfg.log_level));
+  a.base = event_base_new();
+  m = metrics_new();
+  if(!a.lg || !a.base || !m || reconciler_declare_metrics(m)) {
+    fprintf(stderr, "session-controller: out of memory\n");
+    goto out;
+  }
+  log_set_static(a.lg, "replica", replica);
+
+  memset(&so, 0, sizeof(so));
+  so.base = a.base;
+  if(store_open(cfg.store, &so, &st, &eb)) {
+    log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
+           "error", eb.msg, NULL);
+    goto out;
+  }
+  cube_client_opts_init(&co);
+  co.base_url = cfg.cube_url;
+  co.api_key = cfg.cube_api_key;
+  co.ca_file = cfg.cube_ca;
+  co.insecure_skip_verify = cfg.cube_insecure_skip_verify;
+  co.max_inflight = cfg.max_inflight;
+  co.qps = cfg.cube_qps;
+  cube = cube_client_new(a.base, &co, &eb);
+  if(!cube) {
+    log_kv(a.lg, LOG_ERROR, "cannot set up the Cube client", "error", eb.msg,
+           NULL);
+    goto out;
+  }
+  if(cfg.cube_insecure_skip_verify)
+    log_kv(a.lg, LOG_WARN, "TLS verification of Cube is OFF "
+           "(--cube-insecure-skip-verify)", NULL);
+  if(audit_open(cfg.audit_log, a.lg, &au, &eb)) {
+    log_kv(a.lg, LOG_ERROR, "cannot open the audit log", "error", eb.msg,
+           NULL);
+    goto out;
+  }
+
+  memset(&ro, 0, sizeof(ro));
+  ro.base = a.base;
+  ro.st = st;
+  ro.cube = cube;
+  ro.lg = a.lg;
+  ro.m = m;
+  ro.au = au;
+  plan_config_defaults(&ro.plan);
+  ro.plan.controller_name = cfg.name;
+  ro.plan.orphan_grace_ms = cfg.orphan_grace_ms;
+  ro.plan.max_delete_fraction = cfg.max_delete_fraction;
+  ro.plan.force = cfg.force;
+  ro.replica = replica;
+  ro.resync_ms = cfg.resync_ms;
+  ro.dry_run = cfg.dry_run;
+  ro.once = cfg.once;
+  a.rec = reconciler_new(&ro, &eb);
+  if(!a.rec) {
+    log_kv(a.lg, LOG_ERROR, "cannot set up the reconciler", "error", eb.msg,
+           NULL);
+    goto out;
+  }
+  if(cfg.metrics_addr && *cfg.metrics_addr) {
+    httpd_hooks hooks = {hook_healthy, hook_ready, a.rec};
+    char ps[16];
+    if(httpd_start(a.base, cfg.metrics_addr, m, &hooks, &hd, &port, &eb)) {
+      log_kv(a.lg, LOG_ERROR, "cannot serve metrics", "error", eb.msg, NULL);
+      goto out;
+    }
+    snprintf(ps, sizeof(ps), "%d", port);
+    log_kv(a.lg, LOG_INFO, "serving /metrics /healthz /readyz", "addr",
+           cfg.metrics_addr, "port", ps, NULL);
+  }
+  a.sigterm = evsignal_new(a.base, SIGTERM, on_signal, &a);
+  a.sigint = evsignal_new(a.base, SIGINT, on_signal, &a);
+  a.poll = event_new(a.base, -1, EV_PERSIST, on_poll, &a);
+  if(!a.sigterm || !a.sigint || !a.poll)
+    goto out;
+  event_add(a.sigterm, NULL);
+  event_add(a.sigint, NULL);
+  event_add(a.poll, &tick);
+
+  log_kv(a.lg, LOG_INFO, "session-controller starting", "version",
+         SC_VERSION, "store", cfg.store, "cube", cfg.cube_url, "name",
+         cfg.name, "dry_run", cfg.dry_run ? "true" : "false", NULL);
+  if(reconciler_start(a.rec, &eb)) {
+    log_kv(a.lg, LOG_ERROR, "cannot start", "error", eb.msg, NULL);
+    goto out;
+  }
+  event_base_dispatch(a.base);
+  log_kv(a.lg, LOG_INFO, "stopped", NULL);
+  rc = 0;
+
+out:
+  httpd_stop(hd);
+  cube_client_free(cube); /* aborts what is still in flight */
+  reconciler_free(a.rec);
+  if(a.sigterm)
+    event_free(a.sigterm);
+  if(a.sigint)
+    event_free(a.sigint);
+  if(a.poll)
+    event_free(a.poll);
+  audit_close(au);
+  store_close(st);
+  metrics_free(m);
+  if(a.base)
+    event_base_free(a.base);
+  log_free(a.lg);
+  config_clear(&cfg);
+  return rc;
+}

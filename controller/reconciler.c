@@ -1,0 +1,1214 @@
+/*
+ * reconciler.c - observe, plan, act, write status (see reconciler.h).
+ *
+ * A unit of work is a "pass": either a full pass over every session, or a
+ * single-session pass for one key of the work queue. Both run the same
+ * three phases:
+ *
+ *   OBSERVE  store list/get; Cube lists (running, paused) filtered by our
+ *            tags; Cube's clock from the Date header.
+ *   CONFIRM  GET every sandbox a status links to that the lists missed
+ *            (absence is not evidence, rule 2).
+ *   ACT      plan_compute(); run the actions through the Cube client;
+ *            confirm each delete with a GET in the same action (rule 3);
+ *            write each session's status once, by compare-and-set (rule 7).
+ *
+ * A full pass never overlaps single-session passes, so one session is never
+ * acted on twice at once by this replica; other replicas are kept safe by
+ * the rules themselves.
+ */
+#include "reconciler.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../api/duration.h"
+#include "../lib/sctime.h"
+#include "queue.h"
+
+#define MAX_SINGLE_PASSES 16
+#define HEARTBEAT_MS 1000
+
+enum pass_phase { PH_OBSERVE, PH_CONFIRM, PH_ACT, PH_DONE };
+
+typedef struct sess_act {
+  session_status st;     /* planned status, then updated per action */
+  int pending;           /* actions not finished */
+  bool failed;
+  bool has_confirm;
+  int64_t retry_after_ms;
+  bool wants_write;
+} sess_act;
+
+typedef struct pass {
+  reconciler *r;
+  bool full;
+  char *key;             /* single pass: "ns/name" */
+  enum pass_phase phase;
+  int pending;           /* Cube calls outstanding in this phase */
+  int64_t t0;            /* monotonic start */
+
+  store_list_result list;/* the sessions (full) or one (single) */
+  session *single;
+
+  cube_sandbox *sbs;
+  size_t n_sbs, a_sbs;
+  char **gone;
+  size_t n_gone;
+  bool list_failed;
+  bool truncated;
+  char *fail_msg;
+  int64_t retry_after_ms;
+  sc_time cube_now;
+
+  plan *p;
+  sess_act *acts;        /* one per plan session */
+  size_t acts_pending;   /* sessions with actions outstanding */
+} pass;
+
+typedef struct call {
+  pass *ps;
+  size_t si;             /* index of the session, or (size_t)-1 */
+  const plan_action *a;
+  int stage;             /* 0 confirm GET / first call, 1 the mutation */
+  int64_t t0;
+  cube_op op;
+  char observed_state[16];
+  char tenant_seen[129];
+  char id[CUBE_ID_MAX + 1]; /* confirm GETs: the sandbox asked about */
+} call;
+
+struct reconciler {
+  reconciler_opts o;
+  work_queue *q;
+  struct event *heartbeat;
+  struct event *resync;
+  struct event *qtimer;
+  store_watch *watch;
+  bool stopping;
+  bool ready;
+  bool done;
+  bool full_pending;
+  pass *full;
+  int singles;
+  int64_t last_beat;
+  int64_t last_full_done;
+  bool store_ok;
+  cube_dialect dialect;
+};
+
+static void pump(reconciler *r);
+static void pass_finish(pass *ps);
+static void act_done(pass *ps, size_t si);
+
+/* ------------------------------------------------------------------ */
+/* metrics */
+
+static const double dur_buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                     0.25,  0.5,   1,    2.5,   5,    10,
+                                     30,    60,    120};
+
+sc_err reconciler_declare_metrics(metrics *m)
+{
+  static const struct {
+    const char *name;
+    metric_type t;
+    const char *help;
+  } fams[] = {
+    {"session_controller_reconcile_total", METRIC_COUNTER,
+     "Session reconciles by result."},
+    {"session_controller_reconcile_duration_seconds", METRIC_HISTOGRAM,
+     "Time of a single-session reconcile."},
+    {"session_controller_pass_duration_seconds", METRIC_HISTOGRAM,
+     "Time of a full reconcile pass, actions included."},
+    {"session_controller_cube_requests_total", METRIC_COUNTER,
+     "Cube API calls by operation and HTTP status (0: no answer)."},
+    {"session_controller_cube_request_duration_seconds", METRIC_HISTOGRAM,
+     "Cube API call latency by operation."},
+    {"session_controller_actions_total", METRIC_COUNTER,
+     "Planned actions by type and result."},
+    {"session_controller_sessions", METRIC_GAUGE,
+     "Sessions by status phase, as of the last full pass."},
+    {"session_controller_sandboxes", METRIC_GAUGE,
+     "Managed sandboxes by state, as of the last full pass."},
+    {"session_controller_orphans_reclaimed_total", METRIC_COUNTER,
+     "Orphan sandboxes deleted."},
+    {"session_controller_duplicates_deleted_total", METRIC_COUNTER,
+     "Duplicate sandboxes deleted."},
+    {"session_controller_list_truncated_total", METRIC_COUNTER,
+     "Cube lists that may have been truncated (orphan deletion withheld)."},
+    {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
+     "Passes whose orphan deletions the blast-radius guard withheld."},
+    {"session_controller_queue_depth", METRIC_GAUGE,
+     "Sessions waiting in the work queue (ready and delayed)."},
+    {"session_controller_build_info", METRIC_GAUGE,
+     "Build information; always 1."},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+    sc_err err = metrics_declare(m, fams[i].name, fams[i].t, fams[i].help,
+                                 fams[i].t == METRIC_HISTOGRAM ? dur_buckets
+                                                               : NULL,
+                                 fams[i].t == METRIC_HISTOGRAM
+                                   ? sizeof(dur_buckets) / sizeof(double)
+                                   : 0);
+    if(err)
+      return err;
+  }
+  metrics_set(m, "session_controller_build_info",
+              "version=\"" SC_VERSION "\"", 1);
+  return SC_OK;
+}
+
+static void count_action(reconciler *r, const plan_action *a,
+                         const char *result)
+{
+  char l[128];
+  snprintf(l, sizeof(l), "action=\"%s\",result=\"%s\"",
+           a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind)
+                                  : plan_action_type_name(a->type),
+           result);
+  metrics_add(r->o.m, "session_controller_actions_total", l, 1);
+  if(a->type == PLAN_DELETE && !strcmp(result, "ok")) {
+    if(a->del_kind == PLAN_DEL_ORPHAN)
+      metrics_add(r->o.m, "session_controller_orphans_reclaimed_total", NULL,
+                  1);
+    else if(a->del_kind == PLAN_DEL_DUPLICATE)
+      metrics_add(r->o.m, "session_controller_duplicates_deleted_total",
+                  NULL, 1);
+  }
+}
+
+static void count_cube(reconciler *r, cube_op op, const cube_result *res,
+                       int64_t t0)
+{
+  char l[96];
+  snprintf(l, sizeof(l), "op=\"%s\",code=\"%ld\"", cube_op_name(op),
+           res->http_status);
+  metrics_add(r->o.m, "session_controller_cube_requests_total", l, 1);
+  snprintf(l, sizeof(l), "op=\"%s\"", cube_op_name(op));
+  metrics_observe(r->o.m, "session_controller_cube_request_duration_seconds",
+                  l, (double)(sctime_mono_ms() - t0) / 1000.0);
+}
+
+/* ------------------------------------------------------------------ */
+/* passes */
+
+static void pass_free(pass *ps)
+{
+  size_t i;
+  if(!ps)
+    return;
+  store_list_result_free(&ps->list);
+  session_free(ps->single);
+  for(i = 0; i < ps->n_sbs; i++)
+    cube_sandbox_clear(&ps->sbs[i]);
+  free(ps->sbs);
+  for(i = 0; i < ps->n_gone; i++)
+    free(ps->gone[i]);
+  free(ps->gone);
+  if(ps->acts && ps->p)
+    for(i = 0; i < ps->p->n_sessions; i++)
+      session_status_clear(&ps->acts[i].st);
+  free(ps->acts);
+  plan_free(ps->p);
+  free(ps->fail_msg);
+  free(ps->key);
+  free(ps);
+}
+
+static session **pass_sessions(pass *ps, size_t *n)
+{
+  if(ps->full) {
+    *n = ps->list.n;
+    return ps->list.items;
+  }
+  *n = ps->single ? 1 : 0;
+  return &ps->single;
+}
+
+static void pass_fail(pass *ps, const char *msg, int64_t retry_after_ms)
+{
+  if(!ps->fail_msg)
+    ps->fail_msg = strdup(msg);
+  if(retry_after_ms > ps->retry_after_ms)
+    ps->retry_after_ms = retry_after_ms;
+}
+
+static bool has_sandbox(const pass *ps, const char *id)
+{
+  size_t i;
+  for(i = 0; i < ps->n_sbs; i++)
+    if(!strcmp(ps->sbs[i].sandbox_id, id))
+      return true;
+  return false;
+}
+
+static sc_err add_sandbox(pass *ps, cube_sandbox *sb)
+{
+  if(has_sandbox(ps, sb->sandbox_id)) {
+    cube_sandbox_clear(sb); /* listed twice (state changed between lists) */
+    return SC_OK;
+  }
+  if(ps->n_sbs == ps->a_sbs) {
+    size_t na = ps->a_sbs ? ps->a_sbs * 2 : 64;
+    cube_sandbox *n = realloc(ps->sbs, na * sizeof(*n));
+    if(!n) {
+      cube_sandbox_clear(sb);
+      return SC_ERR_NOMEM;
+    }
+    ps->sbs = n;
+    ps->a_sbs = na;
+  }
+  ps->sbs[ps->n_sbs++] = *sb;
+  memset(sb, 0, sizeof(*sb));
+  return SC_OK;
+}
+
+static void start_confirm(pass *ps);
+static void start_act(pass *ps);
+
+static void on_list(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  count_cube(r, CUBE_OP_LIST, res, c->t0);
+  if(res->err) {
+    ps->list_failed = true;
+    pass_fail(ps, res->message, res->retry_after_ms);
+    log_kv(r->o.lg, LOG_WARN, "cube list failed", "error", res->message,
+           NULL);
+  }
+  else {
+    size_t n, i;
+    cube_sandbox *rows = cube_result_take_sandboxes(res, &n);
+    for(i = 0; i < n; i++)
+      add_sandbox(ps, &rows[i]);
+    free(rows);
+    if(res->truncated_suspect) {
+      ps->truncated = true;
+      metrics_add(r->o.m, "session_controller_list_truncated_total", NULL,
+                  1);
+      log_kv(r->o.lg, LOG_WARN,
+             "cube list may be truncated: orphan deletion withheld this pass",
+             NULL);
+    }
+    if(!res->cube_now) {
+      ps->list_failed = true;
+      pass_fail(ps, "Cube's list response carried no Date header: no clock "
+                    "to decide by", -1);
+    }
+    else if(!ps->cube_now || res->cube_now < ps->cube_now)
+      ps->cube_now = res->cube_now; /* the earlier clock: never early */
+  }
+  free(c);
+  if(--ps->pending == 0)
+    start_confirm(ps);
+}
+
+static void start_lists(pass *ps, const sc_kvlist *filter)
+{
+  static const char *const states[] = {"running", "paused"};
+  size_t i;
+  ps->phase = PH_OBSERVE;
+  for(i = 0; i < 2; i++) {
+    call *c = calloc(1, sizeof(*c));
+    if(!c) {
+      ps->list_failed = true;
+      pass_fail(ps, "out of memory", -1);
+      continue;
+    }
+    c->ps = ps;
+    c->t0 = sctime_mono_ms();
+    ps->pending++;
+    if(cube_list(ps->r->o.cube, filter, states[i], on_list, c)) {
+      ps->pending--;
+      free(c);
+      ps->list_failed = true;
+      pass_fail(ps, "the Cube client refused the call", -1);
+    }
+  }
+  if(ps->pending == 0)
+    start_confirm(ps);
+}
+
+static void on_confirm_get(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  pass *ps = c->ps;
+  count_cube(ps->r, CUBE_OP_GET, res, c->t0);
+  if(!res->err) {
+    cube_sandbox sb;
+    cube_result_take_sandbox(res, &sb);
+    if(sb.sandbox_id)
+      add_sandbox(ps, &sb);
+    else
+      cube_sandbox_clear(&sb);
+  }
+  else if(res->err == SC_ERR_NOT_FOUND) {
+    char **g = realloc(ps->gone, (ps->n_gone + 1) * sizeof(*g));
+    if(g) {
+      ps->gone = g;
+      ps->gone[ps->n_gone] = strdup(c->id);
+      if(ps->gone[ps->n_gone])
+        ps->n_gone++;
+    }
+  }
+  else
+    log_kv(ps->r->o.lg, LOG_WARN, "cube get failed", "error", res->message,
+           NULL);
+  free(c);
+  if(--ps->pending == 0)
+    start_act(ps);
+}
+
+static void start_confirm(pass *ps)
+{
+  size_t n, i;
+  session **ss;
+  reconciler *r = ps->r;
+  if(ps->list_failed || r->stopping) {
+    /* no plan on a partial view: a missing list is no evidence */
+    pass_finish(ps);
+    return;
+  }
+  ps->phase = PH_CONFIRM;
+  ss = pass_sessions(ps, &n);
+  for(i = 0; i < n; i++) {
+    const char *id = ss[i]->status.sandbox_id;
+    call *c;
+    if(!id || has_sandbox(ps, id))
+      continue;
+    c = calloc(1, sizeof(*c));
+    if(!c)
+      continue;
+    c->ps = ps;
+    c->t0 = sctime_mono_ms();
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    ps->pending++;
+    if(cube_get(r->o.cube, id, on_confirm_get, c)) {
+      ps->pending--;
+      free(c);
+    }
+  }
+  if(ps->pending == 0)
+    start_act(ps);
+}
+
+/* ------------------------------------------------------------------ */
+/* actions */
+
+static size_t find_session(pass *ps, const char *ns, const char *name)
+{
+  size_t i;
+  if(!ns || !name)
+    return (size_t)-1;
+  for(i = 0; i < ps->p->n_sessions; i++) {
+    const session *s = ps->p->sessions[i].s;
+    if(!strcmp(s->meta.namespace_, ns) && !strcmp(s->meta.name, name))
+      return i;
+  }
+  return (size_t)-1;
+}
+
+static void audit_action(pass *ps, call *c, const char *outcome,
+                         int http_status, const char *message)
+{
+  const plan_action *a = c->a;
+  char key[300] = "";
+  audit_entry e;
+  if(a->ns && a->name)
+    snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
+  memset(&e, 0, sizeof(e));
+  e.replica = ps->r->o.replica;
+  e.session = a->ns ? key : NULL;
+  e.sandbox_id = a->sandbox_id;
+  e.action = plan_action_type_name(a->type);
+  e.kind = a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind) : NULL;
+  e.reason = a->reason;
+  e.observed_state = c->observed_state[0] ? c->observed_state : NULL;
+  e.tenant = c->tenant_seen[0] ? c->tenant_seen : NULL;
+  e.cube_now = a->cube_now;
+  e.end_at = a->end_at;
+  e.http_status = http_status;
+  e.outcome = outcome;
+  e.message = message;
+  audit_record(ps->r->o.au, &e);
+}
+
+static void log_action(pass *ps, const plan_action *a, log_level lvl,
+                       const char *msg, const char *detail)
+{
+  char key[300] = "";
+  if(a->ns && a->name)
+    snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
+  log_kv(ps->r->o.lg, lvl, msg, "action", plan_action_type_name(a->type),
+         "session", key[0] ? key : "-", "sandbox",
+         a->sandbox_id ? a->sandbox_id : "-", "reason", a->reason, "detail",
+         detail ? detail : "", NULL);
+}
+
+/* an action ended: fold its effect into the session's status */
+static void action_end(call *c, bool ok, const char *new_id,
+                       int64_t retry_after_ms, const char *msg)
+{
+  pass *ps = c->ps;
+  const plan_action *a = c->a;
+  size_t si = c->si;
+  count_action(ps->r, a, ok ? "ok" : "error");
+  if(ok)
+    log_action(ps, a, LOG_INFO, "action done", new_id);
+  else
+    log_action(ps, a, LOG_WARN, "action failed", msg);
+  if(si != (size_t)-1) {
+    sess_act *sa = &ps->acts[si];
+    if(ok && a->type != PLAN_CONFIRM &&
+       !plan_status_after(ps->p->sessions[si].s, a, new_id, &sa->st))
+      sa->wants_write = true; /* st carries earlier actions' effects */
+    if(!ok || a->type == PLAN_CONFIRM) {
+      sa->failed = true;
+      if(retry_after_ms > sa->retry_after_ms)
+        sa->retry_after_ms = retry_after_ms;
+    }
+    if(--sa->pending == 0)
+      act_done(ps, si);
+  }
+  free(c);
+  if(--ps->pending == 0)
+    pass_finish(ps);
+}
+
+static void on_mutation(const cube_result *res, void *ud);
+
+static void on_delete_confirm(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const plan_action *a = c->a;
+  const char *managed, *tenant;
+  count_cube(r, CUBE_OP_GET, res, c->t0);
+  if(res->err == SC_ERR_NOT_FOUND) {
+    audit_action(ps, c, "already-gone", (int)res->http_status,
+                 "the confirming GET found no sandbox");
+    action_end(c, true, NULL, -1, NULL);
+    return;
+  }
+  if(res->err) {
+    audit_action(ps, c, "failed", (int)res->http_status, res->message);
+    action_end(c, false, NULL, res->retry_after_ms, res->message);
+    return;
+  }
+  snprintf(c->observed_state, sizeof(c->observed_state), "%s",
+           cube_sb_state_name(res->sandbox.state));
+  managed = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_MANAGED_BY);
+  tenant = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_TENANT_ID);
+  if(tenant)
+    snprintf(c->tenant_seen, sizeof(c->tenant_seen), "%s", tenant);
+  if(managed && strcmp(managed, r->o.plan.controller_name)) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox is now tagged as managed by another controller");
+    action_end(c, false, NULL, -1, "managed-by tag changed");
+    return;
+  }
+  if(a->expect_tenant && tenant && strcmp(tenant, a->expect_tenant)) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox's tenant tag no longer matches");
+    action_end(c, false, NULL, -1, "tenant tag changed");
+    return;
+  }
+  if(a->del_kind == PLAN_DEL_ORPHAN && !managed) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the orphan no longer carries our managed-by tag");
+    action_end(c, false, NULL, -1, "managed-by tag gone");
+    return;
+  }
+  if(a->expect_paused && res->sandbox.state != CUBE_SB_PAUSED) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox is no longer paused (resumed since the plan)");
+    /* not a failure: the plan was right to stop; look again soon */
+    action_end(c, false, NULL, -1, "no longer paused");
+    return;
+  }
+  c->stage = 1;
+  c->op = CUBE_OP_DELETE;
+  c->t0 = sctime_mono_ms();
+  if(cube_delete(r->o.cube, a->sandbox_id, on_mutation, c)) {
+    audit_action(ps, c, "failed", 0, "the Cube client refused the call");
+    action_end(c, false, NULL, -1, "client refused the call");
+  }
+}
+
+static void on_pause_check(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  count_cube(c->ps->r, CUBE_OP_GET, res, c->t0);
+  if(!res->err && (res->sandbox.state == CUBE_SB_PAUSED ||
+                   res->sandbox.state == CUBE_SB_PAUSING)) {
+    snprintf(c->observed_state, sizeof(c->observed_state), "%s",
+             cube_sb_state_name(res->sandbox.state));
+    audit_action(c->ps, c, "done", (int)res->http_status,
+                 "already paused (confirmed by GET)");
+    action_end(c, true, NULL, -1, NULL);
+    return;
+  }
+  audit_action(c->ps, c, "failed", (int)res->http_status,
+               res->err ? res->message : "pause refused and not paused");
+  action_end(c, false, NULL, res->retry_after_ms,
+             res->err ? res->message : "pause refused and not paused");
+}
+
+static void on_mutation(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const plan_action *a = c->a;
+  count_cube(r, c->op, res, c->t0);
+  switch(a->type) {
+  case PLAN_CREATE:
+    if(res->err)
+      action_end(c, false, NULL, res->retry_after_ms, res->message);
+    else
+      action_end(c, true, res->sandbox_id, -1, NULL);
+    return;
+  case PLAN_PAUSE:
+    if(!res->err && res->already) {
+      /* 409 / Cube's 500 "already paused": look before concluding */
+      c->t0 = sctime_mono_ms();
+      if(cube_get(r->o.cube, a->sandbox_id, on_pause_check, c))
+        action_end(c, false, NULL, -1, "client refused the call");
+      return;
+    }
+    audit_action(ps, c, res->err ? "failed" : "done", (int)res->http_status,
+                 res->err ? res->message : NULL);
+    action_end(c, !res->err, NULL, res->retry_after_ms, res->message);
+    return;
+  case PLAN_DELETE:
+    audit_action(ps, c, res->err ? "failed" : "done", (int)res->http_status,
+                 res->err ? res->message
+                          : res->already_gone ? "already gone" : NULL);
+    action_end(c, !res->err, NULL, res->retry_after_ms, res->message);
+    return;
+  case PLAN_SET_TIMEOUT:
+  case PLAN_RESUME:
+  case PLAN_KEEPALIVE:
+  case PLAN_CONFIRM:
+    action_end(c, !res->err, NULL, res->retry_after_ms, res->message);
+    return;
+  }
+}
+
+static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
+{
+  sc_err err = sc_kvlist_copy(md, &s->spec.sandbox_metadata);
+  if(!err)
+    err = sc_kvlist_set(md, SESSION_TAG_SESSION_ID, s->spec.session_id);
+  if(!err)
+    err = sc_kvlist_set(md, SESSION_TAG_TENANT_ID, s->spec.tenant_id);
+  if(!err)
+    err = sc_kvlist_set(md, SESSION_TAG_MANAGED_BY,
+                        r->o.plan.controller_name);
+  return err;
+}
+
+static void start_action(pass *ps, const plan_action *a)
+{
+  reconciler *r = ps->r;
+  call *c = calloc(1, sizeof(*c));
+  sc_err err = SC_OK;
+  if(!c)
+    return;
+  c->ps = ps;
+  c->a = a;
+  c->si = find_session(ps, a->ns, a->name);
+  c->t0 = sctime_mono_ms();
+  ps->pending++;
+  if(c->si != (size_t)-1) {
+    ps->acts[c->si].pending++;
+    if(a->type == PLAN_CONFIRM)
+      ps->acts[c->si].has_confirm = true;
+  }
+  if(r->o.dry_run && a->type != PLAN_CONFIRM) {
+    log_action(ps, a, LOG_INFO, "dry-run: not calling Cube", NULL);
+    if(a->type == PLAN_DELETE || a->type == PLAN_PAUSE)
+      audit_action(ps, c, "dry-run", 0, NULL);
+    count_action(r, a, "dry-run");
+    if(c->si != (size_t)-1 && --ps->acts[c->si].pending == 0)
+      act_done(ps, c->si);
+    free(c);
+    ps->pending--;
+    return;
+  }
+  log_action(ps, a, LOG_INFO, "action", NULL);
+  switch(a->type) {
+  case PLAN_CREATE: {
+    const session *s = ps->p->sessions[c->si].s;
+    sc_kvlist md = {0};
+    cube_create_req req;
+    err = create_metadata(r, s, &md);
+    if(!err) {
+      req.template_id = s->spec.template_id;
+      req.timeout_s = a->timeout_s;
+      req.metadata = &md;
+      req.env_vars = &s->spec.env_vars;
+      c->op = CUBE_OP_CREATE;
+      err = cube_create(r->o.cube, &req, on_mutation, c);
+    }
+    sc_kvlist_clear(&md);
+    break;
+  }
+  case PLAN_PAUSE:
+    c->op = CUBE_OP_PAUSE;
+    err = cube_pause(r->o.cube, a->sandbox_id, on_mutation, c);
+    break;
+  case PLAN_RESUME:
+  case PLAN_KEEPALIVE:
+    c->op = CUBE_OP_CONNECT;
+    err = cube_connect(r->o.cube, a->sandbox_id, a->timeout_s, on_mutation,
+                       c);
+    break;
+  case PLAN_SET_TIMEOUT:
+    c->op = CUBE_OP_SET_TIMEOUT;
+    err = cube_set_timeout(r->o.cube, a->sandbox_id, a->timeout_s,
+                           on_mutation, c);
+    break;
+  case PLAN_DELETE:
+    c->op = CUBE_OP_GET;
+    err = cube_get(r->o.cube, a->sandbox_id, on_delete_confirm, c);
+    break;
+  case PLAN_CONFIRM:
+    c->op = CUBE_OP_GET;
+    err = cube_get(r->o.cube, a->sandbox_id, on_mutation, c);
+    break;
+  }
+  if(err) {
+    /* the client refused: count as a failed action, synchronously safe */
+    count_action(r, a, "error");
+    if(c->si != (size_t)-1) {
+      ps->acts[c->si].failed = true;
+      if(--ps->acts[c->si].pending == 0)
+        act_done(ps, c->si);
+    }
+    free(c);
+    ps->pending--;
+  }
+}
+
+static void schedule_session(reconciler *r, pass *ps, size_t si,
+                             const char *key)
+{
+  const plan_session *pl = &ps->p->sessions[si];
+  sess_act *sa = &ps->acts[si];
+  int64_t now = sctime_mono_ms();
+  if(sa->failed) {
+    if(sa->retry_after_ms > 0)
+      queue_add_retry_after(r->q, key, sa->retry_after_ms, now);
+    else
+      queue_add_rate_limited(r->q, key, now, NULL);
+    return;
+  }
+  queue_forget(r->q, key);
+  if(pl->next_due && ps->cube_now) {
+    /* Cube's clock says when; the local monotonic clock only waits */
+    int64_t d = pl->next_due - ps->cube_now;
+    queue_add_after(r->q, key, d > 0 ? d + 1000 : 1000, now);
+  }
+}
+
+/* all actions of session si are finished: write its status once */
+static void act_done(pass *ps, size_t si)
+{
+  reconciler *r = ps->r;
+  const session *s = ps->p->sessions[si].s;
+  sess_act *sa = &ps->acts[si];
+  char key[300];
+  sc_errbuf eb;
+  sc_err err = SC_OK;
+  const char *result = "ok";
+
+  eb.msg[0] = '\0';
+  snprintf(key, sizeof(key), "%s/%s", s->meta.namespace_, s->meta.name);
+  if(s->meta.deletion_timestamp && !sa->failed && !sa->has_confirm &&
+     sa->st.phase == SESSION_PHASE_ENDED && !r->o.dry_run) {
+    /* a tombstone whose sandboxes are gone: finalize it */
+    err = store_purge(r->o.st, s->meta.namespace_, s->meta.name,
+                      s->meta.resource_version, &eb);
+    if(err && err != SC_ERR_NOT_FOUND) {
+      log_kv(r->o.lg, LOG_WARN, "purge of tombstone failed", "session", key,
+             "error", eb.msg, NULL);
+      sa->failed = true;
+      result = err == SC_ERR_CONFLICT ? "conflict" : "error";
+    }
+    else
+      log_kv(r->o.lg, LOG_INFO, "tombstone purged", "session", key, NULL);
+  }
+  else if(sa->wants_write && !session_status_equal(&sa->st, &s->status)) {
+    err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
+                              s->meta.resource_version, &sa->st, NULL, &eb);
+    if(err == SC_ERR_CONFLICT) {
+      /* someone wrote first: re-read and recompute, never overwrite */
+      log_kv(r->o.lg, LOG_DEBUG, "status conflict, requeued", "session", key,
+             NULL);
+      result = "conflict";
+      queue_add(r->q, key);
+      metrics_add(r->o.m, "session_controller_reconcile_total",
+                  "result=\"conflict\"", 1);
+      return;
+    }
+    if(err && err != SC_ERR_NOT_FOUND) {
+      log_kv(r->o.lg, LOG_WARN, "status write failed", "session", key,
+             "error", eb.msg, NULL);
+      sa->failed = true;
+    }
+  }
+  if(sa->failed && !strcmp(result, "ok"))
+    result = "error";
+  {
+    char l[40];
+    snprintf(l, sizeof(l), "result=\"%s\"", result);
+    metrics_add(r->o.m, "session_controller_reconcile_total", l, 1);
+  }
+  schedule_session(r, ps, si, key);
+}
+
+static void start_act(pass *ps)
+{
+  reconciler *r = ps->r;
+  plan_input in;
+  size_t n, i;
+  session **ss = pass_sessions(ps, &n);
+  sc_err err;
+
+  if(r->stopping) {
+    pass_finish(ps);
+    return;
+  }
+  ps->phase = PH_ACT;
+  memset(&in, 0, sizeof(in));
+  in.sessions = ss;
+  in.n_sessions = n;
+  in.sandboxes = ps->sbs;
+  in.n_sandboxes = ps->n_sbs;
+  in.gone = (const char *const *)ps->gone;
+  in.n_gone = ps->n_gone;
+  in.list_complete = ps->full && !ps->truncated;
+  in.cube_now = ps->cube_now;
+  err = plan_compute(&in, &r->o.plan, &ps->p);
+  if(err) {
+    pass_fail(ps, "planning failed (out of memory)", -1);
+    pass_finish(ps);
+    return;
+  }
+  if(ps->p->guard_tripped) {
+    metrics_add(r->o.m, "session_controller_delete_guard_tripped_total",
+                NULL, 1);
+    log_kv(r->o.lg, LOG_ERROR, "delete guard tripped: orphan deletions "
+           "withheld (use --force to override)", "detail",
+           ps->p->guard_message ? ps->p->guard_message : "", NULL);
+  }
+  ps->acts = calloc(ps->p->n_sessions ? ps->p->n_sessions : 1,
+                    sizeof(*ps->acts));
+  if(!ps->acts) {
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  for(i = 0; i < ps->p->n_sessions; i++) {
+    session_status_copy(&ps->acts[i].st, &ps->p->sessions[i].status);
+    ps->acts[i].wants_write = ps->p->sessions[i].status_changed;
+    ps->acts[i].pending = 1; /* held until every action has started */
+  }
+  ps->pending = 1; /* held while starting */
+  for(i = 0; i < ps->p->n_actions; i++)
+    start_action(ps, &ps->p->actions[i]);
+  for(i = 0; i < ps->p->n_sessions; i++)
+    if(--ps->acts[i].pending == 0)
+      act_done(ps, i);
+  if(--ps->pending == 0)
+    pass_finish(ps);
+}
+
+static void update_gauges(reconciler *r, pass *ps)
+{
+  size_t i;
+  char l[64];
+  metrics_reset_family(r->o.m, "session_controller_sessions");
+  metrics_reset_family(r->o.m, "session_controller_sandboxes");
+  for(i = 0; ps->p && i < ps->p->n_sessions; i++) {
+    const session_status *st = &ps->acts[i].st;
+    if(ps->p->sessions[i].s->meta.deletion_timestamp)
+      continue;
+    snprintf(l, sizeof(l), "phase=\"%s\"",
+             st->phase ? session_phase_name(st->phase) : "None");
+    metrics_add(r->o.m, "session_controller_sessions", l, 1);
+  }
+  for(i = 0; i < ps->n_sbs; i++) {
+    snprintf(l, sizeof(l), "state=\"%s\"",
+             cube_sb_state_name(ps->sbs[i].state));
+    metrics_add(r->o.m, "session_controller_sandboxes", l, 1);
+  }
+}
+
+static void pass_finish(pass *ps)
+{
+  reconciler *r = ps->r;
+  double secs = (double)(sctime_mono_ms() - ps->t0) / 1000.0;
+  ps->phase = PH_DONE;
+  if(ps->full) {
+    r->full = NULL;
+    metrics_observe(r->o.m, "session_controller_pass_duration_seconds", NULL,
+                    secs);
+    if(ps->fail_msg) {
+      log_kv(r->o.lg, LOG_WARN, "full pass incomplete, retried at the next "
+             "resync", "error", ps->fail_msg, NULL);
+    }
+    else {
+      char buf[32], nb[32], na[32];
+      r->ready = true;
+      r->last_full_done = sctime_mono_ms();
+      update_gauges(r, ps);
+      snprintf(buf, sizeof(buf), "%.3f", secs);
+      snprintf(nb, sizeof(nb), "%zu", ps->list.n);
+      snprintf(na, sizeof(na), "%zu", ps->p ? ps->p->n_actions : 0);
+      log_kv(r->o.lg, ps->p && ps->p->n_actions ? LOG_INFO : LOG_DEBUG,
+             "full pass done", "sessions", nb, "actions", na, "seconds", buf,
+             NULL);
+      if(r->o.once)
+        r->done = true;
+    }
+  }
+  else {
+    r->singles--;
+    metrics_observe(r->o.m, "session_controller_reconcile_duration_seconds",
+                    NULL, secs);
+    if(ps->fail_msg) {
+      int64_t now = sctime_mono_ms();
+      log_kv(r->o.lg, LOG_WARN, "session reconcile incomplete", "session",
+             ps->key, "error", ps->fail_msg, NULL);
+      if(ps->retry_after_ms > 0)
+        queue_add_retry_after(r->q, ps->key, ps->retry_after_ms, now);
+      else
+        queue_add_rate_limited(r->q, ps->key, now, NULL);
+    }
+    queue_done(r->q, ps->key);
+  }
+  pass_free(ps);
+  pump(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* starting passes */
+
+static pass *pass_new(reconciler *r, bool full)
+{
+  pass *ps = calloc(1, sizeof(*ps));
+  if(!ps)
+    return NULL;
+  ps->r = r;
+  ps->full = full;
+  ps->t0 = sctime_mono_ms();
+  ps->retry_after_ms = -1;
+  return ps;
+}
+
+static void start_full(reconciler *r)
+{
+  pass *ps = pass_new(r, true);
+  store_list_opts lo = {NULL, true};
+  sc_kvlist filter = {0};
+  sc_errbuf eb;
+  sc_err err;
+  if(!ps)
+    return;
+  r->full_pending = false;
+  r->full = ps;
+  err = store_list(r->o.st, &lo, &ps->list, &eb);
+  if(err) {
+    r->store_ok = false;
+    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", eb.msg, NULL);
+    pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+    return;
+  }
+  r->store_ok = true;
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
+                   r->o.plan.controller_name)) {
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  start_lists(ps, &filter);
+  sc_kvlist_clear(&filter);
+}
+
+static void start_single(reconciler *r, const char *key)
+{
+  pass *ps = pass_new(r, false);
+  const char *slash = strchr(key, '/');
+  char ns[256];
+  sc_kvlist filter = {0};
+  sc_errbuf eb;
+  sc_err err;
+  if(!ps) {
+    queue_done(r->q, key);
+    return;
+  }
+  r->singles++;
+  ps->key = strdup(key);
+  if(!ps->key || !slash || (size_t)(slash - key) >= sizeof(ns)) {
+    pass_fail(ps, "bad queue key", -1);
+    pass_finish(ps);
+    return;
+  }
+  memcpy(ns, key, (size_t)(slash - key));
+  ns[slash - key] = '\0';
+  err = store_get(r->o.st, ns, slash + 1, &ps->single, &eb);
+  if(err == SC_ERR_NOT_FOUND) {
+    /* purged: nothing left to do for it */
+    queue_forget(r->q, key);
+    pass_finish(ps);
+    return;
+  }
+  if(err) {
+    r->store_ok = false;
+    pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+    return;
+  }
+  r->store_ok = true;
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
+                   r->o.plan.controller_name) ||
+     sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
+                   ps->single->spec.tenant_id) ||
+     sc_kvlist_set(&filter, SESSION_TAG_SESSION_ID,
+                   ps->single->spec.session_id)) {
+    sc_kvlist_clear(&filter);
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  start_lists(ps, &filter);
+  sc_kvlist_clear(&filter);
+}
+
+static void arm_qtimer(reconciler *r)
+{
+  int64_t d = queue_next_delay(r->q, sctime_mono_ms());
+  struct timeval tv;
+  if(d < 0) {
+    event_del(r->qtimer);
+    return;
+  }
+  tv.tv_sec = d / 1000;
+  tv.tv_usec = (d % 1000) * 1000;
+  event_add(r->qtimer, &tv);
+}
+
+static void pump(reconciler *r)
+{
+  const char *key;
+  if(r->stopping || r->done)
+    return;
+  queue_promote(r->q, sctime_mono_ms());
+  if(r->full_pending && !r->full && r->singles == 0) {
+    start_full(r);
+    if(r->full)
+      return;
+  }
+  while(!r->full && !r->full_pending && !r->o.once &&
+        r->singles < MAX_SINGLE_PASSES && (key = queue_pop(r->q)))
+    start_single(r, key);
+  metrics_set(r->o.m, "session_controller_queue_depth", NULL,
+              (double)(queue_len(r->q) + queue_delayed(r->q)));
+  arm_qtimer(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* events */
+
+static void on_qtimer(evutil_socket_t fd, short what, void *arg)
+{
+  (void)fd;
+  (void)what;
+  pump(arg);
+}
+
+static void on_resync(evutil_socket_t fd, short what, void *arg)
+{
+  reconciler *r = arg;
+  (void)fd;
+  (void)what;
+  r->full_pending = true;
+  pump(r);
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+  reconciler *r = arg;
+  (void)fd;
+  (void)what;
+  r->last_beat = sctime_mono_ms();
+}
+
+static void start_watch(reconciler *r);
+
+static void on_watch_event(const store_event *ev, void *ud)
+{
+  reconciler *r = ud;
+  char key[300];
+  session_key(ev->obj, key, sizeof(key));
+  /* a status-only change (ours or another replica's) needs no reconcile:
+   * react to new objects, deletions, and spec changes not yet observed */
+  if(ev->type == STORE_EVENT_MODIFIED && !ev->obj->meta.deletion_timestamp &&
+     ev->obj->meta.generation == ev->obj->status.observed_generation)
+    return;
+  log_kv(r->o.lg, LOG_DEBUG, "store event", "type",
+         store_event_type_name(ev->type), "session", key, "revision",
+         ev->revision, NULL);
+  queue_add(r->q, key);
+  pump(r);
+}
+
+static void on_watch_error(sc_err err, const char *msg, void *ud)
+{
+  reconciler *r = ud;
+  log_kv(r->o.lg, err == SC_ERR_EXPIRED ? LOG_INFO : LOG_WARN,
+         "store watch ended; relisting", "error", msg ? msg : "", NULL);
+  store_watch_stop(r->watch);
+  r->watch = NULL;
+  r->full_pending = true;
+  start_watch(r);
+  pump(r);
+}
+
+static void start_watch(reconciler *r)
+{
+  store_list_result res = {0};
+  store_list_opts lo = {NULL, false};
+  sc_errbuf eb;
+  /* the revision to watch from: a cheap list gives the current one; the
+   * full pass that follows covers everything before it */
+  if(store_list(r->o.st, &lo, &res, &eb)) {
+    log_kv(r->o.lg, LOG_ERROR, "store list for watch failed", "error",
+           eb.msg, NULL);
+    return;
+  }
+  if(store_watch_start(r->o.st, res.revision, on_watch_event, on_watch_error,
+                       r, &r->watch, &eb))
+    log_kv(r->o.lg, LOG_ERROR, "store watch failed", "error", eb.msg, NULL);
+  store_list_result_free(&res);
+}
+
+static void on_probe(const cube_result *res, void *ud)
+{
+  reconciler *r = ud;
+  r->dialect = res->dialect;
+  if(res->err)
+    log_kv(r->o.lg, LOG_WARN, "cube probe failed", "error", res->message,
+           NULL);
+  else
+    log_kv(r->o.lg, LOG_INFO, "cube dialect", "dialect",
+           cube_dialect_name(res->dialect), "detail",
+           res->detail ? res->detail : "", "peer",
+           cube_client_peer(r->o.cube), NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* public */
+
+reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
+{
+  reconciler *r = calloc(1, sizeof(*r));
+  if(!r) {
+    sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  r->o = *opts;
+  r->q = queue_new(NULL);
+  r->heartbeat = event_new(opts->base, -1, EV_PERSIST, on_heartbeat, r);
+  r->resync = event_new(opts->base, -1, EV_PERSIST, on_resync, r);
+  r->qtimer = event_new(opts->base, -1, 0, on_qtimer, r);
+  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer) {
+    sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    reconciler_free(r);
+    return NULL;
+  }
+  r->last_beat = sctime_mono_ms();
+  return r;
+}
+
+void reconciler_free(reconciler *r)
+{
+  if(!r)
+    return;
+  store_watch_stop(r->watch);
+  if(r->heartbeat)
+    event_free(r->heartbeat);
+  if(r->resync)
+    event_free(r->resync);
+  if(r->qtimer)
+    event_free(r->qtimer);
+  queue_free(r->q);
+  free(r);
+}
+
+sc_err reconciler_start(reconciler *r, sc_errbuf *eb)
+{
+  struct timeval hb = {HEARTBEAT_MS / 1000, 0};
+  struct timeval rs;
+  rs.tv_sec = r->o.resync_ms / 1000;
+  rs.tv_usec = (r->o.resync_ms % 1000) * 1000;
+  (void)eb;
+  cube_probe(r->o.cube, on_probe, r);
+  event_add(r->heartbeat, &hb);
+  if(!r->o.once) {
+    event_add(r->resync, &rs);
+    start_watch(r);
+  }
+  r->full_pending = true;
+  pump(r);
+  return SC_OK;
+}
+
+void reconciler_stop(reconciler *r)
+{
+  r->stopping = true;
+  event_del(r->resync);
+  event_del(r->qtimer);
+  store_watch_stop(r->watch);
+  r->watch = NULL;
+}
+
+bool reconciler_idle(const reconciler *r)
+{
+  return !r->full && r->singles == 0;
+}
+
+bool reconciler_done(const reconciler *r)
+{
+  return r->done;
+}
+
+bool reconciler_ready(const reconciler *r)
+{
+  return r->ready && r->store_ok;
+}
+
+bool reconciler_healthy(const reconciler *r, const char **why)
+{
+  int64_t now = sctime_mono_ms();
+  if(now - r->last_beat > 10 * HEARTBEAT_MS) {
+    *why = "the event loop has not turned for over 10s";
+    return false;
+  }
+  if(r->ready && now - r->last_full_done > 10 * r->o.resync_ms) {
+    *why = "no full pass has completed for over 10 resync periods";
+    return false;
+  }
+  *why = "ok";
+  return true;
+}
