@@ -1,0 +1,81 @@
+# common.sh - shared helpers of the end-to-end scripts (sourced, not run).
+# Every server binds port 0; every process is stopped by PID.
+BINDIR=${BINDIR:-$(pwd)/bin}
+T=$(mktemp -d "${TMPDIR:-/tmp}/sc-e2e.XXXXXX")
+PASS=0
+FAIL=0
+PIDS=""
+
+e2e_cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null; done
+  for p in $PIDS; do wait "$p" 2>/dev/null; done
+  if [ "$FAIL" -ne 0 ] && [ -z "${KEEP_TMP:-}" ]; then
+    for f in "$T"/*.log; do
+      [ -f "$f" ] || continue
+      echo "--- last lines of $f"; tail -n 30 "$f"
+    done
+  fi
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
+}
+trap e2e_cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL $1${2:+: $2}"; }
+check() { n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" -eq 0 ]; }
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s; status 0 when it passed
+wait_until() {
+  limit=$(( $1 * 10 )); shift
+  i=0
+  while [ $i -lt $limit ]; do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1; i=$((i + 1))
+  done
+  return 1
+}
+
+# start_cubesim [ARGS...]: sets SIM (base URL) and SIM_PID
+start_cubesim() {
+  "$BINDIR/cubesim" --listen 127.0.0.1:0 "$@" >"$T/sim.out" 2>"$T/sim.log" &
+  SIM_PID=$!
+  PIDS="$PIDS $SIM_PID"
+  SIM=""
+  i=0
+  while [ -z "$SIM" ] && [ $i -lt 100 ]; do
+    SIM=$(sed -n 's/^cubesim listening on //p' "$T/sim.out" 2>/dev/null)
+    [ -n "$SIM" ] || { sleep 0.05; i=$((i + 1)); }
+  done
+  [ -n "$SIM" ] || { echo "cubesim did not start" >&2; cat "$T/sim.log" >&2; exit 1; }
+}
+
+sim_advance() { curl -sf -X POST -H 'Content-Type: application/json' \
+  -d "{\"advance\":$1}" "$SIM/_sim/clock" >/dev/null; }
+sim_truth() { curl -sf "$SIM/_sim/sandboxes"; }
+sim_audit() { curl -sf "$SIM/_sim/audit"; }
+sim_traffic() { curl -s -o /dev/null -w '%{http_code}' -X POST \
+  "$SIM/_sim/sandboxes/$1/traffic"; }
+sim_faults() { curl -sf -X POST -H 'Content-Type: application/json' \
+  -d "$1" "$SIM/_sim/faults" >/dev/null; }
+# live sandboxes (not deleted) tagged with session id $1
+sim_live_for() { sim_truth | jq -r --arg s "$1" \
+  '[.[] | select(.state != "deleted" and .metadata["lea.session_id"] == $s)] | length'; }
+sim_state_of() { sim_truth | jq -r --arg s "$1" \
+  '[.[] | select(.state != "deleted" and .metadata["lea.session_id"] == $s)][0].state // "none"'; }
+
+STORE="sqlite:$T/sessions.db"
+ctl() { "$BINDIR/sessionctl" --store "$STORE" "$@"; }
+
+# start_controller NAME [ARGS...]: sets CTL_PID (log in $T/NAME.log)
+start_controller() {
+  n=$1; shift
+  "$BINDIR/session-controller" --store "$STORE" --cube-url "$SIM" \
+    --metrics-addr 127.0.0.1:0 --resync 1s --replica "$n" "$@" \
+    2>"$T/$n.log" &
+  CTL_PID=$!
+  PIDS="$PIDS $CTL_PID"
+}
+
+# session_field NAME JQPATH [NS]: a field of a session's JSON
+session_field() { ctl get sessions "$1" -n "${3:-default}" -o json 2>/dev/null | jq -r "$2"; }
