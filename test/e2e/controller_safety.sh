@@ -1,0 +1,152 @@
+#!/bin/sh
+# End-to-end: the safety rules of DESIGN.md section 4 against cubesim:
+# orphans and their grace, the blast-radius guard, dry-run, duplicates
+# resolved alike by two replicas, metadata lost on pause, injected faults,
+# and a controller whose local clock is hours off.
+. "$(dirname "$0")/lib/common.sh"
+
+# sim_create SESSION [TIMEOUT] [TENANT]: a sandbox made behind our back
+sim_create() {
+  curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
+    "{\"templateID\":\"shell\",\"timeout\":${2:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${3:-default}\",\"lea.managed-by\":\"session-controller\"}}" |
+    jq -r .sandboxID
+}
+sim_state_id() { sim_truth | jq -r --arg id "$1" '.[] | select(.sandboxID==$id) | .state'; }
+deletes_in_audit() { sim_audit | jq -s '[.[] | select(.method=="DELETE" and .source=="api")] | length'; }
+metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
+stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+apply_n() { # apply_n PREFIX N [STATE] [IDLE]
+  i=0
+  : >"$T/many.yaml"
+  while [ $i -lt "$2" ]; do
+    printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s-%d}\nspec: {template: shell, state: %s, idleTimeout: %s}\n---\n' \
+      "$1" $i "${3:-Active}" "${4:-1m}" >>"$T/many.yaml"
+    i=$((i + 1))
+  done
+  ctl apply -f "$T/many.yaml" >/dev/null
+}
+live_total() { sim_truth | jq '[.[] | select(.state!="deleted")] | length'; }
+
+for d in cube e2b; do
+  rm -f "$T/sessions.db"*
+  # --- orphans: running ones left alone; paused ones only after the grace
+  start_cubesim --dialect "$d"
+  start_controller "orph-$d" --orphan-grace 10m
+  g=$(sim_create ghost 600)
+  sim_advance 300
+  sleep 2.5
+  check "$d: running orphan left alone" test "$(sim_state_id "$g")" = running
+  sim_advance 360   # idle-paused at 600 s
+  check "$d: orphan idle-paused" wait_until 5 test "$(sim_state_id "$g")" = paused
+  sim_advance 300
+  sleep 2.5
+  check "$d: paused orphan kept within the grace" test "$(sim_state_id "$g")" = paused
+  sim_advance 360
+  check "$d: paused orphan deleted after the grace" wait_until 10 test "$(sim_state_id "$g")" = deleted
+  n=$(grep -c '"kind":"orphan"' "$T/orph-$d.log" || true)
+  check "$d: orphan delete audited in the log" test "$n" -ge 1
+  stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
+
+  # --- dry-run: plans and logs, no mutating call
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  apply_n dry 3
+  start_controller "dry-$d" --dry-run
+  sleep 3
+  check "$d: dry-run makes no mutating call" test "$(sim_audit | wc -l)" = 0
+  check "$d: dry-run logs what it would do" grep -q 'dry-run' "$T/dry-$d.log"
+  stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
+
+  # --- the blast-radius guard: a mis-pointed (empty) store never empties Cube
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  start_controller "g1-$d"
+  apply_n g 15 Active 1m
+  check "$d: 15 sandboxes created" wait_until 15 test "$(live_total)" = 15
+  stop_pid "$CTL_PID"
+  STORE_SAVED=$STORE
+  STORE="sqlite:$T/empty.db"
+  rm -f "$T/empty.db"*
+  sim_advance 120    # all idle-paused
+  sim_advance 1200   # past the orphan grace
+  start_controller "g2-$d"
+  sleep 3
+  check "$d: guard keeps all 15 sandboxes" test "$(live_total)" = 15
+  check "$d: guard trip logged" grep -q 'delete guard tripped' "$T/g2-$d.log"
+  p=$(metrics_port "g2-$d")
+  check "$d: guard metric raised" sh -c "curl -sf http://127.0.0.1:$p/metrics | grep -q '^session_controller_delete_guard_tripped_total [1-9]'"
+  stop_pid "$CTL_PID"
+  start_controller "g3-$d" --force
+  check "$d: --force overrides the guard" wait_until 10 test "$(live_total)" = 0
+  stop_pid "$CTL_PID"
+  STORE=$STORE_SAVED
+  stop_pid "$SIM_PID"
+
+  # --- duplicates from a raced create: two replicas keep the same winner
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  a=$(sim_create dup1 600)
+  sim_advance 10
+  b=$(sim_create dup1 600)
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: dup1}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
+  start_controller "r1-$d"; p1=$CTL_PID
+  start_controller "r2-$d"; p2=$CTL_PID
+  check "$d: duplicate resolved to one sandbox" wait_until 10 test "$(sim_live_for dup1)" = 1
+  check "$d: the oldest sandbox wins" test "$(sim_state_id "$a")" = running
+  check "$d: the younger one is deleted" test "$(sim_state_id "$b")" = deleted
+  check "$d: status links the winner" wait_until 5 sh -c "[ \"\$(\"$BINDIR/sessionctl\" --store $STORE get sessions dup1 -o json | jq -r .status.sandboxID)\" = '$a' ]"
+  sleep 2
+  check "$d: still one sandbox after both replicas ran" test "$(sim_live_for dup1)" = 1
+  stop_pid "$p1"; stop_pid "$p2"; stop_pid "$SIM_PID"
+
+  # --- metadata lost on pause does not cause a second sandbox
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
+  start_controller "md-$d"
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: md1}\nspec: {template: shell}\n' >"$T/md1.yaml"
+  ctl apply -f "$T/md1.yaml" >/dev/null
+  check "$d: md1 created" wait_until 10 test "$(live_total)" = 1
+  printf '  state: Paused\n' >>"$T/md1.yaml"
+  ctl apply -f "$T/md1.yaml" >/dev/null
+  check "$d: md1 paused (its tags dropped)" wait_until 10 sh -c "curl -sf $SIM/_sim/sandboxes | jq -e '[.[] | select(.state==\"paused\")] | length == 1'"
+  sleep 3
+  check "$d: no second sandbox after tags were lost" test "$(live_total)" = 1
+  sed -i 's/  state: Paused//' "$T/md1.yaml"
+  ctl apply -f "$T/md1.yaml" >/dev/null
+  check "$d: resumed through the status link" wait_until 10 sh -c "curl -sf $SIM/_sim/sandboxes | jq -e '[.[] | select(.state==\"running\")] | length == 1'"
+  check "$d: still one sandbox" test "$(live_total)" = 1
+  stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
+
+  # --- injected 500/503/429 and truncated lists: retries, never a wrong delete
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d" --seed 7 --faults '*:error=0.2@500,pause:error=0.2@503+retry=1,create:error=0.1@429,list:truncate=0.3'
+  start_controller "f-$d"
+  apply_n f 10 Active 15m
+  check "$d: under faults every session gets one sandbox" wait_until 30 test "$(live_total)" = 10
+  sleep 3
+  check "$d: under faults nothing was deleted" test "$(deletes_in_audit)" = 0
+  stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
+
+  # --- a controller whose local clock is hours off decides alike
+  if command -v faketime >/dev/null 2>&1; then
+    for skew in +3h -2h; do
+      rm -f "$T/sessions.db"*
+      start_cubesim --dialect "$d"
+      printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: fk1}\nspec: {template: shell, idleTimeout: 1m, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
+      faketime -f "$skew" "$BINDIR/session-controller" --store "$STORE" --cube-url "$SIM" \
+        --metrics-addr 127.0.0.1:0 --resync 1s --replica "fk$skew" 2>"$T/fk-$d.log" &
+      fpid=$!
+      PIDS="$PIDS $fpid"
+      check "$d/$skew: created" wait_until 10 test "$(sim_live_for fk1)" = 1
+      sim_advance 120
+      sleep 3
+      check "$d/$skew: not reclaimed early by a skewed local clock" test "$(sim_live_for fk1)" = 1
+      sim_advance 3700
+      check "$d/$skew: reclaimed by Cube's clock" wait_until 10 test "$(sim_live_for fk1)" = 0
+      stop_pid "$fpid"; stop_pid "$SIM_PID"
+    done
+  else
+    echo "skip: faketime not installed"
+  fi
+done
+finish
