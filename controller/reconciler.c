@@ -26,12 +26,13 @@
 
 #include "../api/duration.h"
 #include "../lib/sctime.h"
+#include "observe.h"
 #include "queue.h"
 
 #define MAX_SINGLE_PASSES 16
 #define HEARTBEAT_MS 1000
 
-enum pass_phase { PH_OBSERVE, PH_CONFIRM, PH_ACT, PH_DONE };
+enum pass_phase { PH_OBSERVE, PH_ACT, PH_DONE };
 
 typedef struct sess_act {
   session_status st;     /* planned status, then updated per action */
@@ -53,12 +54,7 @@ typedef struct pass {
   store_list_result list;/* the sessions (full) or one (single) */
   session *single;
 
-  cube_sandbox *sbs;
-  size_t n_sbs, a_sbs;
-  char **gone;
-  size_t n_gone;
-  bool list_failed;
-  bool truncated;
+  observation *obs;      /* Cube as seen by this pass */
   char *fail_msg;
   int64_t retry_after_ms;
   sc_time cube_now;
@@ -77,7 +73,6 @@ typedef struct call {
   cube_op op;
   char observed_state[16];
   char tenant_seen[129];
-  char id[CUBE_ID_MAX + 1]; /* confirm GETs: the sandbox asked about */
 } call;
 
 struct reconciler {
@@ -181,18 +176,6 @@ static void count_action(reconciler *r, const plan_action *a,
   }
 }
 
-static void count_cube(reconciler *r, cube_op op, const cube_result *res,
-                       int64_t t0)
-{
-  char l[96];
-  snprintf(l, sizeof(l), "op=\"%s\",code=\"%ld\"", cube_op_name(op),
-           res->http_status);
-  metrics_add(r->o.m, "session_controller_cube_requests_total", l, 1);
-  snprintf(l, sizeof(l), "op=\"%s\"", cube_op_name(op));
-  metrics_observe(r->o.m, "session_controller_cube_request_duration_seconds",
-                  l, (double)(sctime_mono_ms() - t0) / 1000.0);
-}
-
 /* ------------------------------------------------------------------ */
 /* passes */
 
@@ -203,12 +186,7 @@ static void pass_free(pass *ps)
     return;
   store_list_result_free(&ps->list);
   session_free(ps->single);
-  for(i = 0; i < ps->n_sbs; i++)
-    cube_sandbox_clear(&ps->sbs[i]);
-  free(ps->sbs);
-  for(i = 0; i < ps->n_gone; i++)
-    free(ps->gone[i]);
-  free(ps->gone);
+  observation_free(ps->obs);
   if(ps->acts && ps->p)
     for(i = 0; i < ps->p->n_sessions; i++)
       session_status_clear(&ps->acts[i].st);
@@ -235,167 +213,6 @@ static void pass_fail(pass *ps, const char *msg, int64_t retry_after_ms)
     ps->fail_msg = strdup(msg);
   if(retry_after_ms > ps->retry_after_ms)
     ps->retry_after_ms = retry_after_ms;
-}
-
-static bool has_sandbox(const pass *ps, const char *id)
-{
-  size_t i;
-  for(i = 0; i < ps->n_sbs; i++)
-    if(!strcmp(ps->sbs[i].sandbox_id, id))
-      return true;
-  return false;
-}
-
-static sc_err add_sandbox(pass *ps, cube_sandbox *sb)
-{
-  if(has_sandbox(ps, sb->sandbox_id)) {
-    cube_sandbox_clear(sb); /* listed twice (state changed between lists) */
-    return SC_OK;
-  }
-  if(ps->n_sbs == ps->a_sbs) {
-    size_t na = ps->a_sbs ? ps->a_sbs * 2 : 64;
-    cube_sandbox *n = realloc(ps->sbs, na * sizeof(*n));
-    if(!n) {
-      cube_sandbox_clear(sb);
-      return SC_ERR_NOMEM;
-    }
-    ps->sbs = n;
-    ps->a_sbs = na;
-  }
-  ps->sbs[ps->n_sbs++] = *sb;
-  memset(sb, 0, sizeof(*sb));
-  return SC_OK;
-}
-
-static void start_confirm(pass *ps);
-static void start_act(pass *ps);
-
-static void on_list(const cube_result *res, void *ud)
-{
-  call *c = ud;
-  pass *ps = c->ps;
-  reconciler *r = ps->r;
-  count_cube(r, CUBE_OP_LIST, res, c->t0);
-  if(res->err) {
-    ps->list_failed = true;
-    pass_fail(ps, res->message, res->retry_after_ms);
-    log_kv(r->o.lg, LOG_WARN, "cube list failed", "error", res->message,
-           NULL);
-  }
-  else {
-    size_t n, i;
-    cube_sandbox *rows = cube_result_take_sandboxes(res, &n);
-    for(i = 0; i < n; i++)
-      add_sandbox(ps, &rows[i]);
-    free(rows);
-    if(res->truncated_suspect) {
-      ps->truncated = true;
-      metrics_add(r->o.m, "session_controller_list_truncated_total", NULL,
-                  1);
-      log_kv(r->o.lg, LOG_WARN,
-             "cube list may be truncated: orphan deletion withheld this pass",
-             NULL);
-    }
-    if(!res->cube_now) {
-      ps->list_failed = true;
-      pass_fail(ps, "Cube's list response carried no Date header: no clock "
-                    "to decide by", -1);
-    }
-    else if(!ps->cube_now || res->cube_now < ps->cube_now)
-      ps->cube_now = res->cube_now; /* the earlier clock: never early */
-  }
-  free(c);
-  if(--ps->pending == 0)
-    start_confirm(ps);
-}
-
-static void start_lists(pass *ps, const sc_kvlist *filter)
-{
-  static const char *const states[] = {"running", "paused"};
-  size_t i;
-  ps->phase = PH_OBSERVE;
-  for(i = 0; i < 2; i++) {
-    call *c = calloc(1, sizeof(*c));
-    if(!c) {
-      ps->list_failed = true;
-      pass_fail(ps, "out of memory", -1);
-      continue;
-    }
-    c->ps = ps;
-    c->t0 = sctime_mono_ms();
-    ps->pending++;
-    if(cube_list(ps->r->o.cube, filter, states[i], on_list, c)) {
-      ps->pending--;
-      free(c);
-      ps->list_failed = true;
-      pass_fail(ps, "the Cube client refused the call", -1);
-    }
-  }
-  if(ps->pending == 0)
-    start_confirm(ps);
-}
-
-static void on_confirm_get(const cube_result *res, void *ud)
-{
-  call *c = ud;
-  pass *ps = c->ps;
-  count_cube(ps->r, CUBE_OP_GET, res, c->t0);
-  if(!res->err) {
-    cube_sandbox sb;
-    cube_result_take_sandbox(res, &sb);
-    if(sb.sandbox_id)
-      add_sandbox(ps, &sb);
-    else
-      cube_sandbox_clear(&sb);
-  }
-  else if(res->err == SC_ERR_NOT_FOUND) {
-    char **g = realloc(ps->gone, (ps->n_gone + 1) * sizeof(*g));
-    if(g) {
-      ps->gone = g;
-      ps->gone[ps->n_gone] = strdup(c->id);
-      if(ps->gone[ps->n_gone])
-        ps->n_gone++;
-    }
-  }
-  else
-    log_kv(ps->r->o.lg, LOG_WARN, "cube get failed", "error", res->message,
-           NULL);
-  free(c);
-  if(--ps->pending == 0)
-    start_act(ps);
-}
-
-static void start_confirm(pass *ps)
-{
-  size_t n, i;
-  session **ss;
-  reconciler *r = ps->r;
-  if(ps->list_failed || r->stopping) {
-    /* no plan on a partial view: a missing list is no evidence */
-    pass_finish(ps);
-    return;
-  }
-  ps->phase = PH_CONFIRM;
-  ss = pass_sessions(ps, &n);
-  for(i = 0; i < n; i++) {
-    const char *id = ss[i]->status.sandbox_id;
-    call *c;
-    if(!id || has_sandbox(ps, id))
-      continue;
-    c = calloc(1, sizeof(*c));
-    if(!c)
-      continue;
-    c->ps = ps;
-    c->t0 = sctime_mono_ms();
-    snprintf(c->id, sizeof(c->id), "%s", id);
-    ps->pending++;
-    if(cube_get(r->o.cube, id, on_confirm_get, c)) {
-      ps->pending--;
-      free(c);
-    }
-  }
-  if(ps->pending == 0)
-    start_act(ps);
 }
 
 /* ------------------------------------------------------------------ */
@@ -490,7 +307,7 @@ static void on_delete_confirm(const cube_result *res, void *ud)
   reconciler *r = ps->r;
   const plan_action *a = c->a;
   const char *managed, *tenant;
-  count_cube(r, CUBE_OP_GET, res, c->t0);
+  observe_count_call(r->o.m, CUBE_OP_GET, res, c->t0);
   if(res->err == SC_ERR_NOT_FOUND) {
     audit_action(ps, c, "already-gone", (int)res->http_status,
                  "the confirming GET found no sandbox");
@@ -545,7 +362,7 @@ static void on_delete_confirm(const cube_result *res, void *ud)
 static void on_pause_check(const cube_result *res, void *ud)
 {
   call *c = ud;
-  count_cube(c->ps->r, CUBE_OP_GET, res, c->t0);
+  observe_count_call(c->ps->r->o.m, CUBE_OP_GET, res, c->t0);
   if(!res->err && (res->sandbox.state == CUBE_SB_PAUSED ||
                    res->sandbox.state == CUBE_SB_PAUSING)) {
     snprintf(c->observed_state, sizeof(c->observed_state), "%s",
@@ -567,7 +384,7 @@ static void on_mutation(const cube_result *res, void *ud)
   pass *ps = c->ps;
   reconciler *r = ps->r;
   const plan_action *a = c->a;
-  count_cube(r, c->op, res, c->t0);
+  observe_count_call(r->o.m, c->op, res, c->t0);
   switch(a->type) {
   case PLAN_CREATE:
     if(res->err)
@@ -775,14 +592,24 @@ static void act_done(pass *ps, size_t si)
   schedule_session(r, ps, si, key);
 }
 
-static void start_act(pass *ps)
+static void on_observed(observation *obs, void *ud)
 {
+  pass *ps = ud;
   reconciler *r = ps->r;
   plan_input in;
   size_t n, i;
   session **ss = pass_sessions(ps, &n);
   sc_err err;
 
+  ps->obs = obs;
+  if(obs->failed) {
+    /* no plan on a partial view: a missing list is no evidence */
+    pass_fail(ps, obs->fail_msg ? obs->fail_msg : "observation failed",
+              obs->retry_after_ms);
+    pass_finish(ps);
+    return;
+  }
+  ps->cube_now = obs->cube_now;
   if(r->stopping) {
     pass_finish(ps);
     return;
@@ -791,11 +618,11 @@ static void start_act(pass *ps)
   memset(&in, 0, sizeof(in));
   in.sessions = ss;
   in.n_sessions = n;
-  in.sandboxes = ps->sbs;
-  in.n_sandboxes = ps->n_sbs;
-  in.gone = (const char *const *)ps->gone;
-  in.n_gone = ps->n_gone;
-  in.list_complete = ps->full && !ps->truncated;
+  in.sandboxes = ps->obs->sbs;
+  in.n_sandboxes = ps->obs->n_sbs;
+  in.gone = (const char *const *)ps->obs->gone;
+  in.n_gone = ps->obs->n_gone;
+  in.list_complete = ps->full && !ps->obs->truncated;
   in.cube_now = ps->cube_now;
   err = plan_compute(&in, &r->o.plan, &ps->p);
   if(err) {
@@ -832,6 +659,18 @@ static void start_act(pass *ps)
     pass_finish(ps);
 }
 
+static void start_observe(pass *ps, const sc_kvlist *filter)
+{
+  size_t n;
+  session **ss = pass_sessions(ps, &n);
+  ps->phase = PH_OBSERVE;
+  if(observe_start(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter, ss, n,
+                   on_observed, ps)) {
+    pass_fail(ps, "the Cube client refused the calls", -1);
+    pass_finish(ps);
+  }
+}
+
 static void update_gauges(reconciler *r, pass *ps)
 {
   size_t i;
@@ -846,9 +685,9 @@ static void update_gauges(reconciler *r, pass *ps)
              st->phase ? session_phase_name(st->phase) : "None");
     metrics_add(r->o.m, "session_controller_sessions", l, 1);
   }
-  for(i = 0; i < ps->n_sbs; i++) {
+  for(i = 0; ps->obs && i < ps->obs->n_sbs; i++) {
     snprintf(l, sizeof(l), "state=\"%s\"",
-             cube_sb_state_name(ps->sbs[i].state));
+             cube_sb_state_name(ps->obs->sbs[i].state));
     metrics_add(r->o.m, "session_controller_sandboxes", l, 1);
   }
 }
@@ -941,7 +780,7 @@ static void start_full(reconciler *r)
     pass_finish(ps);
     return;
   }
-  start_lists(ps, &filter);
+  start_observe(ps, &filter);
   sc_kvlist_clear(&filter);
 }
 
@@ -991,7 +830,7 @@ static void start_single(reconciler *r, const char *key)
     pass_finish(ps);
     return;
   }
-  start_lists(ps, &filter);
+  start_observe(ps, &filter);
   sc_kvlist_clear(&filter);
 }
 
