@@ -8,6 +8,11 @@
  *
  * Decoding is strict (unknown fields and wrong types are errors, written
  * into eb with the field path) because the stores decode with it too.
+ * A JSON null reads as "unset". Encoding leaves out unset fields; spec.state
+ * is always written and spec.reclaimAfter whenever it is >= 0 ("0" =
+ * never, distinct from unset = -1). Decoding does not validate values
+ * (use session_validate()), it only checks types, enums, durations and
+ * times.
  * Ownership: *out strings/sessions belong to the caller.
  */
 #ifndef SC_SESSION_JSON_H
@@ -24,6 +29,15 @@ sc_err session_from_json(const char *json, size_t len, session **out,
                          sc_errbuf *eb);
 sc_err session_from_json_object(json_object *o, session **out,
                                 sc_errbuf *eb);
+
+/* Decoding flags. IGNORE_UNKNOWN_METADATA skips metadata fields this type
+ * does not know (managedFields, ownerReferences, ... as a Kubernetes API
+ * server returns them); everything else stays strict. */
+#define SESSION_JSON_IGNORE_UNKNOWN_METADATA 0x1u
+sc_err session_from_json_object_flags(json_object *o, unsigned flags,
+                                      session **out, sc_errbuf *eb);
+/* Indented, for people (sessionctl get -o json). free() it. */
+sc_err session_to_json_pretty(const session *s, char **out);
 
 /* The parts, for stores that keep them in separate columns. */
 sc_err session_spec_to_json(const session_spec *sp, char **out);
