@@ -1,0 +1,271 @@
+/* store.c - the store URL dispatch and the helpers backends share. */
+#include "store_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+
+sc_err store_open(const char *url, const store_open_opts *opts, store **out,
+                  sc_errbuf *eb)
+{
+  static const store_open_opts no_opts;
+  *out = NULL;
+  if(!url || !*url)
+    return sc_errf(eb, SC_ERR_INVALID, "store: empty store URL");
+  if(!opts)
+    opts = &no_opts;
+  if(opts->busy_timeout_ms < 0 || opts->poll_interval_ms < 0 ||
+     opts->history_keep < 0)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "store %s: busy timeout, poll interval and history "
+                   "size must not be negative", url);
+  if(!strncmp(url, "sqlite:", 7)) {
+    if(!url[7])
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "store %s: no database path (want sqlite:PATH)", url);
+    return store_sqlite_open(url + 7, opts, out, eb);
+  }
+  if(!strcmp(url, "kube") || !strncmp(url, "kube:", 5))
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "store %s: the kube backend is not built in yet", url);
+  return sc_errf(eb, SC_ERR_INVALID,
+                 "store %s: unknown store URL (want sqlite:PATH)", url);
+}
+
+void store_close(store *st)
+{
+  if(st)
+    st->ops->close(st);
+}
+
+const char *store_backend(const store *st)
+{
+  return st ? st->ops->name : "";
+}
+
+sc_err store_list(store *st, const store_list_opts *opts,
+                  store_list_result *out, sc_errbuf *eb)
+{
+  static const store_list_opts all;
+  memset(out, 0, sizeof(*out));
+  return st->ops->list(st, opts ? opts : &all, out, eb);
+}
+
+void store_list_result_free(store_list_result *r)
+{
+  size_t i;
+  if(!r)
+    return;
+  for(i = 0; i < r->n; i++)
+    session_free(r->items[i]);
+  free(r->items);
+  free(r->revision);
+  memset(r, 0, sizeof(*r));
+}
+
+sc_err store_get(store *st, const char *ns, const char *name, session **out,
+                 sc_errbuf *eb)
+{
+  sc_err err;
+  *out = NULL;
+  err = store_check_key(ns, name, "get", eb);
+  if(err)
+    return err;
+  return st->ops->get(st, ns, name, out, eb);
+}
+
+sc_err store_apply(store *st, session *const *objs, size_t n,
+                   store_apply_outcome *outcomes, sc_errbuf *eb)
+{
+  size_t i, j;
+  for(i = 0; i < n; i++) {
+    char what[48];
+    sc_err err;
+    if(!objs[i])
+      return sc_errf(eb, SC_ERR_INVALID, "apply: objects[%zu] is NULL", i);
+    snprintf(what, sizeof(what), "apply: objects[%zu]", i);
+    err = store_check_key(objs[i]->meta.namespace_, objs[i]->meta.name, what,
+                          eb);
+    if(err)
+      return err;
+    for(j = 0; j < i; j++)
+      if(!strcmp(objs[i]->meta.namespace_, objs[j]->meta.namespace_) &&
+         !strcmp(objs[i]->meta.name, objs[j]->meta.name))
+        return sc_errf(eb, SC_ERR_INVALID,
+                       "apply: objects[%zu] and objects[%zu] are both %s/%s",
+                       j, i, objs[i]->meta.namespace_, objs[i]->meta.name);
+  }
+  if(!n)
+    return SC_OK;
+  return st->ops->apply(st, objs, n, outcomes, eb);
+}
+
+static sc_err need_version(const char *v, const char *op, const char *ns,
+                           const char *name, sc_errbuf *eb)
+{
+  if(!v || !*v)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "%s %s/%s: no expected resourceVersion given", op, ns,
+                   name);
+  return SC_OK;
+}
+
+sc_err store_update_spec(store *st, const char *ns, const char *name,
+                         const char *expected_version,
+                         const session_spec *spec, char **new_version,
+                         sc_errbuf *eb)
+{
+  sc_err err;
+  if(new_version)
+    *new_version = NULL;
+  err = store_check_key(ns, name, "update spec", eb);
+  if(!err)
+    err = need_version(expected_version, "update spec", ns, name, eb);
+  if(err)
+    return err;
+  return st->ops->update_spec(st, ns, name, expected_version, spec,
+                              new_version, eb);
+}
+
+sc_err store_update_status(store *st, const char *ns, const char *name,
+                           const char *expected_version,
+                           const session_status *status, char **new_version,
+                           sc_errbuf *eb)
+{
+  sc_err err;
+  if(new_version)
+    *new_version = NULL;
+  err = store_check_key(ns, name, "update status", eb);
+  if(!err)
+    err = need_version(expected_version, "update status", ns, name, eb);
+  if(err)
+    return err;
+  return st->ops->update_status(st, ns, name, expected_version, status,
+                                new_version, eb);
+}
+
+sc_err store_delete(store *st, const char *ns, const char *name,
+                    sc_errbuf *eb)
+{
+  sc_err err = store_check_key(ns, name, "delete", eb);
+  if(err)
+    return err;
+  return st->ops->del(st, ns, name, eb);
+}
+
+sc_err store_purge(store *st, const char *ns, const char *name,
+                   const char *expected_version, sc_errbuf *eb)
+{
+  sc_err err = store_check_key(ns, name, "purge", eb);
+  if(!err)
+    err = need_version(expected_version, "purge", ns, name, eb);
+  if(err)
+    return err;
+  return st->ops->purge(st, ns, name, expected_version, eb);
+}
+
+sc_err store_watch_start(store *st, const char *from_revision,
+                         store_watch_cb cb, store_watch_err_cb err_cb,
+                         void *ud, store_watch **out, sc_errbuf *eb)
+{
+  *out = NULL;
+  if(!cb)
+    return sc_errf(eb, SC_ERR_INVALID, "watch: no event callback given");
+  return st->ops->watch_start(st, from_revision, cb, err_cb, ud, out, eb);
+}
+
+void store_watch_stop(store_watch *w)
+{
+  if(w)
+    w->ops->watch_stop(w);
+}
+
+const char *store_event_type_name(store_event_type t)
+{
+  switch(t) {
+  case STORE_EVENT_ADDED:
+    return "ADDED";
+  case STORE_EVENT_MODIFIED:
+    return "MODIFIED";
+  case STORE_EVENT_DELETED:
+    return "DELETED";
+  }
+  return "UNKNOWN";
+}
+
+/* --- helpers shared by the backends --- */
+
+static sc_err check_part(const char *s, const char *part, const char *what,
+                         sc_errbuf *eb)
+{
+  size_t i, len;
+  if(!s || !*s)
+    return sc_errf(eb, SC_ERR_INVALID, "%s: metadata.%s is empty", what,
+                   part);
+  len = strlen(s);
+  if(len > STORE_KEY_MAX)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "%s: metadata.%s is %zu bytes long (at most %d)", what,
+                   part, len, STORE_KEY_MAX);
+  for(i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if(c < 0x20 || c == 0x7f || c == '/')
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "%s: metadata.%s has a forbidden character (0x%02x) at "
+                     "byte %zu", what, part, c, i);
+  }
+  return SC_OK;
+}
+
+sc_err store_check_key(const char *ns, const char *name, const char *what,
+                       sc_errbuf *eb)
+{
+  sc_err err = check_part(ns, "namespace", what, eb);
+  if(!err)
+    err = check_part(name, "name", what, eb);
+  return err;
+}
+
+sc_err store_uid_new(char buf[STORE_UID_LEN], sc_errbuf *eb)
+{
+  unsigned char b[16];
+  if(RAND_bytes(b, sizeof(b)) != 1)
+    return sc_errf(eb, SC_ERR_INTERNAL,
+                   "store: no random bytes for a uid (OpenSSL error %lu)",
+                   ERR_get_error());
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+  snprintf(buf, STORE_UID_LEN,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+           "%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+           b[11], b[12], b[13], b[14], b[15]);
+  return SC_OK;
+}
+
+void store_rev_format(int64_t rev, char buf[STORE_REV_LEN])
+{
+  snprintf(buf, STORE_REV_LEN, "%" PRId64, rev);
+}
+
+sc_err store_rev_parse(const char *s, int64_t *out)
+{
+  int64_t v = 0;
+  size_t i;
+  if(!s || !*s || strlen(s) > 19)
+    return SC_ERR_INVALID;
+  for(i = 0; s[i]; i++) {
+    int d;
+    if(s[i] < '0' || s[i] > '9')
+      return SC_ERR_INVALID;
+    d = s[i] - '0';
+    if(v > (INT64_MAX - d) / 10)
+      return SC_ERR_INVALID;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return SC_OK;
+}

@@ -1,0 +1,77 @@
+/*
+ * store_impl.h - what a store backend implements (internal to controller/).
+ *
+ * store.c parses the URL, picks a backend and forwards every public call
+ * through the backend's store_ops; it also holds the helpers that every
+ * backend shares (key checks, uids, revision strings). Callers never
+ * include this file; they see only store.h.
+ *
+ * A backend embeds `struct store` / `struct store_watch` as the FIRST
+ * member of its own structs and casts back. Ownership is that of store.h:
+ * the backend's close() frees the store and every watch still running.
+ */
+#ifndef SC_STORE_IMPL_H
+#define SC_STORE_IMPL_H
+
+#include <stdint.h>
+#include "store.h"
+
+typedef struct store_ops {
+  const char *name; /* "sqlite" */
+  void (*close)(store *st);
+  sc_err (*list)(store *st, const store_list_opts *opts,
+                 store_list_result *out, sc_errbuf *eb);
+  sc_err (*get)(store *st, const char *ns, const char *name, session **out,
+                sc_errbuf *eb);
+  sc_err (*apply)(store *st, session *const *objs, size_t n,
+                  store_apply_outcome *outcomes, sc_errbuf *eb);
+  sc_err (*update_spec)(store *st, const char *ns, const char *name,
+                        const char *expected_version,
+                        const session_spec *spec, char **new_version,
+                        sc_errbuf *eb);
+  sc_err (*update_status)(store *st, const char *ns, const char *name,
+                          const char *expected_version,
+                          const session_status *status, char **new_version,
+                          sc_errbuf *eb);
+  sc_err (*del)(store *st, const char *ns, const char *name, sc_errbuf *eb);
+  sc_err (*purge)(store *st, const char *ns, const char *name,
+                  const char *expected_version, sc_errbuf *eb);
+  sc_err (*watch_start)(store *st, const char *from_revision,
+                        store_watch_cb cb, store_watch_err_cb err_cb,
+                        void *ud, store_watch **out, sc_errbuf *eb);
+  void (*watch_stop)(store_watch *w);
+} store_ops;
+
+struct store {
+  const store_ops *ops;
+};
+
+struct store_watch {
+  const store_ops *ops;
+};
+
+/* The longest namespace or name accepted (Kubernetes: 253). */
+#define STORE_KEY_MAX 253
+
+/* SC_ERR_INVALID unless ns and name are non-empty, at most STORE_KEY_MAX
+ * bytes and free of control characters and '/'. what names the caller
+ * ("apply objects[2]") for the message. */
+sc_err store_check_key(const char *ns, const char *name, const char *what,
+                       sc_errbuf *eb);
+
+/* A random (RFC 4122 version 4) uid: 36 characters + NUL into buf. */
+#define STORE_UID_LEN 37
+sc_err store_uid_new(char buf[STORE_UID_LEN], sc_errbuf *eb);
+
+/* Revisions are decimal strings of a non-negative int64. */
+#define STORE_REV_LEN 24
+void store_rev_format(int64_t rev, char buf[STORE_REV_LEN]);
+/* SC_ERR_INVALID unless s is a plain decimal number (no sign, no spaces)
+ * that fits an int64. */
+sc_err store_rev_parse(const char *s, int64_t *out);
+
+/* Backends. */
+sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
+                         store **out, sc_errbuf *eb);
+
+#endif

@@ -1,0 +1,1284 @@
+/* Tests of controller/store*.c with the sqlite backend: CRUD, versions,
+ * generations, tombstones, watches, compaction, several processes, a
+ * process killed mid-write, file modes and foreign files. */
+#include "../harness.h"
+#include "../../controller/store.h"
+#include "../../api/session_json.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <event2/event.h>
+
+/* --- fixtures --- */
+
+typedef struct tmp {
+  char dir[256];
+  char path[300];
+  char url[310];
+} tmp;
+
+static int tmp_make(tmp *t)
+{
+  const char *base = getenv("TMPDIR");
+  snprintf(t->dir, sizeof(t->dir), "%s/sc-store-XXXXXX",
+           base && *base ? base : "/tmp");
+  if(!mkdtemp(t->dir))
+    return -1;
+  snprintf(t->path, sizeof(t->path), "%s/s.db", t->dir);
+  snprintf(t->url, sizeof(t->url), "sqlite:%s", t->path);
+  return 0;
+}
+
+static void tmp_clean(tmp *t)
+{
+  DIR *d = opendir(t->dir);
+  struct dirent *e;
+  if(!d)
+    return;
+  while((e = readdir(d))) {
+    char p[600];
+    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(t->dir);
+}
+
+static session *mk(const char *ns, const char *name, const char *tmpl)
+{
+  session *s = session_new();
+  s->meta.namespace_ = strdup(ns);
+  s->meta.name = strdup(name);
+  s->spec.template_id = strdup(tmpl);
+  session_apply_defaults(s);
+  return s;
+}
+
+static store *open_store(const tmp *t, struct event_base *b, int keep)
+{
+  store_open_opts o = {0};
+  store *st = NULL;
+  sc_errbuf eb;
+  o.base = b;
+  o.poll_interval_ms = 5;
+  o.history_keep = keep;
+  if(store_open(t->url, &o, &st, &eb)) {
+    fprintf(stderr, "  store_open: %s\n", eb.msg);
+    return NULL;
+  }
+  return st;
+}
+
+static store_apply_outcome apply1(store *st, const session *s, sc_err *err)
+{
+  store_apply_outcome oc = (store_apply_outcome)-1;
+  session *const objs[1] = {(session *)s};
+  sc_errbuf eb;
+  *err = store_apply(st, objs, 1, &oc, &eb);
+  if(*err)
+    fprintf(stderr, "  apply: %s\n", eb.msg);
+  return oc;
+}
+
+static long long list_rev(store *st)
+{
+  store_list_result r;
+  sc_errbuf eb;
+  long long v = -1;
+  if(!store_list(st, NULL, &r, &eb))
+    v = strtoll(r.revision, NULL, 10);
+  store_list_result_free(&r);
+  return v;
+}
+
+/* A raw connection for looking under the hood. */
+static long long sql_int(const char *path, const char *sql)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  long long v = -1;
+  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+     sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK &&
+     sqlite3_step(q) == SQLITE_ROW)
+    v = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return v;
+}
+
+static int sql_exec(const char *path, const char *sql)
+{
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(path, &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if(rc == SQLITE_OK)
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_close(db);
+  return rc;
+}
+
+/* --- a watch recorder --- */
+
+#define REC_MAX 4096
+typedef struct rec {
+  int n;
+  long long revs[REC_MAX];
+  store_event_type types[REC_MAX];
+  char ns[REC_MAX][16];
+  long long gens[REC_MAX];
+  int phases[REC_MAX];
+  int bad_rv;            /* events whose obj resourceVersion != revision */
+  int errs;
+  sc_err last_err;
+  char last_msg[SC_ERRBUF_SIZE];
+  store_watch *w;        /* stop it after stop_after events */
+  int stop_after;
+  store *st;             /* write from the callback when set */
+  int cb_writes;
+} rec;
+
+static void rec_cb(const store_event *ev, void *ud)
+{
+  rec *r = ud;
+  if(r->n < REC_MAX) {
+    r->revs[r->n] = strtoll(ev->revision, NULL, 10);
+    r->types[r->n] = ev->type;
+    snprintf(r->ns[r->n], sizeof(r->ns[0]), "%s", ev->obj->meta.namespace_);
+    r->gens[r->n] = ev->obj->meta.generation;
+    r->phases[r->n] = (int)ev->obj->status.phase;
+    if(!ev->obj->meta.resource_version ||
+       strcmp(ev->obj->meta.resource_version, ev->revision))
+      r->bad_rv++;
+  }
+  r->n++;
+  if(r->st && ev->type == STORE_EVENT_ADDED) {
+    /* The callback may call the store: record a status. */
+    session_status stt = {0};
+    sc_errbuf eb;
+    stt.phase = SESSION_PHASE_PENDING;
+    if(!store_update_status(r->st, ev->obj->meta.namespace_,
+                            ev->obj->meta.name, ev->revision, &stt, NULL,
+                            &eb))
+      r->cb_writes++;
+  }
+  if(r->w && r->stop_after && r->n == r->stop_after) {
+    store_watch_stop(r->w);
+    r->w = NULL;
+  }
+}
+
+static void rec_err(sc_err err, const char *msg, void *ud)
+{
+  rec *r = ud;
+  r->errs++;
+  r->last_err = err;
+  snprintf(r->last_msg, sizeof(r->last_msg), "%s", msg);
+}
+
+/* Run the loop until *count reaches want or timeout_ms passes. */
+static void pump(struct event_base *b, const int *count, int want,
+                 int timeout_ms)
+{
+  int64_t end = sctime_mono_ms() + timeout_ms;
+  while(*count < want && sctime_mono_ms() < end)
+    if(event_base_loop(b, EVLOOP_ONCE) == 1)
+      usleep(1000); /* nothing pending */
+}
+
+/* --- tests --- */
+
+TEST(bad_urls)
+{
+  static const struct {
+    const char *url;
+    sc_err err;
+    const char *msg;
+  } cases[] = {
+    {"", SC_ERR_INVALID, "empty"},
+    {"sqlite:", SC_ERR_INVALID, "no database path"},
+    {"mysql://x", SC_ERR_INVALID, "unknown store URL"},
+    {"sqlite:/nonexistent-dir-sc/x.db", SC_ERR_IO, "cannot create"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    store *st = (store *)1;
+    sc_errbuf eb;
+    eb.msg[0] = 0;
+    CHECK_INT(store_open(cases[i].url, NULL, &st, &eb), cases[i].err);
+    CHECK(st == NULL);
+    CHECK_MSG(strstr(eb.msg, cases[i].msg), "%s: message \"%s\"",
+              cases[i].url, eb.msg);
+  }
+}
+
+TEST(file_modes_0600)
+{
+  tmp t;
+  store *st;
+  session *s;
+  struct stat sb;
+  char p[400];
+  sc_err err;
+  mode_t old = umask(0); /* nothing masked: the modes are ours alone */
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  umask(old);
+  CHECK(st);
+  s = mk("ns", "a", "tmpl");
+  apply1(st, s, &err);
+  session_free(s);
+  CHECK_OK(err);
+  CHECK_STR(store_backend(st), "sqlite");
+  CHECK(!stat(t.path, &sb));
+  CHECK_MSG((sb.st_mode & 0777) == 0600, "db mode %o", sb.st_mode & 0777);
+  snprintf(p, sizeof(p), "%s-wal", t.path);
+  CHECK_MSG(!stat(p, &sb), "no -wal file");
+  CHECK_MSG((sb.st_mode & 0777) == 0600, "wal mode %o", sb.st_mode & 0777);
+  snprintf(p, sizeof(p), "%s-shm", t.path);
+  CHECK_MSG(!stat(p, &sb), "no -shm file");
+  CHECK_MSG((sb.st_mode & 0777) == 0600, "shm mode %o", sb.st_mode & 0777);
+  CHECK_INT(sql_int(t.path, "PRAGMA user_version"), 1);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(foreign_files_refused)
+{
+  static const char garbage[] = "this is not a database, it is a note\n";
+  tmp t;
+  store *st = NULL;
+  sc_errbuf eb;
+  char buf[200];
+  int fd;
+  ssize_t got;
+  CHECK(!tmp_make(&t));
+
+  /* Garbage: refused and left byte for byte as it was. */
+  fd = open(t.path, O_WRONLY | O_CREAT, 0600);
+  CHECK(fd >= 0);
+  CHECK(write(fd, garbage, sizeof(garbage) - 1) ==
+        (ssize_t)(sizeof(garbage) - 1));
+  close(fd);
+  CHECK_INT(store_open(t.url, NULL, &st, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "not an SQLite database"), "msg: %s", eb.msg);
+  CHECK_MSG(strstr(eb.msg, t.path), "msg: %s", eb.msg);
+  fd = open(t.path, O_RDONLY);
+  got = read(fd, buf, sizeof(buf));
+  close(fd);
+  CHECK_INT(got, sizeof(garbage) - 1);
+  CHECK(!memcmp(buf, garbage, sizeof(garbage) - 1));
+  unlink(t.path);
+
+  /* Someone else's SQLite database. */
+  CHECK_INT(sql_exec(t.path, "CREATE TABLE notes(x)"), SQLITE_OK);
+  CHECK_INT(store_open(t.url, NULL, &st, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "not a session store"), "msg: %s", eb.msg);
+  CHECK_INT(sql_int(t.path, "SELECT count(*) FROM notes"), 0);
+  CHECK_INT(sql_int(t.path, "PRAGMA user_version"), 0);
+  {
+    char wal[400];
+    snprintf(wal, sizeof(wal), "%s-wal", t.path);
+    CHECK_MSG(access(wal, F_OK), "the foreign database was switched to WAL");
+  }
+  unlink(t.path);
+
+  /* A store from a newer version. */
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  store_close(st);
+  CHECK_INT(sql_exec(t.path, "PRAGMA user_version = 7"), SQLITE_OK);
+  CHECK_INT(store_open(t.url, NULL, &st, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "schema version 7, newer"), "msg: %s", eb.msg);
+  tmp_clean(&t);
+}
+
+TEST(crud_and_list_order)
+{
+  static const char *const keys[][2] = {
+    {"tenant-b", "x"}, {"tenant-a", "z"}, {"tenant-a", "y"}, {"default", "m"}};
+  static const char *const sorted[][2] = {
+    {"default", "m"}, {"tenant-a", "y"}, {"tenant-a", "z"}, {"tenant-b", "x"}};
+  tmp t;
+  store *st;
+  session *objs[4];
+  store_apply_outcome oc[4];
+  store_list_result r;
+  store_list_opts lo = {0};
+  session *got = NULL;
+  sc_errbuf eb;
+  size_t i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  CHECK_INT(list_rev(st), 0);
+  for(i = 0; i < 4; i++)
+    objs[i] = mk(keys[i][0], keys[i][1], "python");
+  CHECK_OK(store_apply(st, objs, 4, oc, &eb));
+  for(i = 0; i < 4; i++)
+    CHECK_INT(oc[i], STORE_APPLY_CREATED);
+
+  CHECK_OK(store_list(st, NULL, &r, &eb));
+  CHECK_INT(r.n, 4);
+  CHECK_STR(r.revision, "4");
+  for(i = 0; i < 4; i++) {
+    CHECK_STR(r.items[i]->meta.namespace_, sorted[i][0]);
+    CHECK_STR(r.items[i]->meta.name, sorted[i][1]);
+    CHECK_INT(r.items[i]->meta.generation, 1);
+    CHECK(r.items[i]->meta.uid && strlen(r.items[i]->meta.uid) == 36);
+    CHECK(r.items[i]->meta.creation_timestamp > 0);
+    CHECK_STR(r.items[i]->spec.template_id, "python");
+  }
+  CHECK(strcmp(r.items[0]->meta.uid, r.items[1]->meta.uid));
+  store_list_result_free(&r);
+
+  lo.namespace_ = "tenant-a";
+  CHECK_OK(store_list(st, &lo, &r, &eb));
+  CHECK_INT(r.n, 2);
+  CHECK_STR(r.items[0]->meta.name, "y");
+  CHECK_STR(r.items[1]->meta.name, "z");
+  store_list_result_free(&r);
+
+  CHECK_OK(store_get(st, "tenant-b", "x", &got, &eb));
+  CHECK_STR(got->spec.tenant_id, "tenant-b");
+  CHECK_STR(got->meta.resource_version, "1");
+  session_free(got);
+  CHECK_INT(store_get(st, "tenant-b", "nope", &got, &eb), SC_ERR_NOT_FOUND);
+  CHECK(got == NULL);
+  CHECK_MSG(strstr(eb.msg, "tenant-b/nope"), "msg: %s", eb.msg);
+  CHECK_INT(store_get(st, "", "x", &got, &eb), SC_ERR_INVALID);
+  for(i = 0; i < 4; i++)
+    session_free(objs[i]);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* Each step changes one thing and says what apply must answer. */
+enum step_kind { S_SAME, S_LABEL, S_ANNOT, S_IDLE, S_STATE, S_STATUS,
+                 S_WAKE, S_ENV };
+
+TEST(generation_rules)
+{
+  static const struct {
+    enum step_kind k;
+    int outcome;   /* -1: not an apply */
+    long long gen;
+    int rev_bump;
+  } steps[] = {
+    {S_SAME, STORE_APPLY_UNCHANGED, 1, 0},
+    {S_LABEL, STORE_APPLY_CONFIGURED, 1, 1},
+    {S_ANNOT, STORE_APPLY_CONFIGURED, 1, 1},
+    {S_SAME, STORE_APPLY_UNCHANGED, 1, 0},
+    {S_IDLE, STORE_APPLY_CONFIGURED, 2, 1},
+    {S_STATUS, -1, 2, 1},
+    {S_SAME, STORE_APPLY_UNCHANGED, 2, 0}, /* status is not the apply's */
+    {S_STATE, STORE_APPLY_CONFIGURED, 3, 1},
+    {S_WAKE, -1, 4, 1},                     /* update_spec */
+    {S_ENV, STORE_APPLY_CONFIGURED, 5, 1},
+  };
+  tmp t;
+  store *st;
+  session *s, *got = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  size_t i;
+  long long rev;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "g", "python");
+  CHECK_INT(apply1(st, s, &err), STORE_APPLY_CREATED);
+  CHECK_OK(err);
+  rev = list_rev(st);
+  for(i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    int oc = -1;
+    char n[16];
+    snprintf(n, sizeof(n), "%zu", i);
+    switch(steps[i].k) {
+    case S_SAME:
+      break;
+    case S_LABEL:
+      sc_kvlist_set(&s->meta.labels, "step", n);
+      break;
+    case S_ANNOT:
+      sc_kvlist_set(&s->meta.annotations, "step", n);
+      break;
+    case S_IDLE:
+      s->spec.idle_timeout_ms += 60000;
+      break;
+    case S_STATE:
+      s->spec.state = SESSION_STATE_PAUSED;
+      break;
+    case S_ENV:
+      sc_kvlist_set(&s->spec.env_vars, "K", n);
+      break;
+    case S_STATUS:
+    case S_WAKE:
+      break;
+    }
+    if(steps[i].k == S_STATUS || steps[i].k == S_WAKE) {
+      CHECK_OK(store_get(st, "ns", "g", &got, &eb));
+      if(steps[i].k == S_STATUS) {
+        got->status.phase = SESSION_PHASE_RUNNING;
+        got->status.observed_generation = got->meta.generation;
+        CHECK_OK(store_update_status(st, "ns", "g",
+                                     got->meta.resource_version,
+                                     &got->status, NULL, &eb));
+      }
+      else {
+        got->spec.wake++;
+        s->spec.wake++; /* keep the applier's copy the same */
+        CHECK_OK(store_update_spec(st, "ns", "g",
+                                   got->meta.resource_version, &got->spec,
+                                   NULL, &eb));
+      }
+      session_free(got);
+      got = NULL;
+    }
+    else {
+      oc = (int)apply1(st, s, &err);
+      CHECK_OK(err);
+      CHECK_MSG(oc == steps[i].outcome, "step %zu: outcome %d, want %d", i,
+                oc, steps[i].outcome);
+    }
+    CHECK_OK(store_get(st, "ns", "g", &got, &eb));
+    CHECK_MSG(got->meta.generation == steps[i].gen,
+              "step %zu: generation %lld, want %lld", i,
+              (long long)got->meta.generation, steps[i].gen);
+    CHECK_MSG(list_rev(st) == rev + steps[i].rev_bump,
+              "step %zu: revision %lld, want %lld", i, list_rev(st),
+              rev + steps[i].rev_bump);
+    CHECK_INT(strtoll(got->meta.resource_version, NULL, 10), list_rev(st));
+    rev = list_rev(st);
+    /* Applies never touch the status. */
+    if(i >= 5)
+      CHECK_INT(got->status.phase, SESSION_PHASE_RUNNING);
+    session_free(got);
+    got = NULL;
+  }
+  /* An unchanged update_spec / update_status write nothing. */
+  CHECK_OK(store_get(st, "ns", "g", &got, &eb));
+  {
+    char *nv = NULL;
+    CHECK_OK(store_update_status(st, "ns", "g", got->meta.resource_version,
+                                 &got->status, &nv, &eb));
+    CHECK_STR(nv, got->meta.resource_version);
+    free(nv);
+    CHECK_OK(store_update_spec(st, "ns", "g", got->meta.resource_version,
+                               &got->spec, &nv, &eb));
+    CHECK_STR(nv, got->meta.resource_version);
+    free(nv);
+  }
+  CHECK_INT(list_rev(st), rev);
+  session_free(got);
+  session_free(s);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(cas_conflicts)
+{
+  tmp t;
+  store *st;
+  session *s, *got = NULL;
+  session_status stt = {0};
+  char *v2 = NULL, *v3 = NULL;
+  char v1[32];
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "c", "python");
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "c", &got, &eb));
+  snprintf(v1, sizeof(v1), "%s", got->meta.resource_version);
+  session_free(got);
+
+  stt.phase = SESSION_PHASE_CREATING;
+  CHECK_OK(store_update_status(st, "ns", "c", v1, &stt, &v2, &eb));
+  CHECK(v2 && strcmp(v1, v2));
+  /* The same stale version again: conflict, nothing written. */
+  stt.phase = SESSION_PHASE_FAILED;
+  CHECK_INT(store_update_status(st, "ns", "c", v1, &stt, &v3, &eb),
+            SC_ERR_CONFLICT);
+  CHECK(v3 == NULL);
+  CHECK_MSG(strstr(eb.msg, "ns/c") && strstr(eb.msg, v1), "msg: %s",
+            eb.msg);
+  CHECK_OK(store_get(st, "ns", "c", &got, &eb));
+  CHECK_INT(got->status.phase, SESSION_PHASE_CREATING);
+  CHECK_STR(got->meta.resource_version, v2);
+  session_free(got);
+  got = NULL;
+  /* A spec change by apply also makes the old version stale. */
+  s->spec.idle_timeout_ms = 60000;
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  CHECK_INT(store_update_status(st, "ns", "c", v2, &stt, NULL, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_INT(store_update_spec(st, "ns", "c", v2, &s->spec, NULL, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_INT(store_update_status(st, "ns", "c", "garbage", &stt, NULL, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_INT(store_update_status(st, "ns", "c", NULL, &stt, NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_update_status(st, "ns", "gone", "1", &stt, NULL, &eb),
+            SC_ERR_NOT_FOUND);
+  CHECK_INT(store_update_spec(st, "ns", "gone", "1", &s->spec, NULL, &eb),
+            SC_ERR_NOT_FOUND);
+  free(v2);
+  session_free(s);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(tombstone_purge_and_reapply)
+{
+  tmp t;
+  store *st;
+  session *s, *got = NULL;
+  store_list_result r;
+  store_list_opts lo = {0};
+  session_status stt = {0};
+  char uid1[64], *v = NULL;
+  long long rev;
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "d", "python");
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "d", &got, &eb));
+  snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
+  session_free(got);
+
+  CHECK_OK(store_delete(st, "ns", "d", &eb));
+  rev = list_rev(st);
+  CHECK_INT(rev, 2);
+  CHECK_OK(store_delete(st, "ns", "d", &eb)); /* again: nothing new */
+  CHECK_INT(list_rev(st), 2);
+  CHECK_INT(store_delete(st, "ns", "zz", &eb), SC_ERR_NOT_FOUND);
+
+  CHECK_OK(store_get(st, "ns", "d", &got, &eb));
+  CHECK(got->meta.deletion_timestamp > 0);
+  CHECK_OK(store_list(st, NULL, &r, &eb));
+  CHECK_INT(r.n, 0);
+  store_list_result_free(&r);
+  lo.include_deleted = true;
+  CHECK_OK(store_list(st, &lo, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK(r.items[0]->meta.deletion_timestamp > 0);
+  store_list_result_free(&r);
+
+  /* The controller records the end on the tombstone. */
+  stt.phase = SESSION_PHASE_ENDED;
+  CHECK_OK(store_update_status(st, "ns", "d", got->meta.resource_version,
+                               &stt, &v, &eb));
+  /* No spec changes on a tombstone. */
+  CHECK_INT(store_update_spec(st, "ns", "d", v, &s->spec, NULL, &eb),
+            SC_ERR_NOT_FOUND);
+  CHECK_INT(store_purge(st, "ns", "d", got->meta.resource_version, &eb),
+            SC_ERR_CONFLICT);
+  session_free(got);
+  rev = list_rev(st);
+  CHECK_OK(store_purge(st, "ns", "d", v, &eb));
+  free(v);
+  CHECK_INT(list_rev(st), rev); /* purge writes no revision */
+  CHECK_INT(store_get(st, "ns", "d", &got, &eb), SC_ERR_NOT_FOUND);
+  CHECK_INT(store_purge(st, "ns", "d", "1", &eb), SC_ERR_NOT_FOUND);
+
+  /* A live object cannot be purged. */
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "d", &got, &eb));
+  CHECK_INT(store_purge(st, "ns", "d", got->meta.resource_version, &eb),
+            SC_ERR_INVALID);
+  CHECK(strcmp(got->meta.uid, uid1)); /* a new object after the purge */
+  snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
+  /* Apply over a tombstone: a fresh object. */
+  stt.phase = SESSION_PHASE_RUNNING;
+  CHECK_OK(store_update_status(st, "ns", "d", got->meta.resource_version,
+                               &stt, NULL, &eb));
+  s->spec.idle_timeout_ms = 120000;
+  apply1(st, s, &err); /* generation 2 */
+  CHECK_OK(err);
+  session_free(got);
+  CHECK_OK(store_delete(st, "ns", "d", &eb));
+  CHECK_INT(apply1(st, s, &err), STORE_APPLY_CREATED);
+  CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "d", &got, &eb));
+  CHECK(strcmp(got->meta.uid, uid1));
+  CHECK_INT(got->meta.generation, 1);
+  CHECK_INT(got->meta.deletion_timestamp, 0);
+  CHECK_INT(got->status.phase, SESSION_PHASE_NONE);
+  session_free(got);
+  session_free(s);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(apply_all_or_nothing)
+{
+  tmp t;
+  store *st;
+  session *objs[3];
+  store_apply_outcome oc[3];
+  session *got = NULL;
+  sc_errbuf eb;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  objs[0] = mk("ns", "a", "python");
+  objs[1] = mk("ns", "b", "python");
+  objs[2] = mk("ns", "", "python");
+  CHECK_INT(store_apply(st, objs, 3, oc, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "objects[2]"), "msg: %s", eb.msg);
+  free(objs[2]->meta.name);
+  objs[2]->meta.name = strdup("a");
+  CHECK_INT(store_apply(st, objs, 3, oc, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "both ns/a"), "msg: %s", eb.msg);
+  CHECK_INT(list_rev(st), 0);
+
+  /* A failure inside the transaction (b's stored spec is unreadable)
+   * undoes the creation of c that came before it. */
+  CHECK_OK(store_apply(st, objs + 1, 1, oc, &eb));
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET spec = '{\"bogus\":1}'"
+                             " WHERE name = 'b'"), SQLITE_OK);
+  free(objs[2]->meta.name);
+  objs[2]->meta.name = strdup("c");
+  {
+    session *pair[2] = {objs[2], objs[1]};
+    CHECK_INT(store_apply(st, pair, 2, oc, &eb), SC_ERR_INVALID);
+    CHECK_MSG(strstr(eb.msg, "ns/b") && strstr(eb.msg, "spec"), "msg: %s",
+              eb.msg);
+  }
+  CHECK_INT(store_get(st, "ns", "c", &got, &eb), SC_ERR_NOT_FOUND);
+  CHECK_INT(list_rev(st), -1); /* list fails on b too */
+  CHECK_INT(sql_int(t.path, "SELECT revision FROM meta"), 1);
+  session_free(objs[0]);
+  session_free(objs[1]);
+  session_free(objs[2]);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(busy_reported)
+{
+  tmp t;
+  store *st;
+  store_open_opts o = {0};
+  session *s;
+  sqlite3 *db = NULL;
+  sc_errbuf eb;
+  int64_t t0;
+  CHECK(!tmp_make(&t));
+  o.busy_timeout_ms = 100;
+  CHECK_OK(store_open(t.url, &o, &st, &eb));
+  CHECK_INT(sqlite3_open(t.path, &db), SQLITE_OK);
+  CHECK_INT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+            SQLITE_OK);
+  s = mk("ns", "b", "python");
+  t0 = sctime_mono_ms();
+  {
+    session *one[1] = {s};
+    CHECK_INT(store_apply(st, one, 1, NULL, &eb), SC_ERR_BUSY);
+  }
+  CHECK(sctime_mono_ms() - t0 >= 90);
+  CHECK_MSG(strstr(eb.msg, "locked") && strstr(eb.msg, "100 ms"), "msg: %s",
+            eb.msg);
+  sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(db);
+  {
+    session *one[1] = {s};
+    CHECK_OK(store_apply(st, one, 1, NULL, &eb));
+  }
+  session_free(s);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(watch_in_order)
+{
+  tmp t;
+  struct event_base *b = event_base_new();
+  store *st;
+  store_watch *w = NULL, *w2 = NULL;
+  static rec r, r2;
+  session *s, *got = NULL;
+  session_status stt = {0};
+  sc_errbuf eb;
+  sc_err err;
+  int i;
+  memset(&r, 0, sizeof(r));
+  memset(&r2, 0, sizeof(r2));
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b, 0);
+  CHECK(st);
+  s = mk("ns", "w0", "python");
+  apply1(st, s, &err); /* revision 1: before the watch */
+  CHECK_OK(err);
+  CHECK_OK(store_watch_start(st, "1", rec_cb, rec_err, &r, &w, &eb));
+  CHECK_OK(store_watch_start(st, NULL, rec_cb, rec_err, &r2, &w2, &eb));
+  for(i = 1; i <= 3; i++) { /* 2, 3, 4 */
+    free(s->meta.name);
+    s->meta.name = malloc(16);
+    snprintf(s->meta.name, 16, "w%d", i);
+    apply1(st, s, &err);
+    CHECK_OK(err);
+  }
+  CHECK_OK(store_get(st, "ns", "w1", &got, &eb));
+  stt.phase = SESSION_PHASE_RUNNING;
+  CHECK_OK(store_update_status(st, "ns", "w1", got->meta.resource_version,
+                               &stt, NULL, &eb)); /* 5 */
+  session_free(got);
+  s->spec.idle_timeout_ms = 60000;
+  apply1(st, s, &err); /* 6: w3 generation 2 */
+  CHECK_OK(err);
+  CHECK_OK(store_delete(st, "ns", "w2", &eb)); /* 7 */
+  pump(b, &r.n, 6, 3000);
+  pump(b, &r2.n, 6, 1000);
+  CHECK_INT(r.n, 6);
+  CHECK_INT(r2.n, 6); /* from "now": the same six */
+  CHECK_INT(r.errs, 0);
+  CHECK_INT(r.bad_rv, 0);
+  for(i = 0; i < 6; i++) {
+    CHECK_INT(r.revs[i], i + 2);
+    CHECK_INT(r2.revs[i], i + 2);
+  }
+  CHECK_INT(r.types[0], STORE_EVENT_ADDED);
+  CHECK_INT(r.types[2], STORE_EVENT_ADDED);
+  CHECK_INT(r.types[3], STORE_EVENT_MODIFIED);
+  CHECK_INT(r.phases[3], SESSION_PHASE_RUNNING);
+  CHECK_INT(r.types[4], STORE_EVENT_MODIFIED);
+  CHECK_INT(r.gens[4], 2);
+  CHECK_INT(r.types[5], STORE_EVENT_DELETED);
+  /* Nothing more, nothing repeated. */
+  event_base_loop(b, EVLOOP_NONBLOCK);
+  usleep(20000);
+  event_base_loop(b, EVLOOP_NONBLOCK);
+  CHECK_INT(r.n, 6);
+  store_watch_stop(w);
+  store_watch_stop(w2);
+  CHECK_INT(store_watch_start(st, "x1", rec_cb, rec_err, &r, &w, &eb),
+            SC_ERR_INVALID);
+  session_free(s);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(watch_callback_reentrancy)
+{
+  tmp t;
+  struct event_base *b = event_base_new();
+  store *st;
+  store_watch *w = NULL, *w2 = NULL;
+  static rec r, r2;
+  session *objs[5];
+  sc_errbuf eb;
+  int i;
+  memset(&r, 0, sizeof(r));
+  memset(&r2, 0, sizeof(r2));
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b, 0);
+  CHECK(st);
+  /* r stops its own watch on its 2nd event; r2 writes from its callback. */
+  CHECK_OK(store_watch_start(st, "0", rec_cb, rec_err, &r, &w, &eb));
+  r.w = w;
+  r.stop_after = 2;
+  CHECK_OK(store_watch_start(st, "0", rec_cb, rec_err, &r2, &w2, &eb));
+  r2.st = st;
+  for(i = 0; i < 5; i++) {
+    char n[16];
+    snprintf(n, sizeof(n), "r%d", i);
+    objs[i] = mk("ns", n, "python");
+  }
+  CHECK_OK(store_apply(st, objs, 5, NULL, &eb));
+  pump(b, &r2.n, 10, 3000); /* 5 ADDED + 5 status writes of its own */
+  CHECK_INT(r2.cb_writes, 5);
+  CHECK_INT(r2.n, 10);
+  CHECK_INT(r.n, 2);
+  CHECK(r.w == NULL);
+  for(i = 0; i < 10; i++)
+    CHECK_INT(r2.revs[i], i + 1);
+  CHECK_INT(r2.types[7], STORE_EVENT_MODIFIED);
+  CHECK_INT(r2.phases[7], SESSION_PHASE_PENDING);
+  store_watch_stop(w2);
+  for(i = 0; i < 5; i++)
+    session_free(objs[i]);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(watch_expiry_and_relist)
+{
+  tmp t;
+  struct event_base *b = event_base_new();
+  store *st;
+  store_watch *w = NULL;
+  static rec r;
+  session *s;
+  store_list_result lr;
+  sc_errbuf eb;
+  sc_err err;
+  int i;
+  long long rows;
+  memset(&r, 0, sizeof(r));
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b, 20); /* keep 20 (+2 slack) */
+  CHECK(st);
+  s = mk("ns", "e", "python");
+  for(i = 0; i < 60; i++) {
+    char v[16];
+    snprintf(v, sizeof(v), "%d", i);
+    sc_kvlist_set(&s->meta.labels, "i", v);
+    apply1(st, s, &err);
+    CHECK_OK(err);
+  }
+  rows = sql_int(t.path, "SELECT count(*) FROM history");
+  CHECK_MSG(rows >= 20 && rows <= 22, "history rows %lld", rows);
+  CHECK_INT(sql_int(t.path, "SELECT min(revision) FROM history"),
+            sql_int(t.path, "SELECT compacted FROM meta") + 1);
+
+  CHECK_OK(store_watch_start(st, "3", rec_cb, rec_err, &r, &w, &eb));
+  pump(b, &r.errs, 1, 2000);
+  CHECK_INT(r.errs, 1);
+  CHECK_INT(r.last_err, SC_ERR_EXPIRED);
+  CHECK_INT(r.n, 0);
+  CHECK_MSG(strstr(r.last_msg, "revision 3"), "msg: %s", r.last_msg);
+  /* Reported once: the watch has stopped. */
+  sc_kvlist_set(&s->meta.labels, "i", "after");
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  pump(b, &r.errs, 2, 100);
+  CHECK_INT(r.errs, 1);
+  CHECK_INT(r.n, 0);
+  store_watch_stop(w);
+
+  /* Relist, then watch from the list's revision. */
+  CHECK_OK(store_list(st, NULL, &lr, &eb));
+  CHECK_OK(store_watch_start(st, lr.revision, rec_cb, rec_err, &r, &w, &eb));
+  store_list_result_free(&lr);
+  sc_kvlist_set(&s->meta.labels, "i", "last");
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  pump(b, &r.n, 1, 2000);
+  CHECK_INT(r.n, 1);
+  CHECK_INT(r.revs[0], 62);
+  CHECK_INT(r.errs, 1);
+
+  /* A revision ahead of the store (database replaced): expired too. */
+  store_watch_stop(w);
+  CHECK_OK(store_watch_start(st, "999", rec_cb, rec_err, &r, &w, &eb));
+  pump(b, &r.errs, 2, 2000);
+  CHECK_INT(r.errs, 2);
+  CHECK_INT(r.last_err, SC_ERR_EXPIRED);
+  store_watch_stop(w);
+  session_free(s);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(watch_undecodable_history_row)
+{
+  tmp t;
+  struct event_base *b = event_base_new();
+  store *st;
+  store_watch *w = NULL;
+  static rec r;
+  session *objs[3];
+  sc_errbuf eb;
+  int i;
+  memset(&r, 0, sizeof(r));
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b, 0);
+  CHECK(st);
+  for(i = 0; i < 3; i++) {
+    char n[16];
+    snprintf(n, sizeof(n), "u%d", i);
+    objs[i] = mk("ns", n, "python");
+  }
+  CHECK_OK(store_apply(st, objs, 3, NULL, &eb));
+  CHECK_INT(sql_exec(t.path, "UPDATE history SET object = '{\"kind\":3'"
+                             " WHERE revision = 2"), SQLITE_OK);
+  CHECK_OK(store_watch_start(st, "0", rec_cb, rec_err, &r, &w, &eb));
+  pump(b, &r.n, 2, 2000);
+  CHECK_INT(r.n, 2);
+  CHECK_INT(r.revs[0], 1);
+  CHECK_INT(r.revs[1], 3);
+  CHECK_INT(r.errs, 1);
+  CHECK_MSG(r.last_err != SC_ERR_EXPIRED, "err %d", r.last_err);
+  CHECK_MSG(strstr(r.last_msg, "revision 2"), "msg: %s", r.last_msg);
+  store_watch_stop(w);
+  for(i = 0; i < 3; i++)
+    session_free(objs[i]);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* --- several processes --- */
+
+/* A child: wait for the go byte, then n writes to namespace ns, each one
+ * revision (an apply with a new label, or a status update). Exit 0 when
+ * every write succeeded. */
+static void child_writer(const tmp *t, int go_fd, const char *ns, int n)
+{
+  store *st;
+  session *s;
+  sc_errbuf eb;
+  char c;
+  int i;
+  if(read(go_fd, &c, 1) != 1)
+    _exit(3);
+  st = open_store(t, NULL, 0);
+  if(!st)
+    _exit(4);
+  s = mk(ns, "obj", "python");
+  for(i = 0; i < n; i++) {
+    char v[16];
+    session *one[1];
+    one[0] = s;
+    snprintf(v, sizeof(v), "%d", i);
+    if(i % 3 == 2) {
+      session *got = NULL;
+      session_status stt = {0};
+      stt.observed_generation = i;
+      if(store_get(st, ns, "obj", &got, &eb) ||
+         store_update_status(st, ns, "obj", got->meta.resource_version, &stt,
+                             NULL, &eb)) {
+        fprintf(stderr, "child %s: %s\n", ns, eb.msg);
+        _exit(5);
+      }
+      session_free(got);
+      continue;
+    }
+    sc_kvlist_set(&s->meta.labels, "i", v);
+    if(store_apply(st, one, 1, NULL, &eb)) {
+      fprintf(stderr, "child %s: %s\n", ns, eb.msg);
+      _exit(6);
+    }
+  }
+  session_free(s);
+  store_close(st);
+  _exit(0);
+}
+
+TEST(two_writers_one_watcher)
+{
+  enum { N = 60 };
+  tmp t;
+  int go[2];
+  pid_t pids[2];
+  struct event_base *b;
+  store *st;
+  store_watch *w = NULL;
+  static rec r;
+  sc_errbuf eb;
+  int i, status, per[2] = {0, 0};
+  memset(&r, 0, sizeof(r));
+  CHECK(!tmp_make(&t));
+  CHECK(!pipe(go));
+  /* Fork before this process opens the database (SQLite's rule). */
+  for(i = 0; i < 2; i++) {
+    pids[i] = fork();
+    CHECK(pids[i] >= 0);
+    if(!pids[i]) {
+      close(go[1]);
+      child_writer(&t, go[0], i ? "beta" : "alpha", N);
+    }
+  }
+  close(go[0]);
+  b = event_base_new();
+  st = open_store(&t, b, 0);
+  CHECK(st);
+  CHECK_OK(store_watch_start(st, "0", rec_cb, rec_err, &r, &w, &eb));
+  CHECK(write(go[1], "gg", 2) == 2);
+  close(go[1]);
+  pump(b, &r.n, 2 * N, 60000);
+  for(i = 0; i < 2; i++) {
+    CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "child %d status %d", i, status);
+  }
+  pump(b, &r.n, 2 * N + 1, 50); /* anything extra would show */
+  CHECK_INT(r.n, 2 * N);
+  CHECK_INT(r.errs, 0);
+  for(i = 0; i < r.n; i++) {
+    CHECK_MSG(r.revs[i] == i + 1, "event %d has revision %lld", i,
+              r.revs[i]);
+    per[!strcmp(r.ns[i], "beta")]++;
+  }
+  CHECK_INT(per[0], N);
+  CHECK_INT(per[1], N);
+  CHECK_INT(list_rev(st), 2 * N);
+  store_watch_stop(w);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* A child: n read-increment-CAS loops on ns/shared's status counter,
+ * retrying on CONFLICT. Exits 0 after n successful increments. */
+static void child_incrementer(const tmp *t, int go_fd, int n)
+{
+  store *st;
+  sc_errbuf eb;
+  int done = 0, conflicts = 0;
+  char c;
+  if(read(go_fd, &c, 1) != 1)
+    _exit(3);
+  st = open_store(t, NULL, 0);
+  if(!st)
+    _exit(4);
+  while(done < n) {
+    session *got = NULL;
+    sc_err err;
+    if(store_get(st, "ns", "shared", &got, &eb))
+      _exit(5);
+    got->status.observed_generation++;
+    err = store_update_status(st, "ns", "shared", got->meta.resource_version,
+                              &got->status, NULL, &eb);
+    session_free(got);
+    if(err == SC_ERR_CONFLICT)
+      conflicts++;
+    else if(err) {
+      fprintf(stderr, "incrementer: %s\n", eb.msg);
+      _exit(6);
+    }
+    else
+      done++;
+  }
+  store_close(st);
+  _exit(conflicts > 1000000 ? 7 : 0);
+}
+
+TEST(cas_across_processes_loses_no_update)
+{
+  enum { N = 40, P = 3 };
+  tmp t;
+  int go[2], i, status;
+  pid_t pids[P];
+  store *st;
+  session *s, *got = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(!tmp_make(&t));
+  CHECK(!pipe(go));
+  for(i = 0; i < P; i++) {
+    pids[i] = fork();
+    CHECK(pids[i] >= 0);
+    if(!pids[i]) {
+      close(go[1]);
+      child_incrementer(&t, go[0], N);
+    }
+  }
+  close(go[0]);
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "shared", "python");
+  apply1(st, s, &err);
+  session_free(s);
+  CHECK_OK(err);
+  CHECK(write(go[1], "ggg", P) == P);
+  close(go[1]);
+  for(i = 0; i < P; i++) {
+    CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "child %d status %d", i, status);
+  }
+  CHECK_OK(store_get(st, "ns", "shared", &got, &eb));
+  CHECK_INT(got->status.observed_generation, N * P);
+  CHECK_INT(list_rev(st), 1 + N * P);
+  session_free(got);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* Every invariant a crash must not break. */
+static int check_consistent(const tmp *t, char *why, size_t len)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  store *st;
+  store_list_result r;
+  store_list_opts lo = {0};
+  sc_errbuf eb;
+  int ok = 0;
+  long long rev, maxh, maxo, n, compacted;
+  if(sqlite3_open(t->path, &db) != SQLITE_OK ||
+     sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) ||
+     sqlite3_step(q) != SQLITE_ROW ||
+     strcmp((const char *)sqlite3_column_text(q, 0), "ok")) {
+    snprintf(why, len, "integrity_check failed");
+    goto out;
+  }
+  /* Killed before the schema was committed: the file is empty and the
+   * next open creates it. */
+  st = open_store(t, NULL, 0);
+  if(!st) {
+    snprintf(why, len, "cannot reopen");
+    goto out;
+  }
+  rev = sql_int(t->path, "SELECT revision FROM meta");
+  compacted = sql_int(t->path, "SELECT compacted FROM meta");
+  maxh = sql_int(t->path, "SELECT max(revision) FROM history");
+  maxo = sql_int(t->path, "SELECT max(revision) FROM objects");
+  n = sql_int(t->path, "SELECT count(*) FROM history");
+  if(rev != maxh || rev != maxo || n != rev - compacted) {
+    snprintf(why, len, "revision %lld, max history %lld, max object %lld, "
+             "%lld history rows, compacted %lld", rev, maxh, maxo, n,
+             compacted);
+    store_close(st);
+    goto out;
+  }
+  lo.include_deleted = true;
+  if(store_list(st, &lo, &r, &eb)) {
+    snprintf(why, len, "list: %s", eb.msg);
+    store_close(st);
+    goto out;
+  }
+  store_list_result_free(&r);
+  /* Every history row decodes too. */
+  sqlite3_finalize(q);
+  q = NULL;
+  if(sqlite3_prepare_v2(db, "SELECT revision, object FROM history", -1, &q,
+                        NULL) != SQLITE_OK) {
+    snprintf(why, len, "cannot read history");
+    store_close(st);
+    goto out;
+  }
+  while(sqlite3_step(q) == SQLITE_ROW) {
+    const char *j = (const char *)sqlite3_column_text(q, 1);
+    session *o = NULL;
+    if(session_from_json(j, strlen(j), &o, &eb)) {
+      snprintf(why, len, "history %lld: %s",
+               (long long)sqlite3_column_int64(q, 0), eb.msg);
+      store_close(st);
+      goto out;
+    }
+    session_free(o);
+  }
+  store_close(st);
+  ok = 1;
+out:
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return ok;
+}
+
+TEST(killed_mid_write)
+{
+  static const int delays_ms[] = {3, 11, 23, 37, 53, 75, 160};
+  size_t k;
+  for(k = 0; k < sizeof(delays_ms) / sizeof(delays_ms[0]); k++) {
+    tmp t;
+    int go[2];
+    pid_t pid;
+    int status;
+    char why[1200];
+    long long rev;
+    CHECK(!tmp_make(&t));
+    CHECK(!pipe(go));
+    pid = fork();
+    CHECK(pid >= 0);
+    if(!pid) {
+      close(go[1]);
+      child_writer(&t, go[0], "k", 1000000);
+    }
+    close(go[0]);
+    CHECK(write(go[1], "g", 1) == 1);
+    close(go[1]);
+    usleep((useconds_t)delays_ms[k] * 1000);
+    kill(pid, SIGKILL);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));
+    why[0] = 0;
+    CHECK_MSG(check_consistent(&t, why, sizeof(why)), "after %d ms: %s",
+              delays_ms[k], why);
+    rev = sql_int(t.path, "SELECT revision FROM meta");
+    if(getenv("TEST_VERBOSE"))
+      fprintf(stderr, "  killed after %d ms at revision %lld\n",
+              delays_ms[k], rev);
+    /* The last delay is long enough for the child to have written. */
+    CHECK_MSG(rev >= 0 && (k + 1 < sizeof(delays_ms) / sizeof(delays_ms[0]) ||
+                           rev > 0), "revision %lld", rev);
+    tmp_clean(&t);
+  }
+}
+
+TEST(rev_and_key_helpers)
+{
+  static const struct {
+    const char *ns, *name;
+    sc_err err;
+  } keys[] = {
+    {"ns", "a", SC_OK},
+    {NULL, "a", SC_ERR_INVALID},
+    {"ns", "", SC_ERR_INVALID},
+    {"n/s", "a", SC_ERR_INVALID},
+    {"ns", "a\nb", SC_ERR_INVALID},
+  };
+  char big[300];
+  session *got = NULL;
+  tmp t;
+  store *st;
+  sc_errbuf eb;
+  size_t i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  for(i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    sc_err e = store_get(st, keys[i].ns, keys[i].name, &got, &eb);
+    CHECK_MSG(e == (keys[i].err ? keys[i].err : SC_ERR_NOT_FOUND),
+              "case %zu: %d", i, e);
+  }
+  memset(big, 'a', sizeof(big) - 1);
+  big[sizeof(big) - 1] = 0;
+  CHECK_INT(store_get(st, "ns", big, &got, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "at most 253"), "msg: %s", eb.msg);
+  {
+    store_watch *w = NULL;
+    CHECK_INT(store_watch_start(st, "0", rec_cb, rec_err, NULL, &w, &eb),
+              SC_ERR_INVALID); /* no event base */
+    CHECK(w == NULL);
+  }
+  CHECK_STR(store_event_type_name(STORE_EVENT_DELETED), "DELETED");
+  store_close(st);
+  store_close(NULL);
+  tmp_clean(&t);
+}
+
+TEST_LIST = {
+  T(bad_urls),
+  T(file_modes_0600),
+  T(foreign_files_refused),
+  T(crud_and_list_order),
+  T(generation_rules),
+  T(cas_conflicts),
+  T(tombstone_purge_and_reapply),
+  T(apply_all_or_nothing),
+  T(busy_reported),
+  T(watch_in_order),
+  T(watch_callback_reentrancy),
+  T(watch_expiry_and_relist),
+  T(watch_undecodable_history_row),
+  T(two_writers_one_watcher),
+  T(cas_across_processes_loses_no_update),
+  T(killed_mid_write),
+  T(rev_and_key_helpers),
+  {0},
+};
+TEST_MAIN()
