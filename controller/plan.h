@@ -76,6 +76,7 @@ typedef struct plan_action {
   /* What the confirming GET must still find before a delete (rule 3): */
   char *expect_tenant;   /* the lea.tenant_id tag, when tags are expected */
   bool expect_paused;    /* reclaim and orphan: only while still paused */
+  bool expect_managed_by;/* orphan: lea.managed-by must still be ours */
   sc_time end_at;        /* the facts behind the decision, for the audit */
   sc_time cube_now;
   char *reason;          /* one line: why; for logs, audit, `sessionctl plan` */
@@ -98,19 +99,29 @@ typedef struct plan {
   size_t n_orphans;          /* orphan deletions wanted (before the guard) */
   bool guard_tripped;        /* orphan deletions were withheld (rule 9) */
   char *guard_message;       /* why, when tripped */
+  sc_time next_orphan_due;   /* Cube time the next paused orphan passes
+                                its grace; 0 = none */
 } plan;
 
 sc_err plan_compute(const plan_input *in, const plan_config *cfg,
                     plan **out);
 void plan_free(plan *p);
 
-/* Fold the effect of a succeeded action a into st, in place: st starts as
- * the plan_session's status and carries the effects of earlier actions of
- * the same pass. new_id is the created sandbox's ID for PLAN_CREATE. Pure. */
+/* The status a session should show after action a succeeded; new_id is
+ * the created sandbox's ID for PLAN_CREATE. Pure. st is in/out: it holds
+ * the status before the action (plan_session.status, or the status just
+ * written) and is updated in place; conditions take a->cube_now as their
+ * transition time. s may be NULL only for orphan deletes (no change). */
 sc_err plan_status_after(const session *s, const plan_action *a,
                          const char *new_id, session_status *st);
 
 const char *plan_action_type_name(plan_action_type t); /* "create", ... */
 const char *plan_delete_kind_name(plan_delete_kind k); /* "reclaim", ... */
+
+/* A canonical, line-per-item text form of the plan (actions in plan order,
+ * then each session's status summary, then the guard): for
+ * `sessionctl plan`, logs and tests. Appends to b. */
+struct dynbuf;
+sc_err plan_format(const plan *p, struct dynbuf *b);
 
 #endif

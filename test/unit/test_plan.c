@@ -1,0 +1,1167 @@
+/* Table-driven tests of the planner: one or more per rule of DESIGN.md
+ * section 4 and per state of section 3, each named after what it proves. */
+#include "../harness.h"
+#include "plan_world.h"
+
+#define NOW W_NOW
+#define SBP CUBE_SB_PAUSED
+#define SBR CUBE_SB_RUNNING
+#define ACT SESSION_STATE_ACTIVE
+#define RUN SESSION_STATE_RUNNING
+#define PAU SESSION_STATE_PAUSED
+#define END SESSION_STATE_ENDED
+
+/* ---------- rule 1: Cube's clock only ---------- */
+
+/* The planner has no clock input: the same paused sandbox is reclaimed or
+ * not purely by cube_now - endAt against reclaimAfter, whatever the local
+ * time; and with no Cube clock at all (0) nothing time-based happens. */
+static const struct {
+  const char *name;
+  sc_time now;
+  sc_time end_at;
+  size_t reclaims;
+} rule1_cases[] = {
+  {"just before", NOW, NOW - 24 * HOUR_MS + 1, 0},
+  {"exactly reclaimAfter", NOW, NOW - 24 * HOUR_MS, 1},
+  {"well past", NOW, NOW - 100 * HOUR_MS, 1},
+  {"clock in 1990 (local skew is irrelevant)", 631152000000LL,
+   631152000000LL - 25 * HOUR_MS, 1},
+  {"same endAt, Cube clock earlier", NOW - 2 * HOUR_MS,
+   NOW - 25 * HOUR_MS, 0},
+  {"no Cube clock", 0, NOW - 100 * HOUR_MS, 0},
+};
+
+TEST(rule1_no_local_clock_only_cube_now)
+{
+  size_t i;
+  for(i = 0; i < sizeof(rule1_cases) / sizeof(rule1_cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    plan *p;
+    w_link(s, "sb1");
+    w_sb(w, "sb1", SBP, rule1_cases[i].end_at, "t1", "a");
+    w->now = rule1_cases[i].now;
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM) ==
+                rule1_cases[i].reclaims,
+              "case %s: %zu reclaims", rule1_cases[i].name,
+              p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM));
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* ---------- rule 2: absence is not evidence ---------- */
+
+TEST(rule2_missing_sandbox_is_confirmed_not_recreated)
+{
+  static const session_state states[] = {ACT, RUN, PAU, END};
+  size_t i;
+  for(i = 0; i < 4; i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", states[i]);
+    plan *p;
+    const plan_action *a;
+    w_link(s, "sb-missing");
+    s->status.phase = SESSION_PHASE_RUNNING;
+    p = w_plan(w);
+    CHECK(p);
+    a = p_find(p, PLAN_CONFIRM, "sb-missing");
+    CHECK_MSG(a, "state %s: no confirm", session_state_name(states[i]));
+    CHECK_STR(a->ns, "t1");
+    CHECK(strstr(a->reason, "absence is not evidence"));
+    CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 0);
+    CHECK_INT(p->n_actions, 1);
+    /* the status keeps its link while the GET is out */
+    CHECK_STR(p->sessions[0].status.sandbox_id, "sb-missing");
+    CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_RUNNING);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(rule2_missing_sandbox_waits_no_duplicate_delete)
+{
+  /* a tag-matched sandbox exists, but the linked one is unconfirmed: the
+   * tag-matched one may be a duplicate or the winner; decide nothing */
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb-linked");
+  w_sb(w, "sb-other", SBR, NOW + MIN_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 1);
+  CHECK(p_find(p, PLAN_CONFIRM, "sb-linked"));
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(rule2_confirmed_gone_clears_link_and_creates)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  const plan_session *ps;
+  w_link(s, "sb-gone");
+  w->gone[w->ngone++] = "sb-gone";
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p_find(p, PLAN_CREATE, NULL));
+  CHECK(!p_find(p, PLAN_CONFIRM, NULL));
+  ps = p_sess(p, s);
+  CHECK(ps->status.sandbox_id == NULL);
+  CHECK_INT(ps->status.phase, SESSION_PHASE_CREATING);
+  CHECK(ps->status_changed);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(rule2_gone_but_tag_matched_adopts_instead_of_create)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb-gone");
+  w->gone[w->ngone++] = "sb-gone";
+  w_sb(w, "sb-new", SBR, NOW + MIN_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p_find(p, PLAN_CREATE, NULL));
+  CHECK_STR(p->sessions[0].status.sandbox_id, "sb-new");
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(rule2_truncated_list_forbids_orphan_delete)
+{
+  static const bool complete[] = {false, true};
+  size_t i;
+  for(i = 0; i < 2; i++) {
+    world *w = w_new();
+    plan *p;
+    w_sb(w, "orph", SBP, NOW - 5 * HOUR_MS, "t1", "gone-session");
+    w->complete = complete[i];
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), complete[i] ? 1 : 0);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(rule2_truncated_list_still_allows_intent)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", END);
+  plan *p;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBR, NOW + MIN_MS, "t1", "a");
+  w->complete = false;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ENDED), 1);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- rule 3: confirm before delete ---------- */
+
+TEST(rule3_delete_carries_expectations)
+{
+  world *w = w_new();
+  session *r = w_sess(w, "t1", "rec", ACT);
+  session *e = w_sess(w, "t1", "end", END);
+  session *l = w_sess(w, "t1", "lost", ACT);
+  plan *p;
+  const plan_action *a;
+  w_link(r, "sb-rec");
+  w_link(e, "sb-end");
+  w_link(l, "sb-lost");
+  w_sb(w, "sb-rec", SBP, NOW - 30 * HOUR_MS, "t1", "rec");
+  w_sb(w, "sb-end", SBR, NOW + MIN_MS, "t1", "end");
+  w_sb(w, "sb-lost", SBP, NOW - 30 * HOUR_MS, NULL, NULL); /* tags lost */
+  w_sb(w, "sb-orph", SBP, NOW - 30 * HOUR_MS, "t1", "nobody");
+  p = w_plan(w);
+  CHECK(p);
+
+  a = p_find(p, PLAN_DELETE, "sb-rec");
+  CHECK(a);
+  CHECK_INT(a->del_kind, PLAN_DEL_RECLAIM);
+  CHECK_STR(a->expect_tenant, "t1");
+  CHECK(a->expect_paused);
+  CHECK(!a->expect_managed_by);
+  CHECK_INT(a->end_at, NOW - 30 * HOUR_MS);
+  CHECK_INT(a->cube_now, NOW);
+  CHECK_STR(a->reason, "sandbox sb-rec paused for 30h by Cube's clock (endAt "
+                       "2026-11-28T04:00:00Z, now 2026-11-29T10:00:00Z) >= "
+                       "reclaimAfter 24h");
+
+  a = p_find(p, PLAN_DELETE, "sb-end");
+  CHECK(a);
+  CHECK_INT(a->del_kind, PLAN_DEL_ENDED);
+  CHECK_STR(a->expect_tenant, "t1");
+  CHECK(!a->expect_paused);
+
+  a = p_find(p, PLAN_DELETE, "sb-lost");
+  CHECK(a);
+  CHECK_INT(a->del_kind, PLAN_DEL_RECLAIM);
+  CHECK(a->expect_tenant == NULL); /* no tags were observed */
+  CHECK(a->expect_paused);
+
+  a = p_find(p, PLAN_DELETE, "sb-orph");
+  CHECK(a);
+  CHECK_INT(a->del_kind, PLAN_DEL_ORPHAN);
+  CHECK_STR(a->expect_tenant, "t1");
+  CHECK(a->expect_paused);
+  CHECK(a->expect_managed_by);
+  CHECK(a->ns == NULL && a->name == NULL);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- rule 4: ownership recorded twice ---------- */
+
+TEST(rule4_untagged_unlinked_sandbox_untouched)
+{
+  world *w = w_new();
+  plan *p;
+  w_sess(w, "t1", "a", END);                       /* wants deletes */
+  w_sb(w, "bare", SBP, NOW - 1000 * HOUR_MS, NULL, NULL);
+  w_sb_mb(w, "foreign", SBP, NOW - 1000 * HOUR_MS, "t1", "a", "other-ctl");
+  w_sb_mb(w, "foreign2", SBP, NOW - 1000 * HOUR_MS, "t1", "zz", "other-ctl");
+  w->cfg.force = true;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->n_managed, 0);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_ENDED);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(metadata_lost_on_pause_no_second_sandbox)
+{
+  /* Cube dropped the tags of the paused sandbox: the link keeps it ours */
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  const plan_session *ps;
+  w_link(s, "sb1");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb1", SBP, NOW - HOUR_MS, NULL, NULL);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  ps = p_sess(p, s);
+  CHECK_STR(ps->status.sandbox_id, "sb1");
+  CHECK_INT(ps->status.phase, SESSION_PHASE_PAUSED);
+  CHECK_STR(cond_reason(&ps->status, "Ready"), "IdlePaused");
+  CHECK_INT(ps->next_due, NOW - HOUR_MS + 24 * HOUR_MS);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- rule 5: tenants never cross ---------- */
+
+TEST(rule5_tenant_mismatch_conflict)
+{
+  static const session_state states[] = {ACT, RUN, PAU, END};
+  size_t i;
+  for(i = 0; i < 4; i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "tenant-a", "a", states[i]);
+    plan *p;
+    const plan_session *ps;
+    w_link(s, "sbX"); /* forged link or mixed tags */
+    w_sb(w, "sbX", i % 2 ? SBR : SBP, NOW - 1000 * HOUR_MS, "tenant-b",
+         "a");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p->n_actions == 0, "state %s: %zu actions",
+              session_state_name(states[i]), p->n_actions);
+    ps = p_sess(p, s);
+    CHECK_STR(cond_status(&ps->status, "Conflict"), "True");
+    CHECK_STR(cond_reason(&ps->status, "Conflict"), "TenantMismatch");
+    CHECK_STR(ps->status.sandbox_id, "sbX"); /* still recorded: protected */
+    if(states[i] != END) {
+      CHECK_INT(ps->status.phase, SESSION_PHASE_FAILED);
+      CHECK_STR(cond_reason(&ps->status, "Ready"), "TenantConflict");
+    }
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(rule5_conflict_resolves_and_is_stable)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "tenant-a", "a", ACT);
+  plan *p, *p2;
+  w_link(s, "sbX");
+  w_sb(w, "sbX", SBR, NOW + HOUR_MS, "tenant-b", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p->sessions[0].status_changed);
+  session_status_clear(&s->status);
+  CHECK_OK(session_status_copy(&s->status, &p->sessions[0].status));
+  p2 = w_plan(w);
+  CHECK(p2);
+  CHECK(!p2->sessions[0].status_changed); /* no write storm */
+  plan_free(p2);
+  /* the operator fixes the link: Conflict goes False once */
+  w_link(s, NULL);
+  w->now += HOUR_MS;
+  p2 = w_plan(w);
+  CHECK(p2);
+  CHECK_STR(cond_status(&p2->sessions[0].status, "Conflict"), "False");
+  CHECK_INT(session_status_get_condition(&p2->sessions[0].status, "Conflict")
+              ->last_transition_time, w->now);
+  CHECK(p_find(p2, PLAN_CREATE, NULL));
+  plan_free(p2);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- rule 6: duplicates ---------- */
+
+static const struct {
+  const char *name;
+  const char *link;
+  sc_time start[3]; /* of ids c, a, b */
+  const char *winner;
+} dup_cases[] = {
+  {"status link wins over older", "sb-b",
+   {NOW - 3 * HOUR_MS, NOW - 9 * HOUR_MS, NOW - HOUR_MS}, "sb-b"},
+  {"oldest startedAt", NULL,
+   {NOW - 3 * HOUR_MS, NOW - HOUR_MS, NOW - 9 * HOUR_MS}, "sb-b"},
+  {"tie: lowest ID", NULL, {NOW - HOUR_MS, NOW - HOUR_MS, NOW - HOUR_MS},
+   "sb-a"},
+  {"unknown startedAt is youngest", NULL, {0, NOW - HOUR_MS, 0}, "sb-a"},
+};
+
+TEST(rule6_duplicate_winner_status_then_oldest_then_lowest_id)
+{
+  size_t i;
+  for(i = 0; i < sizeof(dup_cases) / sizeof(dup_cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    static const char *const ids[] = {"sb-c", "sb-a", "sb-b"};
+    size_t k;
+    plan *p;
+    if(dup_cases[i].link)
+      w_link(s, dup_cases[i].link);
+    for(k = 0; k < 3; k++)
+      w_sb(w, ids[k], SBR, NOW + HOUR_MS, "t1", "a")->started_at =
+        dup_cases[i].start[k];
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_DUPLICATE) == 2, "case %s",
+              dup_cases[i].name);
+    for(k = 0; k < 3; k++) {
+      const plan_action *a = p_find(p, PLAN_DELETE, ids[k]);
+      if(!strcmp(ids[k], dup_cases[i].winner))
+        CHECK_MSG(!a, "case %s: winner %s deleted", dup_cases[i].name,
+                  ids[k]);
+      else {
+        CHECK_MSG(a, "case %s: %s kept", dup_cases[i].name, ids[k]);
+        CHECK_STR(a->expect_tenant, "t1");
+      }
+    }
+    CHECK_STR(p->sessions[0].status.sandbox_id, dup_cases[i].winner);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* ---------- rule 9: the guard ---------- */
+
+static void add_orphans(world *w, int n)
+{
+  int i;
+  for(i = 0; i < n; i++) {
+    char id[32], sid[32];
+    snprintf(id, sizeof(id), "orph-%03d", i);
+    snprintf(sid, sizeof(sid), "s%03d", i);
+    w_sb(w, id, SBP, NOW - 2 * HOUR_MS, "t1", sid);
+  }
+}
+
+TEST(rule9_guard_trips)
+{
+  world *w = w_new();
+  plan *p;
+  add_orphans(w, 12);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p->guard_tripped);
+  CHECK_INT(p->n_orphans, 12);
+  CHECK_INT(p->n_managed, 12);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 0);
+  CHECK(p->guard_message && strstr(p->guard_message, "withheld 12 orphan"));
+  CHECK(strstr(p->guard_message, "of 12 managed"));
+  plan_free(p);
+  w_del(w);
+}
+
+static const struct {
+  int orphans, managed_extra;
+  bool trips;
+} guard_cases[] = {
+  {10, 0, false},  /* not more than the floor */
+  {11, 0, true},
+  {11, 100, false}, /* 11 of 111 is under 20% */
+  {30, 100, true},  /* 30 of 130 is over 20% */
+};
+
+TEST(rule9_guard_needs_fraction_and_floor)
+{
+  size_t i;
+  for(i = 0; i < sizeof(guard_cases) / sizeof(guard_cases[0]); i++) {
+    world *w = w_new();
+    plan *p;
+    int k;
+    add_orphans(w, guard_cases[i].orphans);
+    for(k = 0; k < guard_cases[i].managed_extra; k++) {
+      char name[32];
+      session *s;
+      snprintf(name, sizeof(name), "live%03d", k);
+      s = w_sess(w, "t2", name, ACT);
+      w_link(s, name);
+      s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+      w_sb(w, name, SBR, NOW + HOUR_MS, "t2", name);
+    }
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p->guard_tripped == guard_cases[i].trips, "case %zu", i);
+    CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN),
+              guard_cases[i].trips ? 0 : guard_cases[i].orphans);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(rule9_guard_not_for_intent)
+{
+  world *w = w_new();
+  plan *p;
+  int i;
+  add_orphans(w, 40);
+  for(i = 0; i < 15; i++) {
+    char name[32], id[32];
+    session *s;
+    snprintf(name, sizeof(name), "e%02d", i);
+    snprintf(id, sizeof(id), "sb-e%02d", i);
+    s = w_sess(w, "t3", name, END);
+    w_link(s, id);
+    w_sb(w, id, SBR, NOW + HOUR_MS, "t3", name);
+    snprintf(name, sizeof(name), "r%02d", i);
+    snprintf(id, sizeof(id), "sb-r%02d", i);
+    s = w_sess(w, "t3", name, ACT);
+    w_link(s, id);
+    w_sb(w, id, SBP, NOW - 48 * HOUR_MS, "t3", name);
+  }
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p->guard_tripped);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 0);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ENDED), 15);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 15);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(rule9_force_overrides)
+{
+  world *w = w_new();
+  plan *p;
+  add_orphans(w, 50);
+  w->cfg.force = true;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p->guard_tripped);
+  CHECK(p->guard_message == NULL);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 50);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- section 3: Active ---------- */
+
+TEST(state_active_creates_with_rounded_timeout)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  const plan_action *a;
+  s->spec.idle_timeout_ms = 90500; /* 90.5s -> 91s */
+  p = w_plan(w);
+  CHECK(p);
+  a = p_find(p, PLAN_CREATE, NULL);
+  CHECK(a);
+  CHECK_INT(a->timeout_s, 91);
+  CHECK(a->sandbox_id == NULL);
+  CHECK_STR(a->name, "a");
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_CREATING);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "Creating");
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(state_active_without_template_fails)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  free(s->spec.template_id);
+  s->spec.template_id = NULL;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_FAILED);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "InvalidSpec");
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(state_active_idle_pause_left_alone)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb1");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb1", SBP, NOW - 2 * HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0); /* no resume: auto-resume is Cube's */
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_PAUSED);
+  CHECK_STR(cond_status(&p->sessions[0].status, "Ready"), "True");
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "IdlePaused");
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(state_active_running_steady)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb1");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb1", SBR, NOW + 60 * 1000, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0); /* Active: no keepalive, Cube idles it */
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_RUNNING);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "SandboxRunning");
+  CHECK_INT(p->sessions[0].next_due, 0);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(active_resumes_controller_paused)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  const plan_action *a;
+  w_link(s, "sb1");
+  s->status.paused_by_controller = true;
+  w_sb(w, "sb1", SBP, NOW - 30 * HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  a = p_find(p, PLAN_RESUME, "sb1");
+  CHECK(a);
+  CHECK_INT(a->timeout_s, 900);
+  CHECK_INT(p->n_actions, 1); /* resume, not reclaim: the user is back */
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(set_timeout_on_idle_change)
+{
+  static const struct {
+    cube_sb_state st;
+    int64_t applied;
+    size_t n;
+  } cases[] = {
+    {CUBE_SB_RUNNING, 15 * MIN_MS, 1}, /* changed to 30m */
+    {CUBE_SB_RUNNING, 30 * MIN_MS, 0}, /* already applied */
+    {CUBE_SB_PAUSED, 15 * MIN_MS, 0},  /* E2B 404s for paused */
+    {CUBE_SB_RUNNING, 0, 1},           /* unknown (adopted) */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    plan *p;
+    const plan_action *a;
+    s->spec.idle_timeout_ms = 30 * MIN_MS;
+    w_link(s, "sb1");
+    s->status.applied_idle_timeout_ms = cases[i].applied;
+    w_sb(w, "sb1", cases[i].st, NOW + MIN_MS, "t1", "a");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_SET_TIMEOUT, PLAN_DEL_NONE) == cases[i].n,
+              "case %zu", i);
+    a = p_find(p, PLAN_SET_TIMEOUT, "sb1");
+    if(a)
+      CHECK_INT(a->timeout_s, 1800);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* ---------- section 3: Running ---------- */
+
+TEST(state_running_keepalive_before_endat)
+{
+  static const struct {
+    sc_time end_at;
+    size_t n;
+  } cases[] = {
+    {NOW + 8 * MIN_MS, 0},  /* endAt - 7m30s is in the future */
+    {NOW + 7 * MIN_MS + 30000, 1}, /* exactly due */
+    {NOW + MIN_MS, 1},
+    {0, 0},                 /* never times out */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", RUN);
+    plan *p;
+    w_link(s, "sb1");
+    s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+    w_sb(w, "sb1", SBR, cases[i].end_at, "t1", "a");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_KEEPALIVE, PLAN_DEL_NONE) == cases[i].n,
+              "case %zu", i);
+    CHECK_INT(p->n_actions, cases[i].n);
+    CHECK_INT(p->sessions[0].next_due,
+              cases[i].end_at ? cases[i].end_at - 7 * MIN_MS - 30000 : 0);
+    if(cases[i].n)
+      CHECK_INT(p->actions[0].timeout_s, 900);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(state_running_resumes_and_creates_never_reclaims)
+{
+  world *w = w_new();
+  session *a = w_sess(w, "t1", "a", RUN);
+  session *b = w_sess(w, "t1", "b", RUN);
+  plan *p;
+  w_link(a, "sb1");
+  w_sb(w, "sb1", SBP, NOW - 100 * HOUR_MS, "t1", "a");
+  b->status.reclaimed_generation = 1; /* Running ignores reclaim */
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p_find(p, PLAN_RESUME, "sb1"));
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 0);
+  CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 1);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- section 3: Paused ---------- */
+
+TEST(state_paused_pauses)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", PAU);
+  plan *p;
+  session_status st;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 1);
+  CHECK(p_find(p, PLAN_PAUSE, "sb1"));
+  CHECK_OK(session_status_copy(&st, &p->sessions[0].status));
+  CHECK_OK(plan_status_after(s, &p->actions[0], NULL, &st));
+  CHECK(st.paused_by_controller);
+  CHECK_INT(st.phase, SESSION_PHASE_PAUSED);
+  CHECK_STR(cond_reason(&st, "Ready"), "SandboxPaused");
+  session_status_clear(&st);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(state_paused_never_creates_and_pausing_needs_nothing)
+{
+  world *w = w_new();
+  session *a = w_sess(w, "t1", "a", PAU);
+  session *b = w_sess(w, "t1", "b", PAU);
+  plan *p;
+  (void)a;
+  w_link(b, "sb-b");
+  w_sb(w, "sb-b", CUBE_SB_PAUSING, NOW, "t1", "b");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_PAUSED);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "NoSandbox");
+  CHECK_STR(p->sessions[1].status.sandbox_state, "pausing");
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- reclaim ---------- */
+
+TEST(reclaim_by_cube_clock_not_before)
+{
+  static const struct {
+    session_state st;
+    int64_t reclaim_after;
+    sc_time end_at;
+    cube_sb_state sb;
+    size_t n;
+  } cases[] = {
+    {ACT, 24 * HOUR_MS, NOW - 24 * HOUR_MS, CUBE_SB_PAUSED, 1},
+    {ACT, 24 * HOUR_MS, NOW - 24 * HOUR_MS + 1000, CUBE_SB_PAUSED, 0},
+    {PAU, 2 * HOUR_MS, NOW - 3 * HOUR_MS, CUBE_SB_PAUSED, 1},
+    {ACT, 0, NOW - 1000 * HOUR_MS, CUBE_SB_PAUSED, 0},  /* 0 = never */
+    {ACT, HOUR_MS, 0, CUBE_SB_PAUSED, 0},      /* no endAt: cannot tell */
+    {ACT, HOUR_MS, NOW - 5 * HOUR_MS, CUBE_SB_PAUSING, 0},
+    {ACT, HOUR_MS, NOW - 5 * HOUR_MS, CUBE_SB_RUNNING, 0},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", cases[i].st);
+    plan *p;
+    s->spec.reclaim_after_ms = cases[i].reclaim_after;
+    s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+    w_link(s, "sb1");
+    w_sb(w, "sb1", cases[i].sb, cases[i].end_at, "t1", "a");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM) == cases[i].n,
+              "case %zu", i);
+    if(!cases[i].n && cases[i].sb == CUBE_SB_PAUSED && cases[i].end_at &&
+       cases[i].reclaim_after)
+      CHECK_INT(p->sessions[0].next_due,
+                cases[i].end_at + cases[i].reclaim_after);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(wake_recreates_after_reclaim)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  session_status st;
+  s->meta.generation = 3;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBP, NOW - 25 * HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 1);
+  CHECK_INT(p->actions[0].del_kind, PLAN_DEL_RECLAIM);
+  CHECK_OK(session_status_copy(&st, &p->sessions[0].status));
+  CHECK_OK(plan_status_after(s, &p->actions[0], NULL, &st));
+  CHECK_INT(st.phase, SESSION_PHASE_RECLAIMED);
+  CHECK_INT(st.reclaimed_generation, 3);
+  CHECK(st.sandbox_id == NULL);
+  plan_free(p);
+  /* the sandbox is gone; same generation: no new sandbox */
+  world_free(w);
+  s = w_sess(w, "t1", "a", ACT);
+  s->meta.generation = 3;
+  session_status_clear(&s->status);
+  s->status = st;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_RECLAIMED);
+  CHECK(!p->sessions[0].status_changed);
+  plan_free(p);
+  /* sessionctl wake bumps spec.wake, the store bumps the generation */
+  s->spec.wake++;
+  s->meta.generation = 4;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p_find(p, PLAN_CREATE, NULL));
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- Ended and tombstones ---------- */
+
+TEST(ended_deletes)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", END);
+  plan *p;
+  session_status st;
+  s->status.phase = SESSION_PHASE_RUNNING;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, "t1", "a");
+  w_sb(w, "sb2", SBP, NOW - HOUR_MS, "t1", "a"); /* a duplicate too */
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ENDED), 2);
+  CHECK_INT(p->n_actions, 2);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_RUNNING);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Ready"), "Ending");
+  CHECK_OK(session_status_copy(&st, &p->sessions[0].status));
+  CHECK_OK(plan_status_after(s, p_find(p, PLAN_DELETE, "sb1"), NULL, &st));
+  CHECK_INT(st.phase, SESSION_PHASE_ENDED);
+  CHECK(st.sandbox_id == NULL);
+  session_status_clear(&st);
+  plan_free(p);
+  world_free(w);
+  s = w_sess(w, "t1", "a", END);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_ENDED);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(tombstone_deletes)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  s->meta.deletion_timestamp = NOW - MIN_MS;
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, "t1", "a");   /* by tags */
+  w_sb(w, "sb2", SBP, NOW - HOUR_MS, NULL, NULL);  /* by link, tags lost */
+  w_link(s, "sb2");
+  w->complete = false;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_TOMBSTONE), 2);
+  CHECK(strstr(p->actions[0].reason, "session deleted"));
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(live_session_wins_over_tombstone_of_same_tags)
+{
+  /* deleted then re-created under the same name: the tombstone deletes
+   * only what it linked; the tag-matched sandbox goes to the live one */
+  world *w = w_new();
+  session *t = w_sess(w, "t1", "a", ACT);
+  session *l = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  t->meta.deletion_timestamp = NOW - HOUR_MS;
+  w_link(t, "sb-old");
+  w_sb(w, "sb-old", SBP, NOW - HOUR_MS, "t1", "a");
+  w_sb(w, "sb-new", SBR, NOW + HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_TOMBSTONE), 1);
+  CHECK(p_find(p, PLAN_DELETE, "sb-old"));
+  CHECK(!p_find(p, PLAN_DELETE, "sb-new"));
+  CHECK_STR(p_sess(p, l)->status.sandbox_id, "sb-new");
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- orphans ---------- */
+
+TEST(orphan_grace)
+{
+  static const struct {
+    cube_sb_state st;
+    sc_time end_at;
+    size_t n;
+    sc_time due;
+  } cases[] = {
+    {CUBE_SB_PAUSED, NOW - 9 * MIN_MS, 0, NOW + MIN_MS},
+    {CUBE_SB_PAUSED, NOW - 10 * MIN_MS, 1, 0},
+    {CUBE_SB_RUNNING, NOW - 10 * HOUR_MS, 0, 0}, /* left to idle pause */
+    {CUBE_SB_PAUSING, NOW - 10 * HOUR_MS, 0, 0},
+    {CUBE_SB_PAUSED, 0, 0, 0},                   /* no endAt: no age */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    plan *p;
+    w_sb(w, "o1", cases[i].st, cases[i].end_at, "t1", "x");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN) == cases[i].n,
+              "case %zu", i);
+    CHECK_INT(p->next_orphan_due, cases[i].due);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(orphan_not_when_linked_by_any_status)
+{
+  /* tagged for a session that does not exist, but another session's
+   * status records it: not an orphan (rule 4) */
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBP, NOW - 100 * HOUR_MS, "t1", "other");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 0);
+  CHECK_STR(cond_reason(&p->sessions[0].status, "Conflict"),
+            "SandboxMismatch");
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- joins ---------- */
+
+TEST(session_id_in_use_conflict)
+{
+  world *w = w_new();
+  session *a = w_sess(w, "t1", "a", ACT);
+  session *b = w_sess(w, "t1", "b", ACT);
+  plan *p;
+  free(b->spec.session_id);
+  b->spec.session_id = strdup("a");
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_STR(p_sess(p, a)->status.sandbox_id, "sb1");
+  CHECK_STR(cond_reason(&p_sess(p, b)->status, "Conflict"),
+            "SessionIDInUse");
+  CHECK_INT(p_sess(p, b)->status.phase, SESSION_PHASE_FAILED);
+  CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 0);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(sandbox_claimed_by_two_statuses)
+{
+  world *w = w_new();
+  session *a = w_sess(w, "t1", "a", ACT);
+  session *b = w_sess(w, "t1", "b", ACT);
+  plan *p;
+  w_link(a, "sb1");
+  w_link(b, "sb1");
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, NULL, NULL);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_STR(cond_reason(&p_sess(p, b)->status, "Conflict"), "SandboxClaimed");
+  CHECK(session_status_get_condition(&p_sess(p, a)->status, "Conflict") ==
+        NULL);
+  CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 0);
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(duplicate_observation_believes_running)
+{
+  /* Cube listed one sandbox both as running and paused: no reclaim */
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb1");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb1", SBP, NOW - 100 * HOUR_MS, "t1", "a");
+  w_sb(w, "sb1", SBR, NOW - 100 * HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p->n_managed, 1);
+  plan_free(p);
+  w_del(w);
+}
+
+/* ---------- status ---------- */
+
+TEST(status_after_each_action)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan_action a;
+  session_status st;
+  memset(&a, 0, sizeof(a));
+  memset(&st, 0, sizeof(st));
+  s->meta.generation = 2;
+  a.type = PLAN_CREATE;
+  a.cube_now = NOW;
+  CHECK_INT(plan_status_after(s, &a, NULL, &st), SC_ERR_INVALID);
+  CHECK_OK(plan_status_after(s, &a, "new1", &st));
+  CHECK_STR(st.sandbox_id, "new1");
+  CHECK_STR(st.sandbox_state, "running");
+  CHECK_INT(st.phase, SESSION_PHASE_RUNNING);
+  CHECK_INT(st.applied_idle_timeout_ms, 15 * MIN_MS);
+  CHECK_INT(st.observed_generation, 2);
+  CHECK_STR(cond_reason(&st, "Ready"), "SandboxRunning");
+  CHECK_INT(session_status_get_condition(&st, "Ready")->last_transition_time,
+            NOW);
+  a.type = PLAN_PAUSE;
+  a.sandbox_id = "new1";
+  a.cube_now = NOW + 1000;
+  CHECK_OK(plan_status_after(s, &a, NULL, &st));
+  CHECK(st.paused_by_controller);
+  CHECK_STR(st.sandbox_state, "paused");
+  /* status True -> True: the transition time stays */
+  CHECK_INT(session_status_get_condition(&st, "Ready")->last_transition_time,
+            NOW);
+  a.type = PLAN_RESUME;
+  CHECK_OK(plan_status_after(s, &a, NULL, &st));
+  CHECK(!st.paused_by_controller);
+  CHECK_INT(st.phase, SESSION_PHASE_RUNNING);
+  s->spec.idle_timeout_ms = 5 * MIN_MS;
+  a.type = PLAN_SET_TIMEOUT;
+  CHECK_OK(plan_status_after(s, &a, NULL, &st));
+  CHECK_INT(st.applied_idle_timeout_ms, 5 * MIN_MS);
+  a.type = PLAN_DELETE;
+  a.del_kind = PLAN_DEL_DUPLICATE;
+  a.sandbox_id = "other";
+  CHECK_OK(plan_status_after(s, &a, NULL, &st));
+  CHECK_STR(st.sandbox_id, "new1");
+  a.del_kind = PLAN_DEL_RECLAIM;
+  a.sandbox_id = "new1";
+  CHECK_OK(plan_status_after(s, &a, NULL, &st));
+  CHECK_INT(st.phase, SESSION_PHASE_RECLAIMED);
+  CHECK_INT(st.reclaimed_generation, 2);
+  CHECK(st.sandbox_id == NULL);
+  CHECK_INT(session_status_get_condition(&st, "Ready")->last_transition_time,
+            NOW + 1000);
+  a.del_kind = PLAN_DEL_ORPHAN;
+  CHECK_OK(plan_status_after(NULL, &a, NULL, &st));
+  CHECK_INT(plan_status_after(NULL, NULL, NULL, &st), SC_ERR_INVALID);
+  session_status_clear(&st);
+  w_del(w);
+}
+
+TEST(steady_state_writes_no_status)
+{
+  /* after the status is written once, an unchanged world changes
+   * nothing: no status write storm */
+  static const session_state states[] = {ACT, RUN, PAU, END};
+  size_t i;
+  for(i = 0; i < 4; i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", states[i]);
+    plan *p;
+    w_link(s, "sb1");
+    s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+    if(states[i] == PAU)
+      s->status.paused_by_controller = true;
+    if(states[i] != END)
+      w_sb(w, "sb1", states[i] == PAU ? SBP : SBR, NOW + HOUR_MS, "t1",
+           "a");
+    else
+      w->gone[w->ngone++] = "sb1";
+    p = w_plan(w);
+    CHECK(p);
+    CHECK(p->sessions[0].status_changed);
+    session_status_clear(&s->status);
+    CHECK_OK(session_status_copy(&s->status, &p->sessions[0].status));
+    plan_free(p);
+    w->now += 7 * MIN_MS; /* Cube's clock moves; nothing is due */
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(!p->sessions[0].status_changed, "state %s changed",
+              session_state_name(states[i]));
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+TEST(actions_sorted_orphans_last)
+{
+  world *w = w_new();
+  plan *p;
+  size_t i;
+  w_sb(w, "a-orphan", SBP, NOW - HOUR_MS, "t0", "x");
+  w_sess(w, "t2", "z", ACT);
+  w_sess(w, "t1", "b", ACT);
+  w_sess(w, "t1", "a", END);
+  w_sb(w, "sb-2", SBR, NOW, "t1", "a");
+  w_sb(w, "sb-1", SBR, NOW, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 5);
+  CHECK_STR(p->actions[0].sandbox_id, "sb-1");
+  CHECK_STR(p->actions[1].sandbox_id, "sb-2");
+  CHECK_STR(p->actions[2].name, "b");
+  CHECK_STR(p->actions[3].ns, "t2");
+  CHECK_INT(p->actions[4].del_kind, PLAN_DEL_ORPHAN);
+  for(i = 0; i < p->n_sessions; i++)
+    CHECK(p->sessions[i].s == w->s[i]); /* input order */
+  plan_free(p);
+  w_del(w);
+}
+
+TEST(invalid_input_refused)
+{
+  plan_input in;
+  plan_config cfg;
+  plan *p = (plan *)&cfg;
+  memset(&in, 0, sizeof(in));
+  plan_config_defaults(&cfg);
+  CHECK_INT(plan_compute(NULL, &cfg, &p), SC_ERR_INVALID);
+  CHECK(p == NULL);
+  CHECK_INT(plan_compute(&in, NULL, &p), SC_ERR_INVALID);
+  in.n_sessions = 1;
+  CHECK_INT(plan_compute(&in, &cfg, &p), SC_ERR_INVALID);
+  in.n_sessions = 0;
+  CHECK_OK(plan_compute(&in, &cfg, &p));
+  CHECK_INT(p->n_actions, 0);
+  plan_free(p);
+  plan_free(NULL);
+  CHECK_STR(plan_action_type_name(PLAN_KEEPALIVE), "keepalive");
+  CHECK_STR(plan_delete_kind_name(PLAN_DEL_RECLAIM), "reclaim");
+  CHECK_STR(cfg.controller_name, "session-controller");
+  CHECK_INT(cfg.orphan_grace_ms, 10 * MIN_MS);
+  CHECK_INT(cfg.max_delete_floor, 10);
+}
+
+TEST_LIST = {
+  T(rule1_no_local_clock_only_cube_now),
+  T(rule2_missing_sandbox_is_confirmed_not_recreated),
+  T(rule2_missing_sandbox_waits_no_duplicate_delete),
+  T(rule2_confirmed_gone_clears_link_and_creates),
+  T(rule2_gone_but_tag_matched_adopts_instead_of_create),
+  T(rule2_truncated_list_forbids_orphan_delete),
+  T(rule2_truncated_list_still_allows_intent),
+  T(rule3_delete_carries_expectations),
+  T(rule4_untagged_unlinked_sandbox_untouched),
+  T(metadata_lost_on_pause_no_second_sandbox),
+  T(rule5_tenant_mismatch_conflict),
+  T(rule5_conflict_resolves_and_is_stable),
+  T(rule6_duplicate_winner_status_then_oldest_then_lowest_id),
+  T(rule9_guard_trips),
+  T(rule9_guard_needs_fraction_and_floor),
+  T(rule9_guard_not_for_intent),
+  T(rule9_force_overrides),
+  T(state_active_creates_with_rounded_timeout),
+  T(state_active_without_template_fails),
+  T(state_active_idle_pause_left_alone),
+  T(state_active_running_steady),
+  T(active_resumes_controller_paused),
+  T(set_timeout_on_idle_change),
+  T(state_running_keepalive_before_endat),
+  T(state_running_resumes_and_creates_never_reclaims),
+  T(state_paused_pauses),
+  T(state_paused_never_creates_and_pausing_needs_nothing),
+  T(reclaim_by_cube_clock_not_before),
+  T(wake_recreates_after_reclaim),
+  T(ended_deletes),
+  T(tombstone_deletes),
+  T(live_session_wins_over_tombstone_of_same_tags),
+  T(orphan_grace),
+  T(orphan_not_when_linked_by_any_status),
+  T(session_id_in_use_conflict),
+  T(sandbox_claimed_by_two_statuses),
+  T(duplicate_observation_believes_running),
+  T(status_after_each_action),
+  T(steady_state_writes_no_status),
+  T(actions_sorted_orphans_last),
+  T(invalid_input_refused),
+  {0},
+};
+
+TEST_MAIN()
