@@ -13,6 +13,10 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -881,6 +885,42 @@ TEST(list_bad_row_fails_whole_list)
   fx_free(&f);
 }
 
+static void h_second_fails(srv *s, struct evhttp_request *req,
+                           const char *path, const char *query)
+{
+  (void)path;
+  if(!strstr(query, "nextToken=")) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      "p2");
+    reply(req, 200, DATE1, "[" ROW("a1", "running", "") "]");
+  }
+  else {
+    s->n++;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                      "1");
+    reply(req, 503, NULL, "");
+  }
+}
+
+TEST(list_failing_page_returns_no_rows)
+{
+  fixture f;
+  got g = {0};
+  sc_time d1;
+  CHECK_OK(fx_init(&f, h_second_fails, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK_INT(g.status, 503);
+  CHECK_INT(g.retry_after_ms, 1000);
+  CHECK_INT(g.nrows, 0);
+  CHECK_INT(f.s.n, 1);
+  CHECK_OK(sctime_parse_http_date(DATE1, &d1));
+  CHECK_INT(g.cube_now, d1);
+  got_clear(&g);
+  fx_free(&f);
+}
+
 /* --- the single-sandbox calls --- */
 
 static void h_ops(srv *s, struct evhttp_request *req, const char *path,
@@ -1477,6 +1517,163 @@ TEST(probe_heuristic)
   fx_free(&f);
 }
 
+/* --- TLS: a one-thread blocking OpenSSL server with a fresh self-signed
+ * certificate for 127.0.0.1 --- */
+
+typedef struct tls_srv {
+  int lfd, port, served, handshakes_failed;
+  SSL_CTX *ctx;
+  pthread_t th;
+  char ca_path[64];
+} tls_srv;
+
+static void *tls_serve(void *arg)
+{
+  tls_srv *t = arg;
+  for(;;) {
+    char req[4096];
+    size_t got_n = 0;
+    SSL *ssl;
+    int fd = accept(t->lfd, NULL, NULL);
+    if(fd < 0)
+      break;
+    ssl = SSL_new(t->ctx);
+    SSL_set_fd(ssl, fd);
+    if(SSL_accept(ssl) != 1)
+      t->handshakes_failed++;
+    else {
+      while(got_n < sizeof(req) - 1) {
+        int r = SSL_read(ssl, req + got_n, (int)(sizeof(req) - 1 - got_n));
+        if(r <= 0)
+          break;
+        got_n += (size_t)r;
+        req[got_n] = 0;
+        if(strstr(req, "\r\n\r\n"))
+          break;
+      }
+      {
+        const char *body = ROW("s1", "running", "");
+        char resp[1024];
+        int n = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                         strlen(body), body);
+        SSL_write(ssl, resp, n);
+        t->served++;
+      }
+      SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    close(fd);
+  }
+  return NULL;
+}
+
+static int tls_start(tls_srv *t)
+{
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  X509_NAME *nm;
+  X509_EXTENSION *ext;
+  X509V3_CTX v3;
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  FILE *fp;
+  int fd;
+  memset(t, 0, sizeof(*t));
+  if(!key || !x)
+    return -1;
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_set_version(x, 2);
+  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, key);
+  nm = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC,
+                             (const unsigned char *)"127.0.0.1", -1, -1, 0);
+  X509_set_issuer_name(x, nm);
+  X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+  ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+  X509_add_ext(x, ext, -1);
+  X509_EXTENSION_free(ext);
+  ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "CA:TRUE");
+  X509_add_ext(x, ext, -1);
+  X509_EXTENSION_free(ext);
+  if(!X509_sign(x, key, EVP_sha256()))
+    return -1;
+  snprintf(t->ca_path, sizeof(t->ca_path), "/tmp/test_cube_ca.XXXXXX");
+  fd = mkstemp(t->ca_path);
+  if(fd < 0 || !(fp = fdopen(fd, "w")))
+    return -1;
+  PEM_write_X509(fp, x);
+  fclose(fp);
+  t->ctx = SSL_CTX_new(TLS_server_method());
+  if(!t->ctx || SSL_CTX_use_certificate(t->ctx, x) != 1 ||
+     SSL_CTX_use_PrivateKey(t->ctx, key) != 1)
+    return -1;
+  X509_free(x);
+  EVP_PKEY_free(key);
+  t->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if(bind(t->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+     listen(t->lfd, 8) ||
+     getsockname(t->lfd, (struct sockaddr *)&sa, &sl))
+    return -1;
+  t->port = ntohs(sa.sin_port);
+  return pthread_create(&t->th, NULL, tls_serve, t) ? -1 : 0;
+}
+
+static void tls_stop(tls_srv *t)
+{
+  shutdown(t->lfd, SHUT_RDWR); /* wakes accept() */
+  pthread_join(t->th, NULL);
+  close(t->lfd);
+  SSL_CTX_free(t->ctx);
+  unlink(t->ca_path);
+}
+
+TEST(tls_verified_by_default)
+{
+  tls_srv t;
+  struct event_base *base = event_base_new();
+  cube_client_opts o;
+  cube_client *c;
+  sc_errbuf eb;
+  got g = {0};
+  char url[64];
+  int i;
+  CHECK_OK(tls_start(&t));
+  snprintf(url, sizeof(url), "https://127.0.0.1:%d", t.port);
+  for(i = 0; i < 3; i++) {
+    cube_client_opts_init(&o);
+    o.base_url = url;
+    o.api_key = KEY;
+    if(i == 1)
+      o.ca_file = t.ca_path;
+    if(i == 2)
+      o.insecure_skip_verify = true;
+    c = cube_client_new(base, &o, &eb);
+    CHECK(c != NULL);
+    CHECK_OK(cube_get(c, "s1", on_result, &g));
+    CHECK(wait_for(base, &g.n, i + 1, 5000));
+    if(i == 0) { /* a self-signed server without --cube-ca: refused */
+      CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+      CHECK_MSG(strstr(g.msg, "curl error 60"), "%s", g.msg);
+    }
+    else {
+      CHECK_MSG(g.err == SC_OK, "case %d: %s", i, g.msg);
+      CHECK_STR(g.sb.sandbox_id, "s1");
+    }
+    cube_client_free(c);
+  }
+  tls_stop(&t);
+  CHECK_INT(t.served, 2);
+  CHECK_INT(t.handshakes_failed, 1);
+  got_clear(&g);
+  event_base_free(base);
+}
+
 TEST_LIST = {
   T(meta_encode_table),
   T(meta_round_trip_tricky),
@@ -1492,6 +1689,7 @@ TEST_LIST = {
   T(list_truncated_suspect),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
+  T(list_failing_page_returns_no_rows),
   T(get_and_not_found),
   T(create_sends_both_dialects),
   T(pause_connect_timeout_delete),
@@ -1506,6 +1704,7 @@ TEST_LIST = {
   T(connection_refused),
   T(client_options_checked),
   T(probe_heuristic),
+  T(tls_verified_by_default),
   {0}};
 
 TEST_MAIN()
