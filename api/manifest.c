@@ -1530,6 +1530,12 @@ static void parse_yaml(mctx *c, const char *buf, size_t len)
   builder b = {NULL, NULL, 0};
   bool done = false, failed = false;
 
+  /* UTF-8 is forced below (so UTF-16 reads as the NULs it has), which
+   * makes libyaml keep a byte order mark: drop it here */
+  if(len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+    buf += 3;
+    len -= 3;
+  }
   if(!yaml_parser_initialize(&p)) {
     c->nomem = c->stop = true;
     return;
