@@ -1801,8 +1801,9 @@ static sc_err read_dir(const char *path, const manifest_opts *opts,
   }
   closedir(d);
   if(!err) {
-    qsort(names, n, sizeof(*names), cmp_names);
-    if(!n)
+    if(n)
+      qsort(names, n, sizeof(*names), cmp_names);
+    else
       err = set_errorf(set, SC_OK, "%s: no *.yaml or *.yml files", path);
     for(i = 0; i < n && err != SC_ERR_NOMEM; i++) {
       sc_err e = read_file(names[i], opts, set, ix);
