@@ -16,7 +16,9 @@
  * Ownership: store_open() gives the caller a store to store_close() (NULL
  * accepted). Sessions returned are the caller's (session_free()). Sessions
  * passed in are only read. Event objects are valid only during the
- * callback; copy what you keep (session_dup()).
+ * callback; copy what you keep (session_dup()). store_close() also stops
+ * and frees every watch still running; never call it from a watch
+ * callback. A store is used from one thread.
  */
 #ifndef SC_STORE_H
 #define SC_STORE_H
@@ -70,12 +72,21 @@ typedef enum store_apply_outcome {
 
 /* Create or update spec, labels and annotations of each object, never
  * status; all in one transaction: all or nothing. outcomes[i] says what
- * happened to objs[i]. Applying over a tombstone creates a new object. */
+ * happened to objs[i] (outcomes may be NULL). Applying over a tombstone
+ * creates a new object (new uid, generation 1, empty status). Each object
+ * needs metadata.namespace and metadata.name (the caller has applied the
+ * defaults and validated the spec); one key twice in objs is invalid.
+ * uid, resourceVersion, generation, timestamps, finalizers and status of
+ * objs are ignored. An apply that changes nothing is UNCHANGED and writes
+ * no revision. */
 sc_err store_apply(store *st, session *const *objs, size_t n,
                    store_apply_outcome *outcomes, sc_errbuf *eb);
 
 /* Replace the spec of an existing object if its resource_version is still
- * expected_version (SC_ERR_CONFLICT otherwise); for `sessionctl wake`. */
+ * expected_version (SC_ERR_CONFLICT otherwise); for `sessionctl wake`.
+ * Bumps the generation when the spec differs; an equal spec writes
+ * nothing and *new_version is the current version. SC_ERR_NOT_FOUND on a
+ * tombstone. expected_version is required (SC_ERR_INVALID when NULL). */
 sc_err store_update_spec(store *st, const char *ns, const char *name,
                          const char *expected_version,
                          const session_spec *spec, char **new_version,
@@ -83,19 +94,24 @@ sc_err store_update_spec(store *st, const char *ns, const char *name,
 
 /* Compare-and-set of the status: SC_ERR_CONFLICT when the object's
  * resource_version is not expected_version, SC_ERR_NOT_FOUND when absent.
- * Works on tombstones too. *new_version (may be NULL) is the caller's. */
+ * Works on tombstones too (watchers see MODIFIED with deletion_timestamp
+ * set). An equal status writes nothing. *new_version (may be NULL) is the
+ * caller's. expected_version is required (SC_ERR_INVALID when NULL). */
 sc_err store_update_status(store *st, const char *ns, const char *name,
                            const char *expected_version,
                            const session_status *status, char **new_version,
                            sc_errbuf *eb);
 
 /* Mark the object deleted: it becomes a tombstone that watchers see as
- * DELETED and the controller sees in list(include_deleted). */
+ * DELETED and the controller sees in list(include_deleted). Deleting a
+ * tombstone again is SC_OK and writes nothing. */
 sc_err store_delete(store *st, const char *ns, const char *name,
                     sc_errbuf *eb);
 
 /* Remove a tombstone for good once its sandbox is gone (the controller's
- * finalizer); SC_ERR_CONFLICT on a stale version. */
+ * finalizer); SC_ERR_CONFLICT on a stale version, SC_ERR_INVALID on a live
+ * object. Watchers see nothing (they had the DELETED event) and the store
+ * revision does not move. */
 sc_err store_purge(store *st, const char *ns, const char *name,
                    const char *expected_version, sc_errbuf *eb);
 
@@ -114,7 +130,15 @@ typedef struct store_event {
 /* Called from the event loop for each change after from_revision, in
  * revision order, none lost, none repeated. When the history no longer
  * reaches from_revision, err_cb gets SC_ERR_EXPIRED once and the watch
- * stops: the caller relists and starts a new watch. */
+ * stops: the caller relists and starts a new watch. from_revision NULL or
+ * "" means "from now". ev->obj->meta.resource_version == ev->revision.
+ *
+ * Other errors reach err_cb (may be NULL) without stopping the watch: a
+ * failed poll (SC_ERR_BUSY, SC_ERR_IO: once per run of failures, retried)
+ * or a history entry that does not decode (message names the revision;
+ * that revision is skipped). A stopped or expired watch is still freed
+ * with store_watch_stop(); the callbacks may call it on their own watch
+ * and may call any other store function except store_close(). */
 typedef void (*store_watch_cb)(const store_event *ev, void *ud);
 typedef void (*store_watch_err_cb)(sc_err err, const char *msg, void *ud);
 

@@ -1065,7 +1065,7 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
   size_t n = 0, i;
   int64_t rev = 0, compacted = 0;
   sc_errbuf eb;
-  char msg[SC_ERRBUF_SIZE];
+  char msg[SC_ERRBUF_SIZE * 2];
   sc_err err;
   (void)fd;
   (void)what;
