@@ -495,6 +495,98 @@ static bool is_null(const ynode *n)
   return n->kind == YK_SCALAR && n->type == YT_NULL;
 }
 
+/* ================================================ the object index
+ * namespace/name -> item of the set, to find the same object twice in
+ * O(1); open addressing over item numbers + 1 (0 = empty). Items are
+ * only ever appended to a set, so the index catches up by number. */
+
+typedef struct objindex {
+  size_t *slots;
+  size_t cap;     /* a power of two, or 0 */
+  size_t used;
+  size_t synced;  /* items of the set already in the index */
+} objindex;
+
+static uint64_t obj_hash(const char *ns, const char *name)
+{
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  const char *p;
+  for(p = ns; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  h = (h ^ '/') * 1099511628211ULL;
+  for(p = name; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return h;
+}
+
+static bool obj_usable(const session *s)
+{
+  return s && s->meta.name && s->meta.namespace_;
+}
+
+/* The item holding ns/name, or -1. */
+static long index_find(const objindex *ix, const manifest_set *set,
+                       const char *ns, const char *name)
+{
+  size_t i;
+  if(!ix->cap)
+    return -1;
+  i = (size_t)obj_hash(ns, name) & (ix->cap - 1);
+  while(ix->slots[i]) {
+    const session *o = set->items[ix->slots[i] - 1].s;
+    if(obj_usable(o) && !strcmp(o->meta.name, name) &&
+       !strcmp(o->meta.namespace_, ns))
+      return (long)(ix->slots[i] - 1);
+    i = (i + 1) & (ix->cap - 1);
+  }
+  return -1;
+}
+
+static void index_put(objindex *ix, const manifest_set *set, size_t item)
+{
+  const session *s = set->items[item].s;
+  size_t i = (size_t)obj_hash(s->meta.namespace_, s->meta.name) &
+             (ix->cap - 1);
+  while(ix->slots[i])
+    i = (i + 1) & (ix->cap - 1);
+  ix->slots[i] = item + 1;
+  ix->used++;
+}
+
+/* Index the items appended since the last call. */
+static sc_err index_sync(objindex *ix, const manifest_set *set)
+{
+  for(; ix->synced < set->n; ix->synced++) {
+    const session *s = set->items[ix->synced].s;
+    if(!obj_usable(s) || index_find(ix, set, s->meta.namespace_,
+                                    s->meta.name) >= 0)
+      continue;
+    if((ix->used + 1) * 2 > ix->cap) {
+      size_t nc = ix->cap ? ix->cap * 2 : 64, old = ix->cap, i;
+      size_t *os = ix->slots;
+      ix->slots = calloc(nc, sizeof(*ix->slots));
+      if(!ix->slots) {
+        ix->slots = os;
+        return SC_ERR_NOMEM;
+      }
+      ix->cap = nc;
+      ix->used = 0;
+      for(i = 0; i < old; i++)
+        if(os[i])
+          index_put(ix, set, os[i] - 1);
+      free(os);
+    }
+    index_put(ix, set, ix->synced);
+  }
+  return SC_OK;
+}
+
+static void index_free(objindex *ix)
+{
+  free(ix->slots);
+  memset(ix, 0, sizeof(*ix));
+}
+
 /* ======================================================= the context */
 
 typedef struct merr {
@@ -505,6 +597,7 @@ typedef struct merr {
 typedef struct mctx {
   const char *file;
   manifest_set *set;
+  objindex *index;
   merr *errs;
   size_t n_errs, cap_errs;
   bool stop;        /* too many errors, nesting too deep, out of memory */
@@ -1025,15 +1118,19 @@ static void walk_session(mctx *c, const ynode *m)
     return;
   }
   /* the same object twice, in this source or an earlier one */
-  for(i = 0; i < c->set->n; i++) {
-    const session *o = c->set->items[i].s;
-    if(o && o->meta.name && o->meta.namespace_ &&
-       !strcmp(o->meta.name, s->meta.name) &&
-       !strcmp(o->meta.namespace_, s->meta.namespace_)) {
+  if(index_sync(c->index, c->set)) {
+    session_free(s);
+    c->nomem = c->stop = true;
+    return;
+  }
+  {
+    long first = index_find(c->index, c->set, s->meta.namespace_,
+                            s->meta.name);
+    if(first >= 0) {
       char key[160];
       session_key(s, key, sizeof(key));
       node_err(c, name_node, "duplicate object %s, first at %s:%d", key,
-               c->set->items[i].file, c->set->items[i].line);
+               c->set->items[first].file, c->set->items[first].line);
       session_free(s);
       return;
     }
@@ -1534,8 +1631,9 @@ static size_t max_bytes(const manifest_opts *opts)
                                  : (size_t)MANIFEST_DEFAULT_MAX_BYTES;
 }
 
-sc_err manifest_read_buffer(const char *name, const char *buf, size_t len,
-                            const manifest_opts *opts, manifest_set *set)
+static sc_err read_buffer(const char *name, const char *buf, size_t len,
+                          const manifest_opts *opts, manifest_set *set,
+                          objindex *index)
 {
   mctx c;
   size_t i, j;
@@ -1552,6 +1650,7 @@ sc_err manifest_read_buffer(const char *name, const char *buf, size_t len,
   memset(&c, 0, sizeof(c));
   c.file = name;
   c.set = set;
+  c.index = index;
   parse_yaml(&c, buf ? buf : "", buf ? len : 0);
   /* by position, the order of discovery kept among equals */
   for(i = 1; i < c.n_errs; i++) {
@@ -1570,6 +1669,15 @@ sc_err manifest_read_buffer(const char *name, const char *buf, size_t len,
   }
   err_errs_free(&c);
   return (c.nomem || nomem) ? SC_ERR_NOMEM : SC_OK;
+}
+
+sc_err manifest_read_buffer(const char *name, const char *buf, size_t len,
+                            const manifest_opts *opts, manifest_set *set)
+{
+  objindex ix = {NULL, 0, 0, 0};
+  sc_err err = read_buffer(name, buf, len, opts, set, &ix);
+  index_free(&ix);
+  return err;
 }
 
 /* Read all of fd into b (capped at max); name for messages. */
@@ -1600,7 +1708,7 @@ static sc_err read_fd(int fd, const char *name, size_t max, dynbuf *b,
 }
 
 static sc_err read_file(const char *path, const manifest_opts *opts,
-                        manifest_set *set)
+                        manifest_set *set, objindex *ix)
 {
   size_t max = max_bytes(opts);
   struct stat st;
@@ -1625,8 +1733,7 @@ static sc_err read_file(const char *path, const manifest_opts *opts,
   if(err == SC_ERR_TOO_LARGE)
     err = SC_OK;
   else if(!err)
-    err = manifest_read_buffer(path, dynbuf_ptr(&b), dynbuf_len(&b), opts,
-                               set);
+    err = read_buffer(path, dynbuf_ptr(&b), dynbuf_len(&b), opts, set, ix);
   dynbuf_free(&b);
   return err;
 }
@@ -1646,7 +1753,7 @@ static bool yaml_name(const char *n)
 }
 
 static sc_err read_dir(const char *path, const manifest_opts *opts,
-                       manifest_set *set)
+                       manifest_set *set, objindex *ix)
 {
   DIR *d = opendir(path);
   struct dirent *de;
@@ -1692,7 +1799,7 @@ static sc_err read_dir(const char *path, const manifest_opts *opts,
     if(!n)
       err = set_errorf(set, SC_OK, "%s: no *.yaml or *.yml files", path);
     for(i = 0; i < n && err != SC_ERR_NOMEM; i++) {
-      sc_err e = read_file(names[i], opts, set);
+      sc_err e = read_file(names[i], opts, set, ix);
       if(e && !err)
         err = e;
     }
@@ -1703,8 +1810,8 @@ static sc_err read_dir(const char *path, const manifest_opts *opts,
   return err;
 }
 
-sc_err manifest_read_path(const char *path, const manifest_opts *opts,
-                          manifest_set *set)
+static sc_err read_path(const char *path, const manifest_opts *opts,
+                        manifest_set *set, objindex *ix)
 {
   struct stat st;
   if(!path || !*path)
@@ -1718,8 +1825,8 @@ sc_err manifest_read_path(const char *path, const manifest_opts *opts,
     if(err == SC_ERR_TOO_LARGE)
       err = SC_OK;
     else if(!err)
-      err = manifest_read_buffer(STDIN_NAME, dynbuf_ptr(&b), dynbuf_len(&b),
-                                 opts, set);
+      err = read_buffer(STDIN_NAME, dynbuf_ptr(&b), dynbuf_len(&b), opts,
+                        set, ix);
     dynbuf_free(&b);
     return err;
   }
@@ -1727,8 +1834,17 @@ sc_err manifest_read_path(const char *path, const manifest_opts *opts,
     return set_errorf(set, errno == ENOENT ? SC_ERR_NOT_FOUND : SC_ERR_IO,
                       "%s: cannot open: %s", path, strerror(errno));
   if(S_ISDIR(st.st_mode))
-    return read_dir(path, opts, set);
-  return read_file(path, opts, set);
+    return read_dir(path, opts, set, ix);
+  return read_file(path, opts, set, ix);
+}
+
+sc_err manifest_read_path(const char *path, const manifest_opts *opts,
+                          manifest_set *set)
+{
+  objindex ix = {NULL, 0, 0, 0};
+  sc_err err = read_path(path, opts, set, &ix);
+  index_free(&ix);
+  return err;
 }
 
 void manifest_set_free(manifest_set *set)
