@@ -1,0 +1,148 @@
+/* args.c - sessionctl's option parser and usage-error helpers. */
+#include "ctl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const ctl_opt global_opts[] = {
+  {"store", 0, true, CTL_OPT_STORE},
+  {"help", 'h', false, CTL_OPT_HELP},
+  {NULL, 0, false, 0}
+};
+
+void ctl_args_init(ctl_args *p, int argc, char **argv, const ctl_opt *opts)
+{
+  memset(p, 0, sizeof(*p));
+  p->argc = argc;
+  p->argv = argv;
+  p->i = 1;
+  p->opts = opts;
+}
+
+static const ctl_opt *find_long(const ctl_opt *t, const char *name,
+                                size_t len)
+{
+  for(; t && t->long_name; t++)
+    if(strlen(t->long_name) == len && !strncmp(t->long_name, name, len))
+      return t;
+  return NULL;
+}
+
+static const ctl_opt *find_short(const ctl_opt *t, char c)
+{
+  for(; t && t->long_name; t++)
+    if(t->short_name && t->short_name == c)
+      return t;
+  return NULL;
+}
+
+static int parse_error(ctl_args *p, const char *fmt, const char *what)
+{
+  snprintf(p->err, sizeof(p->err), fmt, what);
+  return CTL_ARG_ERR;
+}
+
+static int next_short(ctl_args *p, const char **val)
+{
+  char c = *p->cluster++;
+  const ctl_opt *o = find_short(p->opts, c);
+  char name[2] = {c, 0};
+  if(!o)
+    o = find_short(global_opts, c);
+  if(!o)
+    return parse_error(p, "unknown shorthand flag: '%s'", name);
+  if(!o->has_arg) {
+    if(!*p->cluster)
+      p->cluster = NULL;
+    return o->id;
+  }
+  if(*p->cluster) {            /* -nNS */
+    *val = p->cluster;
+    p->cluster = NULL;
+    return o->id;
+  }
+  p->cluster = NULL;
+  if(p->i >= p->argc)
+    return parse_error(p, "flag needs an argument: '%s'", name);
+  *val = p->argv[p->i++];
+  return o->id;
+}
+
+int ctl_args_next(ctl_args *p, const char **val)
+{
+  const char *a, *eq;
+  const ctl_opt *o;
+  size_t len;
+
+  *val = NULL;
+  if(p->cluster)
+    return next_short(p, val);
+  if(p->i >= p->argc)
+    return CTL_ARG_END;
+  a = p->argv[p->i++];
+  if(p->no_more_opts || a[0] != '-' || !a[1]) {   /* "-" is positional */
+    *val = a;
+    return CTL_ARG_POS;
+  }
+  if(a[1] != '-') {
+    p->cluster = a + 1;
+    return next_short(p, val);
+  }
+  if(!a[2]) {                                     /* "--" */
+    p->no_more_opts = true;
+    return ctl_args_next(p, val);
+  }
+  a += 2;
+  eq = strchr(a, '=');
+  len = eq ? (size_t)(eq - a) : strlen(a);
+  o = find_long(p->opts, a, len);
+  if(!o)
+    o = find_long(global_opts, a, len);
+  if(!o) {
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s", (int)(len < 60 ? len : 60), a);
+    return parse_error(p, "unknown flag: --%s", name);
+  }
+  if(!o->has_arg) {
+    if(eq) {
+      /* pflag accepts --flag=true / --flag=false for booleans */
+      if(!strcmp(eq + 1, "true"))
+        return o->id;
+      return parse_error(p, "flag --%s takes no value", o->long_name);
+    }
+    return o->id;
+  }
+  if(eq) {
+    *val = eq + 1;
+    return o->id;
+  }
+  if(p->i >= p->argc)
+    return parse_error(p, "flag needs an argument: --%s", o->long_name);
+  *val = p->argv[p->i++];
+  return o->id;
+}
+
+int ctl_usage_error(const char *fmt, ...)
+{
+  va_list ap;
+  fputs("error: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  fprintf(stderr, "%s\n", CTL_HINT);
+  return CTL_EXIT_USAGE;
+}
+
+bool ctl_is_session_resource(const char *name)
+{
+  static const char *const names[] = {"sessions", "session", "sess",
+                                      "sessions.lea.io", "session.lea.io",
+                                      NULL};
+  size_t i;
+  for(i = 0; names[i]; i++)
+    if(!strcmp(name, names[i]))
+      return true;
+  return false;
+}

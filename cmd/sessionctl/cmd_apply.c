@@ -1,0 +1,182 @@
+/* cmd_apply.c - `sessionctl apply -f FILE|DIR|-` (all or nothing) and
+ * `sessionctl validate -f ...` (the same reading, offline). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../api/manifest.h"
+#include "../../controller/store.h"
+#include "ctl.h"
+
+#define MAX_FILES 256
+
+static const char apply_help[] =
+  "Create or update sessions from manifests, all or nothing.\n"
+  "\n"
+  "Every document of every file is read and validated first. If any is\n"
+  "invalid, every error is printed (FILE:LINE:COL: FIELD: message), nothing\n"
+  "is written and the store is not even opened. Otherwise all objects are\n"
+  "applied in one transaction and one line is printed per object, in input\n"
+  "order: session/NAME created|configured|unchanged. Status in the input\n"
+  "is ignored; only the controller writes status.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl apply -f FILE|DIR|- [-f ...] [--store URL]\n"
+  "\n"
+  "Flags:\n"
+  "  -f, --filename PATH   a manifest file, a directory (its *.yaml and "
+  "*.yml\n"
+  "                        files, not recursive) or - for stdin; repeatable\n"
+  "      --store URL       the store (default $SESSION_STORE, else "
+  CTL_DEFAULT_STORE ")\n"
+  "  -h, --help            this help\n";
+
+static const char validate_help[] =
+  "Check manifests offline: read and validate them as apply would, without\n"
+  "opening any store. Prints every error (FILE:LINE:COL: FIELD: message),\n"
+  "or \"N objects valid\". Exits 1 when anything is invalid or no object\n"
+  "was found.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl validate -f FILE|DIR|- [-f ...]\n"
+  "\n"
+  "Flags:\n"
+  "  -f, --filename PATH   a manifest file, a directory or - for stdin; "
+  "repeatable\n"
+  "  -h, --help            this help\n";
+
+enum { OPT_FILE = 1 };
+
+static const ctl_opt file_opts[] = {
+  {"filename", 'f', true, OPT_FILE},
+  {NULL, 0, false, 0}
+};
+
+/* Parse "-f X" flags into files; returns -1 to go on, else an exit code. */
+static int parse_files(ctl_env *env, int argc, char **argv, const char *help,
+                       const char **files, size_t *n_files)
+{
+  ctl_args p;
+  const char *val;
+  int id;
+  ctl_args_init(&p, argc, argv, file_opts);
+  *n_files = 0;
+  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+    switch(id) {
+    case CTL_ARG_ERR:
+      return ctl_usage_error("%s", p.err);
+    case CTL_ARG_POS:
+      return ctl_usage_error("%s: unexpected argument \"%s\" (use -f)",
+                             argv[0], val);
+    case CTL_OPT_HELP:
+      fputs(help, stdout);
+      return CTL_EXIT_OK;
+    case CTL_OPT_STORE:
+      env->store_url = val;
+      break;
+    case OPT_FILE:
+      if(!*val)
+        return ctl_usage_error("%s: -f needs a non-empty path", argv[0]);
+      if(*n_files >= MAX_FILES)
+        return ctl_usage_error("%s: more than %d -f flags", argv[0],
+                               MAX_FILES);
+      files[(*n_files)++] = val;
+      break;
+    default:
+      return ctl_usage_error("%s: unexpected flag", argv[0]);
+    }
+  }
+  if(!*n_files)
+    return ctl_usage_error("%s: must specify -f FILE|DIR|-", argv[0]);
+  return -1;
+}
+
+int ctl_cmd_validate(ctl_env *env, int argc, char **argv)
+{
+  const char *files[MAX_FILES];
+  size_t n_files, n_err;
+  manifest_set set;
+  int rc = parse_files(env, argc, argv, validate_help, files, &n_files);
+  if(rc >= 0)
+    return rc;
+  memset(&set, 0, sizeof(set));
+  n_err = ctl_read_manifests(files, n_files, &set);
+  if(n_err) {
+    fprintf(stderr, "error: %zu error%s in %zu object%s read\n", n_err,
+            n_err == 1 ? "" : "s", set.n, set.n == 1 ? "" : "s");
+    rc = CTL_EXIT_FAIL;
+  }
+  else if(!set.n) {
+    fprintf(stderr, "error: no objects found\n");
+    rc = CTL_EXIT_FAIL;
+  }
+  else {
+    printf("%zu object%s valid\n", set.n, set.n == 1 ? "" : "s");
+    rc = CTL_EXIT_OK;
+  }
+  manifest_set_free(&set);
+  return rc;
+}
+
+int ctl_cmd_apply(ctl_env *env, int argc, char **argv)
+{
+  const char *files[MAX_FILES];
+  size_t n_files, n_err, i;
+  manifest_set set;
+  session **objs = NULL;
+  store_apply_outcome *outcomes = NULL;
+  store *st = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  int rc = parse_files(env, argc, argv, apply_help, files, &n_files);
+  if(rc >= 0)
+    return rc;
+  memset(&set, 0, sizeof(set));
+  n_err = ctl_read_manifests(files, n_files, &set);
+  if(n_err) {
+    fprintf(stderr, "error: no objects applied (%zu error%s)\n", n_err,
+            n_err == 1 ? "" : "s");
+    rc = CTL_EXIT_FAIL;
+    goto out;
+  }
+  if(!set.n) {
+    fprintf(stderr, "error: no objects passed to apply\n");
+    rc = CTL_EXIT_FAIL;
+    goto out;
+  }
+  objs = calloc(set.n, sizeof(*objs));
+  outcomes = calloc(set.n, sizeof(*outcomes));
+  if(!objs || !outcomes) {
+    fprintf(stderr, "error: out of memory\n");
+    rc = CTL_EXIT_FAIL;
+    goto out;
+  }
+  for(i = 0; i < set.n; i++)
+    objs[i] = set.items[i].s;
+  /* only now, with every object valid, is the store opened */
+  st = ctl_open_store(env, NULL);
+  if(!st) {
+    rc = CTL_EXIT_FAIL;
+    goto out;
+  }
+  eb.msg[0] = 0;
+  err = store_apply(st, objs, set.n, outcomes, &eb);
+  if(err) {
+    ctl_store_error(err, &eb);
+    fprintf(stderr, "error: no objects applied\n");
+    rc = CTL_EXIT_FAIL;
+    goto out;
+  }
+  for(i = 0; i < set.n; i++) {
+    const char *what = outcomes[i] == STORE_APPLY_CREATED      ? "created"
+                       : outcomes[i] == STORE_APPLY_CONFIGURED ? "configured"
+                                                               : "unchanged";
+    printf("session/%s %s\n", objs[i]->meta.name, what);
+  }
+  rc = fflush(stdout) ? CTL_EXIT_FAIL : CTL_EXIT_OK;
+out:
+  store_close(st);
+  free(objs);
+  free(outcomes);
+  manifest_set_free(&set);
+  return rc;
+}

@@ -1,0 +1,288 @@
+/* cmd_delete.c - `sessionctl delete session NAME... | -f FILE` and
+ * `sessionctl wake NAME` (bump spec.wake with compare-and-set). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../api/manifest.h"
+#include "../../controller/store.h"
+#include "ctl.h"
+
+#define MAX_ARGS 256
+#define WAKE_ATTEMPTS 5
+
+static const char delete_help[] =
+  "Delete sessions. A deleted session leaves a tombstone that the\n"
+  "controller sees, so that it deletes the sandbox; `get` no longer shows\n"
+  "it and watchers see a DELETED event.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl delete session NAME... [-n NS]\n"
+  "  sessionctl delete session/NAME ...\n"
+  "  sessionctl delete -f FILE|DIR|- [-f ...]   (the objects the manifests "
+  "name)\n"
+  "\n"
+  "A session that does not exist prints a NotFound error; the others are\n"
+  "still deleted and the exit status is 1.\n"
+  "\n"
+  "Flags:\n"
+  "  -n, --namespace NS      the namespace (default \"default\")\n"
+  "  -f, --filename PATH     delete the sessions named in these manifests; "
+  "repeatable\n"
+  "      --ignore-not-found  a missing session is not an error\n"
+  "      --store URL         the store (default $SESSION_STORE, else "
+  CTL_DEFAULT_STORE ")\n"
+  "  -h, --help              this help\n";
+
+static const char wake_help[] =
+  "Ask for a new sandbox after a reclaim: bump spec.wake (and so\n"
+  "metadata.generation) of a session, with compare-and-set, retrying up to\n"
+  "5 times when another writer got there first.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl wake NAME... [-n NS]\n"
+  "\n"
+  "Flags:\n"
+  "  -n, --namespace NS   the namespace (default \"default\")\n"
+  "      --store URL      the store (default $SESSION_STORE, else "
+  CTL_DEFAULT_STORE ")\n"
+  "  -h, --help           this help\n";
+
+enum { OPT_NS = 1, OPT_FILE, OPT_IGNORE };
+
+/* Delete ns/name; prints the outcome; returns an exit status. */
+static int delete_one(store *st, const char *ns, const char *name,
+                      bool ignore_missing)
+{
+  session *s = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  eb.msg[0] = 0;
+  err = store_get(st, ns, name, &s, &eb);
+  if(!err && s->meta.deletion_timestamp)
+    err = SC_ERR_NOT_FOUND;
+  session_free(s);
+  if(!err)
+    err = store_delete(st, ns, name, &eb);
+  if(err == SC_ERR_NOT_FOUND) {
+    if(ignore_missing)
+      return CTL_EXIT_OK;
+    ctl_not_found(name);
+    return CTL_EXIT_FAIL;
+  }
+  if(err)
+    return ctl_store_error(err, &eb);
+  printf("session \"%s\" deleted\n", name);
+  return CTL_EXIT_OK;
+}
+
+int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
+{
+  static const ctl_opt opts[] = {
+    {"namespace", 'n', true, OPT_NS},
+    {"filename", 'f', true, OPT_FILE},
+    {"ignore-not-found", 0, false, OPT_IGNORE},
+    {NULL, 0, false, 0}
+  };
+  const char *names[MAX_ARGS], *files[MAX_ARGS];
+  size_t n_names = 0, n_files = 0, i;
+  const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
+  bool have_type = false, ignore = false;
+  manifest_set set;
+  ctl_args p;
+  store *st;
+  int id, rc = CTL_EXIT_OK, r;
+
+  ctl_args_init(&p, argc, argv, opts);
+  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+    switch(id) {
+    case CTL_ARG_ERR:
+      return ctl_usage_error("%s", p.err);
+    case CTL_OPT_HELP:
+      fputs(delete_help, stdout);
+      return CTL_EXIT_OK;
+    case CTL_OPT_STORE:
+      env->store_url = val;
+      break;
+    case OPT_NS:
+      ns = val;
+      break;
+    case OPT_IGNORE:
+      ignore = true;
+      break;
+    case OPT_FILE:
+      if(n_files >= MAX_ARGS || !*val)
+        return ctl_usage_error("delete: bad or too many -f flags");
+      files[n_files++] = val;
+      break;
+    case CTL_ARG_POS: {
+      const char *slash = strchr(val, '/');
+      if(slash) {
+        char tbuf[64];
+        size_t tl = (size_t)(slash - val);
+        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
+        if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
+          return ctl_usage_error("delete: bad argument \"%s\" (want "
+                                 "session/NAME)", val);
+        have_type = true;
+        val = slash + 1;
+      }
+      else if(!have_type) {
+        if(!ctl_is_session_resource(val))
+          return ctl_usage_error("the server doesn't have a resource type "
+                                 "\"%s\" (only sessions)", val);
+        have_type = true;
+        break;
+      }
+      if(n_names >= MAX_ARGS)
+        return ctl_usage_error("delete: too many names");
+      names[n_names++] = val;
+      break;
+    }
+    default:
+      return ctl_usage_error("delete: unexpected flag");
+    }
+  }
+  if(n_files && (n_names || have_type))
+    return ctl_usage_error("delete: give either -f or session NAMEs, not "
+                           "both");
+  if(!n_files && !n_names)
+    return ctl_usage_error("delete: give session NAME... or -f FILE");
+  if(!ctl_check_namespace(ns))
+    return CTL_EXIT_USAGE;
+
+  memset(&set, 0, sizeof(set));
+  if(n_files && ctl_read_manifests(files, n_files, &set)) {
+    fprintf(stderr, "error: no objects deleted (invalid manifests)\n");
+    manifest_set_free(&set);
+    return CTL_EXIT_FAIL;
+  }
+  st = ctl_open_store(env, NULL);
+  if(!st) {
+    manifest_set_free(&set);
+    return CTL_EXIT_FAIL;
+  }
+  for(i = 0; i < n_names; i++) {
+    r = delete_one(st, ns, names[i], ignore);
+    if(r)
+      rc = r;
+  }
+  for(i = 0; i < set.n; i++) {
+    const session *s = set.items[i].s;
+    r = delete_one(st, s->meta.namespace_, s->meta.name, ignore);
+    if(r)
+      rc = r;
+  }
+  store_close(st);
+  manifest_set_free(&set);
+  return rc;
+}
+
+static int wake_one(store *st, const char *ns, const char *name)
+{
+  int attempt;
+  sc_errbuf eb;
+  sc_err err = SC_OK;
+  for(attempt = 0; attempt < WAKE_ATTEMPTS; attempt++) {
+    session *s = NULL;
+    session_spec spec;
+    char *newver = NULL;
+    int64_t wake;
+    eb.msg[0] = 0;
+    err = store_get(st, ns, name, &s, &eb);
+    if(!err && s->meta.deletion_timestamp)
+      err = SC_ERR_NOT_FOUND;
+    if(err) {
+      session_free(s);
+      break;
+    }
+    memset(&spec, 0, sizeof(spec));
+    err = session_spec_copy(&spec, &s->spec);
+    if(!err) {
+      spec.wake = s->spec.wake + 1;
+      wake = spec.wake;
+      err = store_update_spec(st, ns, name, s->meta.resource_version, &spec,
+                              &newver, &eb);
+      if(!err)
+        printf("session/%s woken (wake=%lld)\n", name, (long long)wake);
+    }
+    session_spec_clear(&spec);
+    session_free(s);
+    free(newver);
+    if(err != SC_ERR_CONFLICT)
+      break;
+  }
+  if(err == SC_ERR_NOT_FOUND) {
+    ctl_not_found(name);
+    return CTL_EXIT_FAIL;
+  }
+  if(err == SC_ERR_CONFLICT) {
+    fprintf(stderr, "error: session \"%s\" kept changing under us (%d "
+            "conflicts); try again\n", name, WAKE_ATTEMPTS);
+    return CTL_EXIT_FAIL;
+  }
+  if(err)
+    return ctl_store_error(err, &eb);
+  return CTL_EXIT_OK;
+}
+
+int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
+{
+  static const ctl_opt opts[] = {{"namespace", 'n', true, OPT_NS},
+                                 {NULL, 0, false, 0}};
+  const char *names[MAX_ARGS];
+  size_t n_names = 0, i;
+  const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
+  ctl_args p;
+  store *st;
+  int id, rc = CTL_EXIT_OK, r;
+
+  ctl_args_init(&p, argc, argv, opts);
+  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+    switch(id) {
+    case CTL_ARG_ERR:
+      return ctl_usage_error("%s", p.err);
+    case CTL_OPT_HELP:
+      fputs(wake_help, stdout);
+      return CTL_EXIT_OK;
+    case CTL_OPT_STORE:
+      env->store_url = val;
+      break;
+    case OPT_NS:
+      ns = val;
+      break;
+    case CTL_ARG_POS:
+      /* "wake session NAME" and "wake session/NAME" read as "wake NAME" */
+      if(!n_names && ctl_is_session_resource(val) && p.i < p.argc)
+        break;
+      if(strchr(val, '/')) {
+        const char *slash = strchr(val, '/');
+        char tbuf[64];
+        size_t tl = (size_t)(slash - val);
+        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
+        if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
+          return ctl_usage_error("wake: bad argument \"%s\"", val);
+        val = slash + 1;
+      }
+      if(n_names >= MAX_ARGS)
+        return ctl_usage_error("wake: too many names");
+      names[n_names++] = val;
+      break;
+    default:
+      return ctl_usage_error("wake: unexpected flag");
+    }
+  }
+  if(!n_names)
+    return ctl_usage_error("wake: give a session NAME");
+  if(!ctl_check_namespace(ns))
+    return CTL_EXIT_USAGE;
+  st = ctl_open_store(env, NULL);
+  if(!st)
+    return CTL_EXIT_FAIL;
+  for(i = 0; i < n_names; i++) {
+    r = wake_one(st, ns, names[i]);
+    if(r)
+      rc = r;
+  }
+  store_close(st);
+  return rc;
+}

@@ -1,0 +1,399 @@
+/* cmd_get.c - `sessionctl get sessions [NAME...]`: a kubectl-style table,
+ * -o wide|json|yaml|name, and -w (watch.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../api/session_json.h"
+#include "../../controller/store.h"
+#include "get.h"
+
+#define MAX_NAMES 256
+
+static const char get_help[] =
+  "List sessions, as kubectl get does.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl get sessions [NAME...] [-n NS | -A] [-o FORMAT] [-w]\n"
+  "  sessionctl get session/NAME ...\n"
+  "\n"
+  "The resource may be written sessions, session, sess, sessions.lea.io.\n"
+  "The table has the columns NAME TENANT STATE PHASE SANDBOX AGE (AGE from\n"
+  "metadata.creationTimestamp); -A adds NAMESPACE first; -o wide adds ENDAT,\n"
+  "GENERATION and OBSERVED. Deleted sessions (tombstones) are not listed.\n"
+  "A missing NAME prints a NotFound error and the exit status is 1.\n"
+  "-o yaml prints manifests that apply -f takes back: the fields the store\n"
+  "sets (uid, resourceVersion, generation, creationTimestamp) are left out;\n"
+  "-o json shows everything.\n"
+  "\n"
+  "With -w the current list is printed, then one row per change (from any\n"
+  "process) as it happens, until interrupted (exit 0) or stdout is closed.\n"
+  "When the store's history no longer reaches the watch, the list is read\n"
+  "again and a row is printed for every object that changed meanwhile (and\n"
+  "a DELETED row for every one gone), then the watch goes on.\n"
+  "\n"
+  "Flags:\n"
+  "  -n, --namespace NS        the namespace (default \"default\")\n"
+  "  -A, --all-namespaces      every namespace\n"
+  "  -o, --output FORMAT       wide, json, yaml or name (default: the "
+  "table)\n"
+  "  -w, --watch               after the list, print changes as they "
+  "happen\n"
+  "      --output-watch-events add an EVENT column (ADDED, MODIFIED, "
+  "DELETED);\n"
+  "                            with -o json|yaml, print {type, object}\n"
+  "      --store URL           the store (default $SESSION_STORE, else "
+  CTL_DEFAULT_STORE ")\n"
+  "  -h, --help                this help\n";
+
+enum { OPT_NS = 1, OPT_ALL, OPT_OUTPUT, OPT_WATCH, OPT_EVENTS };
+
+static const ctl_opt get_opts[] = {
+  {"namespace", 'n', true, OPT_NS},
+  {"all-namespaces", 'A', false, OPT_ALL},
+  {"output", 'o', true, OPT_OUTPUT},
+  {"watch", 'w', false, OPT_WATCH},
+  {"output-watch-events", 0, false, OPT_EVENTS},
+  {NULL, 0, false, 0}
+};
+
+sc_err ctl_get_init(ctl_get *g)
+{
+  const char *hdr[CTL_TABLE_MAXCOLS];
+  dynbuf_init(&g->out, CTL_GET_OUT_CAP);
+  g->cols.namespace_ = g->ns == NULL;
+  g->cols.wide = g->output == CTL_OUTPUT_WIDE;
+  g->cols.event = g->watch_events;
+  if(g->output == CTL_OUTPUT_TABLE || g->output == CTL_OUTPUT_WIDE) {
+    g->table = ctl_table_new(ctl_session_header(&g->cols, hdr));
+    if(!g->table)
+      return SC_ERR_NOMEM;
+    if(g->cols.event)
+      ctl_table_reserve(g->table, 0, "MODIFIED");
+  }
+  return SC_OK;
+}
+
+void ctl_get_cleanup(ctl_get *g)
+{
+  ctl_table_free(g->table);
+  g->table = NULL;
+  dynbuf_free(&g->out);
+}
+
+bool ctl_get_matches(const ctl_get *g, const session *s)
+{
+  size_t i;
+  if(g->ns && (!s->meta.namespace_ || strcmp(g->ns, s->meta.namespace_)))
+    return false;
+  if(!g->n_names)
+    return true;
+  for(i = 0; i < g->n_names; i++)
+    if(s->meta.name && !strcmp(g->names[i], s->meta.name))
+      return true;
+  return false;
+}
+
+static sc_err add_header(ctl_get *g)
+{
+  const char *hdr[CTL_TABLE_MAXCOLS];
+  (void)ctl_session_header(&g->cols, hdr);
+  g->header_done = true;
+  return ctl_table_add(g->table, hdr);
+}
+
+/* -o yaml prints manifests that `apply -f` takes back, and the manifest
+ * reader refuses the fields the store sets: leave them out (-o json keeps
+ * them). o is a session, a List of them or a watch event {type, object}. */
+static void strip_store_fields(json_object *o)
+{
+  static const char *const fields[] = {"uid", "resourceVersion",
+                                       "generation", "creationTimestamp",
+                                       "deletionTimestamp", "finalizers",
+                                       NULL};
+  json_object *v;
+  size_t i;
+  if(json_object_object_get_ex(o, "items", &v) &&
+     json_object_is_type(v, json_type_array)) {
+    for(i = 0; i < json_object_array_length(v); i++)
+      strip_store_fields(json_object_array_get_idx(v, i));
+    json_object_object_del(o, "metadata");
+    return;
+  }
+  if(json_object_object_get_ex(o, "object", &v)) {
+    strip_store_fields(v);
+    return;
+  }
+  if(json_object_object_get_ex(o, "metadata", &v) &&
+     json_object_is_type(v, json_type_object))
+    for(i = 0; fields[i]; i++)
+      json_object_object_del(v, fields[i]);
+}
+
+static sc_err emit_doc(ctl_get *g, json_object *o)
+{
+  sc_err err = SC_OK;
+  if(g->output == CTL_OUTPUT_JSON)
+    return ctl_json_print(o, &g->out);
+  strip_store_fields(o);
+  if(g->n_docs++)
+    err = dynbuf_addstr(&g->out, "---\n");
+  if(!err)
+    err = ctl_yaml_print(o, &g->out);
+  return err;
+}
+
+sc_err ctl_get_emit(ctl_get *g, const session *s, const char *event)
+{
+  json_object *o, *w;
+  sc_err err;
+  switch(g->output) {
+  case CTL_OUTPUT_TABLE:
+  case CTL_OUTPUT_WIDE:
+    if(!g->header_done) {
+      err = add_header(g);
+      if(err)
+        return err;
+    }
+    return ctl_session_row(g->table, &g->cols, s, event, sctime_wall_ms());
+  case CTL_OUTPUT_NAME:
+    if(g->watch_events)
+      return dynbuf_printf(&g->out, "%s session/%s\n", event, s->meta.name);
+    return dynbuf_printf(&g->out, "session/%s\n", s->meta.name);
+  case CTL_OUTPUT_JSON:
+  case CTL_OUTPUT_YAML:
+  default:
+    o = session_to_json_object(s);
+    if(!o)
+      return SC_ERR_NOMEM;
+    if(g->watch_events) {
+      w = json_object_new_object();
+      if(!w) {
+        json_object_put(o);
+        return SC_ERR_NOMEM;
+      }
+      json_object_object_add(w, "type", json_object_new_string(event));
+      json_object_object_add(w, "object", o);
+      o = w;
+    }
+    err = emit_doc(g, o);
+    json_object_put(o);
+    return err;
+  }
+}
+
+bool ctl_get_flush(ctl_get *g)
+{
+  if(g->table && ctl_table_flush(g->table, &g->out))
+    return false;
+  return ctl_write_stdout(&g->out);
+}
+
+/* The one-shot listing of objs (all matched already). */
+static int print_list(ctl_get *g, session *const *objs, size_t n,
+                      const char *revision, bool single)
+{
+  size_t i;
+  sc_err err = SC_OK;
+  json_object *o;
+  if(!n && !single) {
+    if(g->ns)
+      fprintf(stderr, "No resources found in %s namespace.\n", g->ns);
+    else
+      fprintf(stderr, "No resources found\n");
+    return CTL_EXIT_OK;
+  }
+  switch(g->output) {
+  case CTL_OUTPUT_JSON:
+  case CTL_OUTPUT_YAML:
+    if(single)
+      o = session_to_json_object(objs[0]);
+    else
+      o = ctl_list_json(objs, n, revision);
+    if(!o)
+      err = SC_ERR_NOMEM;
+    else
+      err = emit_doc(g, o);
+    json_object_put(o);
+    break;
+  default:
+    for(i = 0; i < n && !err; i++)
+      err = ctl_get_emit(g, objs[i], "ADDED");
+    break;
+  }
+  if(err) {
+    fprintf(stderr, "error: formatting output: %s\n", sc_strerror(err));
+    return CTL_EXIT_FAIL;
+  }
+  return ctl_get_flush(g) ? CTL_EXIT_OK : CTL_EXIT_FAIL;
+}
+
+static int get_once(ctl_env *env, ctl_get *g)
+{
+  store *st = ctl_open_store(env, NULL);
+  store_list_result res;
+  store_list_opts lo;
+  session **found = NULL;
+  size_t n_found = 0, i;
+  sc_errbuf eb;
+  sc_err err;
+  int rc = CTL_EXIT_OK, prc;
+
+  memset(&res, 0, sizeof(res));
+  if(!st)
+    return CTL_EXIT_FAIL;
+  eb.msg[0] = 0;
+  if(g->n_names) {
+    found = calloc(g->n_names, sizeof(*found));
+    if(!found) {
+      rc = ctl_store_error(SC_ERR_NOMEM, NULL);
+      goto out;
+    }
+    for(i = 0; i < g->n_names; i++) {
+      session *s = NULL;
+      err = store_get(st, g->ns, g->names[i], &s, &eb);
+      if(err == SC_ERR_NOT_FOUND || (!err && s->meta.deletion_timestamp)) {
+        session_free(s);
+        ctl_not_found(g->names[i]);
+        rc = CTL_EXIT_FAIL;
+        continue;
+      }
+      if(err) {
+        rc = ctl_store_error(err, &eb);
+        goto out;
+      }
+      found[n_found++] = s;
+    }
+    if(n_found) {
+      prc = print_list(g, found, n_found, NULL,
+                       g->n_names == 1 && n_found == 1);
+      if(prc)
+        rc = prc;
+    }
+    goto out;
+  }
+  memset(&lo, 0, sizeof(lo));
+  lo.namespace_ = g->ns;
+  err = store_list(st, &lo, &res, &eb);
+  if(err) {
+    rc = ctl_store_error(err, &eb);
+    goto out;
+  }
+  /* the store hides tombstones unless asked; filter anyway */
+  for(i = 0; i < res.n; i++)
+    if(!res.items[i]->meta.deletion_timestamp)
+      res.items[n_found++] = res.items[i];
+    else
+      session_free(res.items[i]);
+  res.n = n_found;
+  rc = print_list(g, res.items, res.n, res.revision, false);
+out:
+  for(i = 0; found && i < n_found; i++)
+    session_free(found[i]);
+  free(found);
+  store_list_result_free(&res);
+  store_close(st);
+  return rc;
+}
+
+int ctl_cmd_get(ctl_env *env, int argc, char **argv)
+{
+  const char *names[MAX_NAMES];
+  const char *val, *type = NULL, *ns = SESSION_DEFAULT_NAMESPACE;
+  bool all = false, ns_given = false, slash_form = false;
+  ctl_args p;
+  ctl_get g;
+  int id, o, rc;
+
+  memset(&g, 0, sizeof(g));
+  ctl_args_init(&p, argc, argv, get_opts);
+  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+    switch(id) {
+    case CTL_ARG_ERR:
+      return ctl_usage_error("%s", p.err);
+    case CTL_OPT_HELP:
+      fputs(get_help, stdout);
+      return CTL_EXIT_OK;
+    case CTL_OPT_STORE:
+      env->store_url = val;
+      break;
+    case OPT_NS:
+      ns = val;
+      ns_given = true;
+      break;
+    case OPT_ALL:
+      all = true;
+      break;
+    case OPT_OUTPUT:
+      o = ctl_output_parse(val);
+      if(o < 0 || !*val)
+        return ctl_usage_error("unable to match a printer suitable for the "
+                               "output format \"%s\", allowed formats are: "
+                               "json,name,wide,yaml", val);
+      g.output = (ctl_output)o;
+      break;
+    case OPT_WATCH:
+      g.watch = true;
+      break;
+    case OPT_EVENTS:
+      g.watch_events = true;
+      break;
+    case CTL_ARG_POS: {
+      const char *slash = strchr(val, '/');
+      if(!type && !slash) {
+        type = val;
+        if(!ctl_is_session_resource(type))
+          return ctl_usage_error("the server doesn't have a resource type "
+                                 "\"%s\" (only sessions)", type);
+        break;
+      }
+      if(slash) {
+        size_t tl = (size_t)(slash - val);
+        char tbuf[64];
+        if(type && !slash_form)
+          return ctl_usage_error("there is no need to specify a resource "
+                                 "type as a separate argument when passing "
+                                 "arguments in resource/name form");
+        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
+        if(tl >= 63 || !ctl_is_session_resource(tbuf))
+          return ctl_usage_error("the server doesn't have a resource type "
+                                 "\"%s\" (only sessions)", tbuf);
+        if(!slash[1])
+          return ctl_usage_error("missing name in \"%s\"", val);
+        slash_form = true;
+        type = val;
+        val = slash + 1;
+      }
+      else if(slash_form)
+        return ctl_usage_error("arguments in resource/name form must have a "
+                               "single resource and name");
+      if(g.n_names >= MAX_NAMES)
+        return ctl_usage_error("more than %d names", MAX_NAMES);
+      names[g.n_names++] = val;
+      break;
+    }
+    default:
+      return ctl_usage_error("get: unexpected flag");
+    }
+  }
+  if(!type)
+    return ctl_usage_error("get: you must specify the type of resource to "
+                           "get (sessions)");
+  if(all && ns_given)
+    return ctl_usage_error("get: -n and -A cannot be used together");
+  if(all && g.n_names)
+    return ctl_usage_error("a resource cannot be retrieved by name across "
+                           "all namespaces");
+  if(!all && !ctl_check_namespace(ns))
+    return CTL_EXIT_USAGE;
+  if(!g.watch)
+    g.watch_events = false;  /* as kubectl: only meaningful with -w */
+  g.ns = all ? NULL : ns;
+  g.names = names;
+  if(ctl_get_init(&g)) {
+    ctl_get_cleanup(&g);
+    return ctl_store_error(SC_ERR_NOMEM, NULL);
+  }
+  rc = g.watch ? ctl_get_watch(env, &g) : get_once(env, &g);
+  ctl_get_cleanup(&g);
+  return rc;
+}

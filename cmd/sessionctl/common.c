@@ -1,0 +1,133 @@
+/* common.c - helpers shared by sessionctl's commands: reading manifests,
+ * opening the store, printing errors the same way everywhere. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../api/manifest.h"
+#include "../../controller/store.h"
+
+size_t ctl_read_manifests(const char *const *paths, size_t n,
+                          manifest_set *set)
+{
+  size_t i, before = set->n_errors;
+  for(i = 0; i < n; i++)
+    (void)manifest_read_path(paths[i], NULL, set); /* errors land in set */
+  for(i = before; i < set->n_errors; i++)
+    fprintf(stderr, "%s\n", set->errors[i]);
+  return set->n_errors - before;
+}
+
+/* Options after '?' in the store URL, for tests and tuning:
+ *   sqlite:PATH?history=N&poll_ms=N&busy_timeout_ms=N
+ * (store_open_opts.history_keep, poll_interval_ms, busy_timeout_ms). */
+static bool parse_url_opts(const char *q, store_open_opts *o)
+{
+  while(*q) {
+    const char *amp = strchr(q, '&');
+    size_t len = amp ? (size_t)(amp - q) : strlen(q);
+    const char *eq = memchr(q, '=', len);
+    char *end;
+    long long v;
+    size_t klen;
+    if(!eq) {
+      fprintf(stderr, "error: store URL option \"%.*s\": want KEY=NUMBER\n",
+              (int)len, q);
+      return false;
+    }
+    klen = (size_t)(eq - q);
+    errno = 0;
+    v = strtoll(eq + 1, &end, 10);
+    if(errno || end != q + len || end == eq + 1 || v < 0 || v > 1000000000) {
+      fprintf(stderr, "error: store URL option \"%.*s\": the value must be "
+              "a number from 0 to 1000000000\n", (int)len, q);
+      return false;
+    }
+    if(klen == 7 && !strncmp(q, "history", 7))
+      o->history_keep = (int)v;
+    else if(klen == 7 && !strncmp(q, "poll_ms", 7))
+      o->poll_interval_ms = (int)v;
+    else if(klen == 15 && !strncmp(q, "busy_timeout_ms", 15))
+      o->busy_timeout_ms = (int)v;
+    else {
+      fprintf(stderr, "error: unknown store URL option \"%.*s\" (known: "
+              "history, poll_ms, busy_timeout_ms)\n", (int)klen, q);
+      return false;
+    }
+    q += len;
+    if(*q == '&')
+      q++;
+  }
+  return true;
+}
+
+store *ctl_open_store(const ctl_env *env, struct event_base *base)
+{
+  store_open_opts o;
+  sc_errbuf eb;
+  store *st = NULL;
+  sc_err err;
+  const char *q = strchr(env->store_url, '?');
+  char *url;
+  memset(&o, 0, sizeof(o));
+  o.base = base;
+  eb.msg[0] = 0;
+  url = q ? strndup(env->store_url, (size_t)(q - env->store_url))
+          : strdup(env->store_url);
+  if(!url) {
+    fprintf(stderr, "error: out of memory\n");
+    return NULL;
+  }
+  if(q && !parse_url_opts(q + 1, &o)) {
+    free(url);
+    return NULL;
+  }
+  err = store_open(url, &o, &st, &eb);
+  free(url);
+  if(err) {
+    fprintf(stderr, "error: cannot open store %s: %s\n", env->store_url,
+            eb.msg[0] ? eb.msg : sc_strerror(err));
+    return NULL;
+  }
+  return st;
+}
+
+int ctl_store_error(sc_err err, const sc_errbuf *eb)
+{
+  const char *msg = eb && eb->msg[0] ? eb->msg : sc_strerror(err);
+  if(err == SC_ERR_BUSY)
+    fprintf(stderr, "error: %s (the store is locked by another process; "
+            "retry in a moment)\n", msg);
+  else
+    fprintf(stderr, "error: %s\n", msg);
+  return CTL_EXIT_FAIL;
+}
+
+void ctl_not_found(const char *name)
+{
+  fprintf(stderr, "Error from server (NotFound): sessions \"%s\" not found\n",
+          name);
+}
+
+bool ctl_check_namespace(const char *ns)
+{
+  size_t i, len = strlen(ns);
+  if(!len || len > 63) {
+    ctl_usage_error("invalid namespace \"%s\": must be 1-63 characters", ns);
+    return false;
+  }
+  for(i = 0; i < len; i++) {
+    char c = ns[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              (c == '-' && i && i + 1 < len);
+    if(!ok) {
+      ctl_usage_error("invalid namespace \"%s\": must be lower-case letters, "
+                      "digits and '-', starting and ending with a letter or "
+                      "digit", ns);
+      return false;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,108 @@
+/*
+ * ctl.h - sessionctl's commands and its small option parser.
+ *
+ * Every command is `int ctl_cmd_X(ctl_env *env, int argc, char **argv)`
+ * with argv[0] the command name; it returns the process exit status:
+ * CTL_EXIT_OK, CTL_EXIT_FAIL (the operation failed) or CTL_EXIT_USAGE
+ * (bad command line). Commands print their results to stdout and their
+ * errors to stderr themselves.
+ *
+ * Ownership: ctl_env and argv belong to main(); commands never free them
+ * and never keep pointers into them past their return, except that
+ * env->store_url may be pointed at an argv string.
+ */
+#ifndef SC_CTL_H
+#define SC_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "../../lib/sc_err.h"
+
+#define CTL_EXIT_OK 0
+#define CTL_EXIT_FAIL 1
+#define CTL_EXIT_USAGE 2
+
+#define CTL_DEFAULT_STORE "sqlite:sessions.db"
+#define CTL_VERSION "0.1.0"
+#define CTL_HINT "Run 'sessionctl --help' for usage."
+
+typedef struct ctl_env {
+  const char *store_url;   /* --store, else $SESSION_STORE, else default */
+} ctl_env;
+
+/* --- option parsing (kubectl/pflag style) ---
+ * Options and positional arguments may be mixed; "--" ends options.
+ * Forms: --long, --long=V, --long V, -x, -xV, -x V, and clusters of
+ * flags without values (-Aw). */
+enum {
+  CTL_ARG_END = 0,      /* no more arguments */
+  CTL_ARG_POS = -1,     /* a positional argument in *val */
+  CTL_ARG_ERR = -2,     /* a usage error; message in p->err */
+  CTL_OPT_STORE = 1000, /* the global options every command accepts */
+  CTL_OPT_HELP
+};
+
+typedef struct ctl_opt {
+  const char *long_name;  /* without "--"; NULL ends the table */
+  char short_name;        /* 0 = none */
+  bool has_arg;
+  int id;                 /* > 0, returned by ctl_args_next() */
+} ctl_opt;
+
+typedef struct ctl_args {
+  int argc;
+  char **argv;
+  int i;                  /* next argv index */
+  const char *cluster;    /* rest of a short-flag cluster, or NULL */
+  const ctl_opt *opts;
+  bool no_more_opts;
+  char err[256];
+} ctl_args;
+
+/* Parse argv[1..] of a command against opts (the global --store and
+ * -h/--help are added implicitly). */
+void ctl_args_init(ctl_args *p, int argc, char **argv, const ctl_opt *opts);
+/* The next option id (with its value in *val when it takes one), or one of
+ * CTL_ARG_END, CTL_ARG_POS, CTL_ARG_ERR. */
+int ctl_args_next(ctl_args *p, const char **val);
+
+/* Print "error: MSG" and the --help hint to stderr; returns CTL_EXIT_USAGE. */
+int ctl_usage_error(const char *fmt, ...)
+  __attribute__((format(printf, 1, 2)));
+
+/* True when name is one of the accepted spellings of the sessions
+ * resource: sessions, session, sess, sessions.lea.io, session.lea.io. */
+bool ctl_is_session_resource(const char *name);
+
+/* --- shared by the commands (common.c) --- */
+struct manifest_set;
+struct store;
+struct event_base;
+
+/* Read every path (file, directory or "-") into set; returns the number
+ * of errors found (also printed to stderr, one per line). */
+size_t ctl_read_manifests(const char *const *paths, size_t n,
+                          struct manifest_set *set);
+/* Open env->store_url; on failure print "error: ..." and return NULL. */
+struct store *ctl_open_store(const ctl_env *env, struct event_base *base);
+/* Print "error: MSG" for a failed store call (with a retry hint when the
+ * store was busy); returns CTL_EXIT_FAIL. */
+int ctl_store_error(sc_err err, const sc_errbuf *eb);
+/* Print kubectl's NotFound line for sessions "name". */
+void ctl_not_found(const char *name);
+/* Parse a namespace name given by -n (non-empty, DNS-label-like);
+ * false with a usage error printed when bad. */
+bool ctl_check_namespace(const char *ns);
+
+/* The commands. */
+int ctl_cmd_apply(ctl_env *env, int argc, char **argv);
+int ctl_cmd_get(ctl_env *env, int argc, char **argv);
+int ctl_cmd_describe(ctl_env *env, int argc, char **argv);
+int ctl_cmd_delete(ctl_env *env, int argc, char **argv);
+int ctl_cmd_validate(ctl_env *env, int argc, char **argv);
+int ctl_cmd_wake(ctl_env *env, int argc, char **argv);
+
+/* The text of `sessionctl --help`. */
+extern const char ctl_usage_text[];
+
+#endif

@@ -1,0 +1,177 @@
+/* describe.c - the text of `sessionctl describe session NAME`: a kubectl
+ * describe-like layout of metadata, spec, status and conditions. */
+#include "describe.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "../../api/duration.h"
+#include "print.h"
+
+/* One line "  Key:   value" with the value column at `width`. */
+static sc_err kv(dynbuf *b, int indent, int width, const char *key,
+                 const char *val)
+{
+  int pad = width - indent - (int)strlen(key) - 1;
+  if(pad < 1)
+    pad = 1;
+  return dynbuf_printf(b, "%*s%s:%*s%s\n", indent, "", key, pad, "",
+                       val && *val ? val : "<none>");
+}
+
+static sc_err kv_int(dynbuf *b, int indent, int width, const char *key,
+                     long long v)
+{
+  char num[24];
+  snprintf(num, sizeof(num), "%lld", v);
+  return kv(b, indent, width, key, num);
+}
+
+static sc_err kv_time(dynbuf *b, int indent, int width, const char *key,
+                      sc_time t)
+{
+  char ts[SCTIME_RFC3339_MAX];
+  if(!t)
+    return kv(b, indent, width, key, NULL);
+  sctime_format_rfc3339(t, ts, sizeof(ts));
+  return kv(b, indent, width, key, ts);
+}
+
+static sc_err kv_dur(dynbuf *b, int indent, int width, const char *key,
+                     int64_t ms, const char *zero)
+{
+  char d[32];
+  if(!ms && zero)
+    return kv(b, indent, width, key, zero);
+  duration_format(ms, d, sizeof(d));
+  return kv(b, indent, width, key, d);
+}
+
+/* A map: inline "k=v,k=v" for labels (kubectl puts one per line, aligned);
+ * here one per line under the key, indented. */
+static sc_err kv_map(dynbuf *b, int indent, int width, const char *key,
+                     const sc_kvlist *l)
+{
+  size_t i;
+  sc_err err;
+  if(!l->n)
+    return kv(b, indent, width, key, NULL);
+  for(i = 0; i < l->n; i++) {
+    char line[1024];
+    snprintf(line, sizeof(line), "%s=%s", l->items[i].key,
+             l->items[i].value);
+    if(!i)
+      err = kv(b, indent, width, key, line);
+    else
+      err = dynbuf_printf(b, "%*s%s\n", width, "", line);
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
+#define W0 22  /* value column of top-level keys */
+#define W1 24  /* value column of Spec:/Status: keys */
+
+sc_err ctl_describe(const session *s, dynbuf *b)
+{
+  const session_spec *sp = &s->spec;
+  const session_status *st = &s->status;
+  sc_err err = SC_OK;
+  size_t i;
+
+#define TRY(x)                                                              \
+  do {                                                                      \
+    err = (x);                                                              \
+    if(err)                                                                 \
+      return err;                                                           \
+  } while(0)
+  TRY(kv(b, 0, W0, "Name", s->meta.name));
+  TRY(kv(b, 0, W0, "Namespace", s->meta.namespace_));
+  TRY(kv_map(b, 0, W0, "Labels", &s->meta.labels));
+  TRY(kv_map(b, 0, W0, "Annotations", &s->meta.annotations));
+  TRY(kv(b, 0, W0, "API Version", SESSION_API_VERSION));
+  TRY(kv(b, 0, W0, "Kind", SESSION_KIND));
+  TRY(kv(b, 0, W0, "UID", s->meta.uid));
+  TRY(kv_int(b, 0, W0, "Generation", (long long)s->meta.generation));
+  TRY(kv(b, 0, W0, "Resource Version", s->meta.resource_version));
+  TRY(kv_time(b, 0, W0, "Creation Timestamp", s->meta.creation_timestamp));
+  if(s->meta.deletion_timestamp)
+    TRY(kv_time(b, 0, W0, "Deletion Timestamp",
+                s->meta.deletion_timestamp));
+  TRY(dynbuf_addstr(b, "Spec:\n"));
+  TRY(kv(b, 2, W1, "Template", sp->template_id));
+  TRY(kv(b, 2, W1, "State", session_state_name(sp->state)));
+  TRY(kv_dur(b, 2, W1, "Idle Timeout", sp->idle_timeout_ms, NULL));
+  TRY(kv_dur(b, 2, W1, "Reclaim After", sp->reclaim_after_ms,
+             "0 (never)"));
+  TRY(kv(b, 2, W1, "Session ID", sp->session_id));
+  TRY(kv(b, 2, W1, "Tenant ID", sp->tenant_id));
+  TRY(kv_map(b, 2, W1, "Env Vars", &sp->env_vars));
+  TRY(kv_map(b, 2, W1, "Sandbox Metadata", &sp->sandbox_metadata));
+  TRY(kv_int(b, 2, W1, "Wake", (long long)sp->wake));
+  TRY(dynbuf_addstr(b, "Status:\n"));
+  TRY(kv(b, 2, W1, "Phase", session_phase_name(st->phase)));
+  TRY(kv(b, 2, W1, "Sandbox ID", st->sandbox_id));
+  TRY(kv(b, 2, W1, "Sandbox State", st->sandbox_state));
+  TRY(kv_time(b, 2, W1, "End At", st->end_at));
+  TRY(kv_int(b, 2, W1, "Observed Generation",
+             (long long)st->observed_generation));
+  TRY(kv_int(b, 2, W1, "Reclaimed Generation",
+             (long long)st->reclaimed_generation));
+  TRY(kv(b, 2, W1, "Paused By Controller",
+         st->paused_by_controller ? "true" : "false"));
+  if(st->applied_idle_timeout_ms)
+    TRY(kv_dur(b, 2, W1, "Applied Idle Timeout", st->applied_idle_timeout_ms,
+               NULL));
+  else
+    TRY(kv(b, 2, W1, "Applied Idle Timeout", NULL));
+  if(!st->n_conditions) {
+    TRY(dynbuf_addstr(b, "Conditions:             <none>\n"));
+    return SC_OK;
+  }
+  TRY(dynbuf_addstr(b, "Conditions:\n"));
+  {
+    static const char *const hdr[] = {"Type", "Status", "Reason", "Message",
+                                      "LastTransitionTime"};
+    static const char *const rule[] = {"----", "------", "------", "-------",
+                                       "------------------"};
+    ctl_table *t = ctl_table_new(5);
+    dynbuf tb;
+    const char *p, *nl;
+    if(!t)
+      return SC_ERR_NOMEM;
+    dynbuf_init(&tb, 1024 * 1024);
+    err = ctl_table_add(t, hdr);
+    if(!err)
+      err = ctl_table_add(t, rule);
+    for(i = 0; i < st->n_conditions && !err; i++) {
+      const session_condition *c = &st->conditions[i];
+      char ts[SCTIME_RFC3339_MAX];
+      const char *cells[5];
+      if(c->last_transition_time)
+        sctime_format_rfc3339(c->last_transition_time, ts, sizeof(ts));
+      else
+        snprintf(ts, sizeof(ts), "<none>");
+      cells[0] = c->type ? c->type : "";
+      cells[1] = c->status ? c->status : "";
+      cells[2] = c->reason && *c->reason ? c->reason : "<none>";
+      cells[3] = c->message && *c->message ? c->message : "<none>";
+      cells[4] = ts;
+      err = ctl_table_add(t, cells);
+    }
+    if(!err)
+      err = ctl_table_flush(t, &tb);
+    /* indent every line by two spaces */
+    for(p = dynbuf_ptr(&tb); !err && *p; p = nl + 1) {
+      nl = strchr(p, '\n');
+      if(!nl)
+        break;
+      err = dynbuf_printf(b, "  %.*s\n", (int)(nl - p), p);
+    }
+    dynbuf_free(&tb);
+    ctl_table_free(t);
+  }
+#undef TRY
+  return err;
+}
+
