@@ -179,7 +179,7 @@ check "still serving" is "$STATUS" 204
 # ---- audit mirrors the calls ----
 curl -s "$URL/_sim/audit" > "$TMP/audit"
 check "audit creates" sh -c "[ \$(jq -s '[.[] | select(.event==\"create\" and .status==201)] | length' '$TMP/audit') -eq 9 ]"
-check "audit pause 409" sh -c "jq -s -e '[.[] | select(.event==\"pause\" and .status==409 and .stateBefore==\"pausing\" or .stateBefore==\"paused\")] | length >= 1' '$TMP/audit'"
+check "audit pause 409" sh -c "jq -s -e '[.[] | select(.event==\"pause\" and .status==409 and (.stateBefore==\"pausing\" or .stateBefore==\"paused\"))] | length >= 1' '$TMP/audit'"
 check "audit seq in order" sh -c "jq -s -e '[.[].seq] == ([.[].seq] | sort) and .[0].seq==1' '$TMP/audit'"
 check "audit no gets" sh -c "! grep -q '\"method\":\"GET\"' '$TMP/audit'"
 

@@ -12,7 +12,7 @@ HDR_FILE=$TMP/hdr
 
 cleanup() {
   if [ -n "$SIM_PID" ]; then kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null; fi
-  rm -rf "$TMP"
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
 
