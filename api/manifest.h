@@ -5,7 +5,23 @@
  * (its *.yaml / *.yml files, sorted by name, not recursive), or "-" for
  * standard input. Every error is one line:
  *   FILE:LINE:COL: FIELD.PATH: what is wrong (and how to fix it)
- * and all errors of every file are collected, not only the first.
+ * and all errors of every file are collected, not only the first (at most
+ * 100 per file), sorted by position. Errors about a whole file (cannot
+ * open, no *.yaml in a directory) are "FILE: message"; content errors
+ * without a field (YAML syntax, too large, no objects) have no PATH.
+ * The rules are in docs/session-api.md. In short:
+ *  - YAML anchors/aliases, non-standard tags, duplicate keys, nesting over
+ *    64 levels, NUL bytes and invalid UTF-8 are refused;
+ *  - scalars are typed as in YAML 1.2 core: a plain 123/true/null is not
+ *    a string (quote it); a JSON-style null means "unset";
+ *  - `status` in a manifest is ignored (the controller writes it);
+ *    uid, resourceVersion, generation, creationTimestamp,
+ *    deletionTimestamp and finalizers are refused (the store sets them);
+ *  - the same namespace/name twice (in one call, across files and
+ *    documents) is an error on the second.
+ * An object is added to the set only when it and its document are free of
+ * errors; other documents of the same file may still add theirs, so a
+ * caller that wants all-or-nothing checks n_errors first.
  *
  * Ownership: manifest_set owns its sessions and error strings; free it with
  * manifest_set_free() (NULL accepted). A caller may steal a session by

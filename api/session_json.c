@@ -232,11 +232,19 @@ static sc_err to_string(json_object *o, int flags, char **out)
 
 sc_err session_to_json(const session *s, char **out)
 {
+  if(!s) {
+    *out = NULL;
+    return SC_ERR_INVALID;
+  }
   return to_string(session_to_json_object(s), JSON_OUT_FLAGS, out);
 }
 
 sc_err session_to_json_pretty(const session *s, char **out)
 {
+  if(!s) {
+    *out = NULL;
+    return SC_ERR_INVALID;
+  }
   return to_string(session_to_json_object(s),
                    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                      JSON_C_TO_STRING_NOSLASHESCAPE,
@@ -255,14 +263,24 @@ static json_object *finish(jenc *e, json_object *o)
 sc_err session_spec_to_json(const session_spec *sp, char **out)
 {
   jenc e = {false};
-  json_object *o = enc_spec(&e, sp);
+  json_object *o;
+  if(!sp) {
+    *out = NULL;
+    return SC_ERR_INVALID;
+  }
+  o = enc_spec(&e, sp);
   return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
 }
 
 sc_err session_status_to_json(const session_status *st, char **out)
 {
   jenc e = {false};
-  json_object *o = enc_status(&e, st);
+  json_object *o;
+  if(!st) {
+    *out = NULL;
+    return SC_ERR_INVALID;
+  }
+  o = enc_status(&e, st);
   return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
 }
 

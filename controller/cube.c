@@ -247,6 +247,20 @@ static void call_complete(cube_call *k)
 {
   if(!k->r.err)
     k->msg[0] = '\0';
+  else { /* a failed call hands back no payload: no partial lists */
+    size_t i;
+    for(i = 0; i < k->r.n_sandboxes; i++)
+      cube_sandbox_clear(&k->r.sandboxes[i]);
+    free(k->r.sandboxes);
+    k->r.sandboxes = NULL;
+    k->r.n_sandboxes = 0;
+    k->r.truncated_suspect = false;
+    cube_sandbox_clear(&k->r.sandbox);
+    free(k->created_id);
+    k->created_id = NULL;
+    free(k->page_token);
+    k->page_token = NULL;
+  }
   k->r.message = k->msg;
   k->r.detail = k->detail;
   k->r.sandbox_id = k->created_id;

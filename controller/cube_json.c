@@ -11,6 +11,7 @@
 #include "cube.h"
 
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,37 @@ static void show(const char *s, size_t len, char *buf, size_t buflen)
   buf[o] = '\0';
 }
 
+/* Numbers json-c accepted but could not hold: 1e999 (inf) and integers
+ * past int64 (saturated). Any of them anywhere fails the body. */
+static bool numbers_ok(json_object *o)
+{
+  size_t i, n;
+  switch(json_object_get_type(o)) {
+  case json_type_double:
+    return isfinite(json_object_get_double(o));
+  case json_type_int: {
+    int64_t v = json_object_get_int64(o);
+    return v != INT64_MAX && v != INT64_MIN;
+  }
+  case json_type_array:
+    n = json_object_array_length(o);
+    for(i = 0; i < n; i++)
+      if(!numbers_ok(json_object_array_get_idx(o, i)))
+        return false;
+    return true;
+  case json_type_object: {
+    struct json_object_iterator it = json_object_iter_begin(o);
+    struct json_object_iterator end = json_object_iter_end(o);
+    for(; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+      if(!numbers_ok(json_object_iter_peek_value(&it)))
+        return false;
+    return true;
+  }
+  default:
+    return true;
+  }
+}
+
 static sc_err parse_body(const char *body, size_t len, json_object **out,
                          sc_errbuf *eb)
 {
@@ -86,10 +118,16 @@ static sc_err parse_body(const char *body, size_t len, json_object **out,
   o = json_tokener_parse_ex(tok, body, (int)len);
   jerr = json_tokener_get_error(tok);
   end = json_tokener_get_parse_end(tok);
+  if(!o && jerr == json_tokener_continue && len) {
+    /* a top-level literal (null, true, 12) needs an end marker */
+    o = json_tokener_parse_ex(tok, "", 1);
+    jerr = json_tokener_get_error(tok);
+  }
   json_tokener_free(tok);
-  if(!o || jerr != json_tokener_success) {
+  if(jerr != json_tokener_success) { /* (a JSON null is o == NULL) */
     json_object_put(o);
-    if(jerr == json_tokener_continue || jerr == json_tokener_success)
+    if(jerr == json_tokener_continue ||
+       jerr == json_tokener_error_parse_eof)
       return sc_errf(eb, SC_ERR_PROTOCOL, "body: truncated JSON (%zu bytes)",
                      len);
     return sc_errf(eb, SC_ERR_PROTOCOL, "body: invalid JSON at offset %zu: %s",
@@ -102,6 +140,10 @@ static sc_err parse_body(const char *body, size_t len, json_object **out,
       return sc_errf(eb, SC_ERR_PROTOCOL,
                      "body: trailing data after the JSON at offset %zu", end);
     }
+  }
+  if(!numbers_ok(o)) {
+    json_object_put(o);
+    return sc_errf(eb, SC_ERR_PROTOCOL, "body: a number out of range");
   }
   *out = o;
   return SC_OK;

@@ -185,6 +185,25 @@ sc_err sim_json_parse(const char *buf, size_t len, json_object **out,
   *out = NULL;
   if(len > 0x7fffffff)
     return sc_errf(eb, SC_ERR_TOO_LARGE, "request body is too large");
+  {
+    /* json-c accepts single-quoted strings even when strict: refuse them */
+    size_t i;
+    int in_str = 0;
+    for(i = 0; i < len; i++) {
+      char c = buf[i];
+      if(in_str) {
+        if(c == '\\')
+          i++;
+        else if(c == '"')
+          in_str = 0;
+      }
+      else if(c == '"')
+        in_str = 1;
+      else if(c == '\'')
+        return sc_errf(eb, SC_ERR_INVALID, "malformed JSON at byte %zu:"
+                       " single quotes are not JSON", i);
+    }
+  }
   tok = json_tokener_new_ex(SIM_JSON_MAX_DEPTH);
   if(!tok)
     return SC_ERR_NOMEM;

@@ -21,6 +21,9 @@ static const char get_help[] =
   "metadata.creationTimestamp); -A adds NAMESPACE first; -o wide adds ENDAT,\n"
   "GENERATION and OBSERVED. Deleted sessions (tombstones) are not listed.\n"
   "A missing NAME prints a NotFound error and the exit status is 1.\n"
+  "-o yaml prints manifests that apply -f takes back: the fields the store\n"
+  "sets (uid, resourceVersion, generation, creationTimestamp) are left out;\n"
+  "-o json shows everything.\n"
   "\n"
   "With -w the current list is printed, then one row per change (from any\n"
   "process) as it happens, until interrupted (exit 0) or stdout is closed.\n"
@@ -98,11 +101,40 @@ static sc_err add_header(ctl_get *g)
   return ctl_table_add(g->table, hdr);
 }
 
+/* -o yaml prints manifests that `apply -f` takes back, and the manifest
+ * reader refuses the fields the store sets: leave them out (-o json keeps
+ * them). o is a session, a List of them or a watch event {type, object}. */
+static void strip_store_fields(json_object *o)
+{
+  static const char *const fields[] = {"uid", "resourceVersion",
+                                       "generation", "creationTimestamp",
+                                       "deletionTimestamp", "finalizers",
+                                       NULL};
+  json_object *v;
+  size_t i;
+  if(json_object_object_get_ex(o, "items", &v) &&
+     json_object_is_type(v, json_type_array)) {
+    for(i = 0; i < json_object_array_length(v); i++)
+      strip_store_fields(json_object_array_get_idx(v, i));
+    json_object_object_del(o, "metadata");
+    return;
+  }
+  if(json_object_object_get_ex(o, "object", &v)) {
+    strip_store_fields(v);
+    return;
+  }
+  if(json_object_object_get_ex(o, "metadata", &v) &&
+     json_object_is_type(v, json_type_object))
+    for(i = 0; fields[i]; i++)
+      json_object_object_del(v, fields[i]);
+}
+
 static sc_err emit_doc(ctl_get *g, json_object *o)
 {
   sc_err err = SC_OK;
   if(g->output == CTL_OUTPUT_JSON)
     return ctl_json_print(o, &g->out);
+  strip_store_fields(o);
   if(g->n_docs++)
     err = dynbuf_addstr(&g->out, "---\n");
   if(!err)

@@ -330,6 +330,16 @@ TEST(status_part_round_trip)
   session_free(s);
 }
 
+TEST(null_inputs_are_refused)
+{
+  char *out = (char *)1;
+  CHECK_INT(session_to_json(NULL, &out), SC_ERR_INVALID);
+  CHECK(out == NULL);
+  CHECK_INT(session_spec_to_json(NULL, &out), SC_ERR_INVALID);
+  CHECK_INT(session_status_to_json(NULL, &out), SC_ERR_INVALID);
+  CHECK(session_to_json_object(NULL) == NULL);
+}
+
 TEST(pretty_is_same_object)
 {
   session *s = full_session(), *back = NULL;
@@ -355,5 +365,6 @@ TEST_LIST = {T(full_round_trip),     T(exact_minimal_encoding),
              T(strict_decoding_table),     T(lenient_metadata_flag),
              T(spec_part_round_trip),      T(spec_part_errors),
              T(status_part_round_trip),    T(pretty_is_same_object),
+             T(null_inputs_are_refused),
              {0}};
 TEST_MAIN()

@@ -1,0 +1,77 @@
+#!/bin/sh
+# cubesim_api_cube.sh - the Cube dialect's differences, auth, and SIGTERM.
+cd "$(dirname "$0")/../.." || exit 1
+. test/e2e/lib/cubesim_lib.sh
+
+start_sim --dialect cube --seed 2 --pause-duration 2 --max-sandboxes 3
+req POST /sandboxes '{"templateID":"py","timeout":-1,"lifecycle":{"on_timeout":"pause","auto_resume":true},"autoPause":false}'
+check "create 201" is "$STATUS" 201
+check "cube id" jqt '.sandboxID|test("^[0-9a-f]{32}$")'
+A=$(jq -r .sandboxID "$BODY_FILE")
+req GET /sandboxes/$A
+check "lifecycle snake-case wins" jqt '.lifecycle.onTimeout=="pause" and .lifecycle.autoResume==true'
+check "never: endAt omitted" jqt 'has("endAt")|not'
+STATUS=$(curl -s -o "$BODY_FILE" -w '%{http_code}' -A 'e2b-js-sdk/2.51.0' "$URL/sandboxes/$A")
+check "never: far endAt for e2b sdk" jqt '.endAt=="9999-12-31T23:59:59Z"'
+req POST /sandboxes '{"templateID":"py"}'
+B=$(jq -r .sandboxID "$BODY_FILE")
+req GET /sandboxes/$B
+check "default timeout never, kill" jqt '(has("endAt")|not) and .lifecycle.onTimeout=="kill"'
+req POST /sandboxes '{"templateID":"py","timeout":-2}'
+check "timeout -2 400" is_error 400
+req POST /sandboxes '{"templateID":"py","lifecycle":{"onTimeout":"sleep"}}'
+check "bad onTimeout 400" is_error 400
+
+req POST /sandboxes/$A/pause
+check "pause 204" is "$STATUS" 204
+req DELETE /sandboxes/$A
+check "delete while pausing 503" is_error 503
+check "retry-after 2" is "$(hdr Retry-After)" 2
+req GET "/v2/sandboxes?state=paused"
+check "pausing listed as paused" jqt "length==1 and .[0].state==\"paused\""
+advance 3
+req POST /sandboxes/$A/pause
+check "already paused 500" is_error 500
+check "cube message" jqt '.message=="sandbox is already paused"'
+req GET "/v2/sandboxes?state=bogus&nextToken=abc&limit=1"
+check "bogus state: no filter, no paging" jqt 'length==2'
+check "no next token" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
+req GET "/v2/sandboxes?state=running"
+check "state running" jqt "length==1 and .[0].sandboxID==\"$B\""
+req POST /sandboxes/$A/timeout '{"timeout":120}'
+check "cube timeout on paused 204" is "$STATUS" 204
+req POST /sandboxes/$A/connect '{"timeout":60}'
+check "connect paused 200" is "$STATUS" 200
+req POST /sandboxes/$A/connect '{"timeout":60}'
+check "connect running 200" is "$STATUS" 200
+req POST /sandboxes '{"templateID":"py"}'
+req POST /sandboxes '{"templateID":"py"}'
+check "capacity 409" is_error 409
+req DELETE /sandboxes/$A
+check "delete 204" is "$STATUS" 204
+req POST /sandboxes '{"templateID":"py"}'
+check "room again" is "$STATUS" 201
+check "SIGTERM exits 0" stop_sim
+
+# ---- auth ----
+start_sim --dialect cube --api-key s3cret
+req GET /v2/sandboxes
+check "no key 401" is_error 401
+STATUS=$(curl -s -o "$BODY_FILE" -D "$HDR_FILE" -w '%{http_code}' -H 'X-API-Key: wrong' "$URL/v2/sandboxes")
+check "wrong key 401" is_error 401
+STATUS=$(curl -s -o "$BODY_FILE" -w '%{http_code}' -H 'x-api-key: s3cret' "$URL/v2/sandboxes")
+check "x-api-key lower-case" is "$STATUS" 200
+STATUS=$(curl -s -o "$BODY_FILE" -w '%{http_code}' -H 'X-API-KEY: s3cret' "$URL/v2/sandboxes")
+check "X-API-KEY upper-case" is "$STATUS" 200
+STATUS=$(curl -s -o "$BODY_FILE" -w '%{http_code}' -H 'authorization: Bearer s3cret' "$URL/v2/sandboxes")
+check "bearer" is "$STATUS" 200
+req GET /health
+check "health without key" is "$STATUS" 204
+req GET /_sim/clock
+check "admin without key" is "$STATUS" 200
+req POST /sandboxes '{"templateID":"py"}'
+check "create without key 401" is_error 401
+check "401 audited" sh -c "curl -s '$URL/_sim/audit' | jq -s -e 'map(select(.status==401 and .event==\"create\")) | length==1'"
+kill -INT "$SIM_PID"; wait "$SIM_PID"; rc=$?; SIM_PID=""
+check "SIGINT exits 0" is "$rc" 0
+finish

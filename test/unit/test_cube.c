@@ -1,0 +1,1710 @@
+/*
+ * Tests of the Cube client: the metadata filter encoding, strict response
+ * parsing, and the transport against an in-test HTTP server (evhttp on
+ * 127.0.0.1 port 0, in the client's own event_base) that scripts answers.
+ */
+#include "../harness.h"
+#include "../../controller/cube.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* metadata filter */
+
+static sc_err kv_from(sc_kvlist *l, const char *const *pairs)
+{
+  size_t i;
+  for(i = 0; pairs[i]; i += 2) {
+    sc_err e = sc_kvlist_set(l, pairs[i], pairs[i + 1]);
+    if(e)
+      return e;
+  }
+  return SC_OK;
+}
+
+static const struct {
+  const char *pairs[7];
+  const char *wire;
+} meta_cases[] = {
+  {{"a", "b", NULL}, "a%3Db"},
+  {{"x", "1", "a", "2", NULL}, "a%3D2%26x%3D1"}, /* sorted */
+  /* JS: encodeURIComponent(URLSearchParams({enc(k):enc(v)}).toString()) */
+  {{"a&b", "c=d", NULL}, "a%252526b%3Dc%25253Dd"},
+  {{"k", "a b+c%", NULL}, "k%3Da%252520b%25252Bc%252525"},
+  {{"\xc3\xa9", "~._-", NULL}, "%2525C3%2525A9%3D~._-"},
+  {{"lea.managed-by", "session-controller", "lea.tenant_id", "t 1", NULL},
+   "lea.managed-by%3Dsession-controller%26lea.tenant_id%3Dt%252520"
+   "1"},
+};
+
+TEST(meta_encode_table)
+{
+  size_t i;
+  for(i = 0; i < sizeof(meta_cases) / sizeof(meta_cases[0]); i++) {
+    sc_kvlist l = {0}, back = {0};
+    dynbuf b;
+    sc_errbuf eb;
+    dynbuf_init(&b, 4096);
+    CHECK_OK(kv_from(&l, meta_cases[i].pairs));
+    CHECK_OK(cube_meta_encode(&l, &b));
+    CHECK_STR(dynbuf_ptr(&b), meta_cases[i].wire);
+    CHECK_OK(cube_meta_decode(dynbuf_ptr(&b), &back, &eb));
+    CHECK_MSG(sc_kvlist_equal(&l, &back), "case %zu: round trip differs", i);
+    sc_kvlist_clear(&l);
+    sc_kvlist_clear(&back);
+    dynbuf_free(&b);
+  }
+}
+
+TEST(meta_round_trip_tricky)
+{
+  static const char *const vals[] = {
+    "&", "=", "%", "%25", " ", "+", "a+b c", "%zz", "&a=b&", "\xe2\x82\xac",
+    "\xf0\x9f\x98\x80 x", "'!()*", "/?#[]@", ";", "\t\n", "very long value "
+    "with all sorts of stuff & = % + in it", NULL};
+  size_t i;
+  for(i = 0; vals[i]; i++) {
+    sc_kvlist l = {0}, back = {0};
+    dynbuf b;
+    sc_errbuf eb;
+    const char *p;
+    dynbuf_init(&b, 4096);
+    CHECK_OK(sc_kvlist_set(&l, vals[i], vals[i]));
+    CHECK_OK(sc_kvlist_set(&l, "k2", vals[i]));
+    CHECK_OK(cube_meta_encode(&l, &b));
+    for(p = dynbuf_ptr(&b); *p; p++) /* URL-safe: unreserved and % only */
+      CHECK_MSG(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789-_.~%", *p), "unsafe byte '%c' in %s", *p,
+                dynbuf_ptr(&b));
+    CHECK_MSG(cube_meta_decode(dynbuf_ptr(&b), &back, &eb) == SC_OK,
+              "decode of %s: %s", dynbuf_ptr(&b), eb.msg);
+    CHECK_MSG(sc_kvlist_equal(&l, &back), "value %zu: round trip differs", i);
+    sc_kvlist_clear(&l);
+    sc_kvlist_clear(&back);
+    dynbuf_free(&b);
+  }
+}
+
+TEST(meta_encode_empty_and_bad)
+{
+  sc_kvlist l = {0};
+  dynbuf b;
+  dynbuf_init(&b, 64);
+  CHECK_OK(cube_meta_encode(&l, &b));
+  CHECK_STR(dynbuf_ptr(&b), "");
+  CHECK_OK(sc_kvlist_set(&l, "", "v"));
+  CHECK_INT(cube_meta_encode(&l, &b), SC_ERR_INVALID);
+  sc_kvlist_clear(&l);
+  CHECK_OK(sc_kvlist_set(&l, "k", "0123456789012345678901234567890123456789"
+                                  "0123456789012345678901234567890123456789"));
+  dynbuf_reset(&b);
+  CHECK_INT(cube_meta_encode(&l, &b), SC_ERR_TOO_LARGE);
+  sc_kvlist_clear(&l);
+  dynbuf_free(&b);
+}
+
+static const struct {
+  const char *in;
+  const char *err; /* substring; NULL: ok */
+  const char *k1, *v1;
+} decode_cases[] = {
+  {"", NULL, NULL, NULL},
+  {"a%3Db", NULL, "a", "b"},
+  {"a=b", NULL, "a", "b"},            /* unencoded separators also split */
+  {"a%3D", NULL, "a", ""},
+  {"a", NULL, "a", ""},
+  {"a%3Db%26%26", NULL, "a", "b"},     /* empty pairs skipped */
+  {"a%3Db+c", NULL, "a", "b c"},       /* '+' is a space */
+  {"%", "malformed %-escape at byte 0", NULL, NULL},
+  {"a%2", "malformed %-escape at byte 1", NULL, NULL},
+  {"a%zz", "malformed %-escape", NULL, NULL},
+  {"a%253", "value: malformed %-escape", NULL, NULL},
+  {"a%3D%252", "value: malformed %-escape", NULL, NULL},
+  {"a%3D%25252", "value: malformed %-escape", NULL, NULL},
+  {"a%00", "NUL byte", NULL, NULL},
+  {"a%2500", "NUL byte", NULL, NULL},
+  {"a%3D%252500", "NUL byte", NULL, NULL},
+  {"%3Db", "empty key", NULL, NULL},
+  {"a%3D1%26a%3D2", "duplicate key \"a\"", NULL, NULL},
+  {"a%3D1%3Bb%3D2", "';'", NULL, NULL},
+};
+
+TEST(meta_decode_table)
+{
+  size_t i;
+  for(i = 0; i < sizeof(decode_cases) / sizeof(decode_cases[0]); i++) {
+    sc_kvlist l = {0};
+    sc_errbuf eb;
+    sc_err e;
+    eb.msg[0] = 0;
+    e = cube_meta_decode(decode_cases[i].in, &l, &eb);
+    if(decode_cases[i].err) {
+      CHECK_MSG(e == SC_ERR_INVALID, "case %zu (%s): accepted", i,
+                decode_cases[i].in);
+      CHECK_MSG(strstr(eb.msg, decode_cases[i].err), "case %zu: message %s",
+                i, eb.msg);
+      CHECK_INT(l.n, 0);
+    }
+    else {
+      CHECK_MSG(e == SC_OK, "case %zu (%s): %s", i, decode_cases[i].in,
+                eb.msg);
+      if(decode_cases[i].k1)
+        CHECK_STR(sc_kvlist_get(&l, decode_cases[i].k1), decode_cases[i].v1);
+      else
+        CHECK_INT(l.n, 0);
+    }
+    sc_kvlist_clear(&l);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* parsing */
+
+#define HEX1 "0123456789abcdef0123456789abcdef"
+#define ROW(id, st, extra)                                                  \
+  "{\"sandboxID\":\"" id "\",\"templateID\":\"tpl\",\"state\":\"" st        \
+  "\",\"startedAt\":\"2026-11-29T10:00:00Z\"" extra "}"
+
+static const struct {
+  const char *body;
+  const char *err; /* substring of the message; NULL: ok */
+  size_t n;
+} list_cases[] = {
+  {"[]", NULL, 0},
+  {" [ ] \r\n", NULL, 0},
+  {"[" ROW(HEX1, "running", ",\"endAt\":\"2026-11-29T10:15:00Z\"") "]", NULL,
+   1},
+  {"[" ROW("ia1b2c3d4e5f6g7h8i9j0", "paused", ",\"endAt\":null") ","
+       ROW("x", "pausing", ",\"metadata\":{\"a\":\"b\"},\"cpuCount\":2,"
+           "\"extra\":{\"deep\":[1,2,3]}") "]", NULL, 2},
+  {"{}", "body: expected a JSON array, got object", 0},
+  {"null", "body: expected a JSON array, got null", 0},
+  {"", "truncated JSON", 0},
+  {"[", "truncated JSON", 0},
+  {"[1]", "row 0: expected an object, got int", 0},
+  {"[] x", "at offset 3", 0},
+  {"[]   ]", "at offset 5", 0},
+  {"[]\0", "NUL byte at offset 2", 0},
+  {"[{\"a\":1,}]", "invalid JSON", 0},
+  {"[1,]", "invalid JSON", 0},
+  {"[{'sandboxID':'a'}]", "invalid JSON", 0},
+  {"[" ROW(HEX1, "running", "") ",{}]", "row 1: sandboxID: missing", 0},
+  {"[{\"sandboxID\":12,\"state\":\"running\"}]",
+   "row 0: sandboxID: expected a string, got int", 0},
+  {"[{\"sandboxID\":\"\",\"state\":\"running\"}]",
+   "row 0: sandboxID: \"\" is not 1..128 bytes", 0},
+  {"[{\"sandboxID\":\"a/b\",\"state\":\"running\"}]",
+   "row 0: sandboxID: \"a/b\" is not", 0},
+  {"[{\"sandboxID\":\"a\\u0000b\",\"state\":\"running\"}]",
+   "row 0: sandboxID: contains a NUL byte", 0},
+  {"[{\"sandboxID\":\"ab\",\"startedAt\":\"2026-11-29T10:00:00Z\"}]",
+   "row 0: state: missing", 0},
+  {"[" ROW("ab", "killed", "") "]",
+   "row 0: state: \"killed\" is not running, pausing or paused", 0},
+  {"[" ROW("ab", "running", "") "," ROW("cd", "running",
+                                         ",\"endAt\":\"yesterday\"") "]",
+   "row 1: endAt: \"yesterday\" is not an RFC 3339 time", 0},
+  {"[" ROW("ab", "running", ",\"endAt\":1795947300") "]",
+   "row 0: endAt: expected a string, got int", 0},
+  {"[{\"sandboxID\":\"ab\",\"state\":\"running\"}]",
+   "row 0: startedAt: missing", 0},
+  {"[{\"sandboxID\":\"ab\",\"state\":\"running\",\"startedAt\":\"2026-13-01"
+   "T00:00:00Z\"}]", "row 0: startedAt: \"2026-13-01T00:00:00Z\"", 0},
+  {"[" ROW("ab", "running", ",\"metadata\":[]") "]",
+   "row 0: metadata: expected an object, got array", 0},
+  {"[" ROW("ab", "running", ",\"metadata\":{\"n\":1}") "]",
+   "row 0: metadata.n: expected a string, got int", 0},
+  {"[" ROW("ab", "running", ",\"metadata\":{\"n\":null}") "]",
+   "row 0: metadata.n: expected a string, got null", 0},
+  {"[" ROW("ab", "running", ",\"metadata\":{\"n\":\"a\\u0000\"}") "]",
+   "row 0: metadata.n: contains a NUL byte", 0},
+  {"[" ROW("ab", "running", ",\"templateID\":false") "]",
+   "row 0: templateID: expected a string, got boolean", 0},
+  {"[{\"sandboxID\":\"ab\xff\",\"state\":\"running\"}]", "invalid JSON", 0},
+  {"[{\"sandboxID\":\"\xc3\x28\"}]", "invalid JSON", 0},
+  {"[" ROW("ab", "running", ",\"cpuCount\":1e999999") "]",
+   "a number out of range", 0},
+  {"[" ROW("ab", "running", ",\"memoryMB\":-99999999999999999999") "]",
+   "a number out of range", 0},
+  {"[" ROW("ab", "running", ",\"x\":{\"y\":[18446744073709551616]}") "]",
+   "a number out of range", 0},
+};
+
+TEST(parse_list_table)
+{
+  size_t i;
+  for(i = 0; i < sizeof(list_cases) / sizeof(list_cases[0]); i++) {
+    cube_sandbox *rows = (cube_sandbox *)1;
+    size_t n = 99, j, len = strlen(list_cases[i].body);
+    sc_errbuf eb;
+    sc_err e;
+    if(!strcmp(list_cases[i].body, "[]") && list_cases[i].err)
+      len = 3; /* the embedded NUL case */
+    eb.msg[0] = 0;
+    e = cube_parse_list(list_cases[i].body, len, &rows, &n, &eb);
+    if(list_cases[i].err) {
+      CHECK_MSG(e == SC_ERR_PROTOCOL, "case %zu: err %d (%s)", i, e, eb.msg);
+      CHECK_MSG(strstr(eb.msg, list_cases[i].err),
+                "case %zu: message \"%s\", expected \"%s\"", i, eb.msg,
+                list_cases[i].err);
+      CHECK(rows == NULL && n == 0);
+    }
+    else {
+      CHECK_MSG(e == SC_OK, "case %zu: %s", i, eb.msg);
+      CHECK_INT(n, list_cases[i].n);
+    }
+    for(j = 0; j < n; j++)
+      cube_sandbox_clear(&rows[j]);
+    free(rows);
+  }
+}
+
+TEST(parse_list_fields)
+{
+  const char *body =
+    "[" ROW(HEX1, "running", ",\"endAt\":\"2026-11-29T10:15:00.5Z\","
+            "\"metadata\":{\"lea.session_id\":\"s1\",\"k\":\"\"}") ","
+    ROW("ia1b2c3d4e5f6g7h8i9j0", "paused",
+        ",\"endAt\":\"9999-12-31T23:59:59Z\"") ","
+    "{\"sandboxID\":\"c\",\"state\":\"pausing\",\"startedAt\":"
+    "\"2026-11-29T12:00:00+02:00\",\"metadata\":null}]";
+  cube_sandbox *rows;
+  size_t n, j;
+  sc_errbuf eb;
+  CHECK_OK(cube_parse_list(body, strlen(body), &rows, &n, &eb));
+  CHECK_INT(n, 3);
+  CHECK_STR(rows[0].sandbox_id, HEX1);
+  CHECK_STR(rows[0].template_id, "tpl");
+  CHECK_INT(rows[0].state, CUBE_SB_RUNNING);
+  CHECK_INT(rows[0].started_at, 1795946400000LL);
+  CHECK_INT(rows[0].end_at, 1795947300500LL);
+  CHECK_INT(rows[0].metadata.n, 2);
+  CHECK_STR(sc_kvlist_get(&rows[0].metadata, "lea.session_id"), "s1");
+  CHECK_STR(sc_kvlist_get(&rows[0].metadata, "k"), "");
+  CHECK_INT(rows[1].state, CUBE_SB_PAUSED);
+  CHECK_INT(rows[1].end_at, 0); /* Cube's never */
+  CHECK_INT(rows[2].state, CUBE_SB_PAUSING);
+  CHECK_INT(rows[2].end_at, 0);
+  CHECK(rows[2].template_id == NULL);
+  CHECK_INT(rows[2].started_at, 1795946400000LL);
+  CHECK_INT(rows[2].metadata.n, 0);
+  for(j = 0; j < n; j++)
+    cube_sandbox_clear(&rows[j]);
+  free(rows);
+}
+
+TEST(parse_depth_limited)
+{
+  dynbuf b;
+  cube_sandbox *rows;
+  size_t n, i;
+  sc_errbuf eb;
+  dynbuf_init(&b, 4096);
+  /* 31 levels of nesting inside a row is fine; 40 is not */
+  CHECK_OK(dynbuf_addstr(&b, "[" "{\"sandboxID\":\"a\",\"state\":\"running\","
+                             "\"startedAt\":\"2026-11-29T10:00:00Z\",\"x\":"));
+  for(i = 0; i < 29; i++)
+    CHECK_OK(dynbuf_addstr(&b, "["));
+  for(i = 0; i < 29; i++)
+    CHECK_OK(dynbuf_addstr(&b, "]"));
+  CHECK_OK(dynbuf_addstr(&b, "}]"));
+  CHECK_OK(cube_parse_list(dynbuf_ptr(&b), dynbuf_len(&b), &rows, &n, &eb));
+  CHECK_INT(n, 1);
+  cube_sandbox_clear(&rows[0]);
+  free(rows);
+  dynbuf_reset(&b);
+  for(i = 0; i < 40; i++)
+    CHECK_OK(dynbuf_addstr(&b, "["));
+  for(i = 0; i < 40; i++)
+    CHECK_OK(dynbuf_addstr(&b, "]"));
+  CHECK_INT(cube_parse_list(dynbuf_ptr(&b), dynbuf_len(&b), &rows, &n, &eb),
+            SC_ERR_PROTOCOL);
+  CHECK(strstr(eb.msg, "nesting too deep") || strstr(eb.msg, "depth"));
+  dynbuf_free(&b);
+}
+
+TEST(parse_sandbox_and_created)
+{
+  cube_sandbox sb;
+  char *id;
+  sc_errbuf eb;
+  const char *ok = ROW("abc-1", "paused", ",\"endAt\":\"2026-11-29T10:15:00Z\"");
+  CHECK_OK(cube_parse_sandbox(ok, strlen(ok), &sb, &eb));
+  CHECK_STR(sb.sandbox_id, "abc-1");
+  CHECK_INT(sb.state, CUBE_SB_PAUSED);
+  cube_sandbox_clear(&sb);
+  CHECK_INT(cube_parse_sandbox("[]", 2, &sb, &eb), SC_ERR_PROTOCOL);
+  CHECK(strstr(eb.msg, "expected an object, got array"));
+  {
+    const char *b = "{\"sandboxID\":\"a\",\"state\":\"running\","
+                    "\"startedAt\":\"x\"}";
+    CHECK_INT(cube_parse_sandbox(b, strlen(b), &sb, &eb), SC_ERR_PROTOCOL);
+  }
+  CHECK_STR(eb.msg, "startedAt: \"x\" is not an RFC 3339 time");
+
+  {
+    const char *b = "{\"sandboxID\":\"" HEX1 "\",\"templateID\":\"t\","
+                    "\"clientID\":\"c\",\"envdVersion\":\"0.1\"}";
+    CHECK_OK(cube_parse_created(b, strlen(b), &id, &eb));
+  }
+  CHECK_STR(id, HEX1);
+  free(id);
+  CHECK_INT(cube_parse_created("{\"templateID\":\"t\"}", 18, &id, &eb),
+            SC_ERR_PROTOCOL);
+  CHECK_STR(eb.msg, "sandboxID: missing");
+  CHECK_INT(cube_parse_created("{\"sandboxID\":7}", 15, &id, &eb),
+            SC_ERR_PROTOCOL);
+  CHECK_STR(eb.msg, "sandboxID: expected a string, got int");
+  CHECK(id == NULL);
+}
+
+TEST(parse_error_body)
+{
+  static const struct {
+    const char *b;
+    int code;
+    const char *msg;
+  } cases[] = {
+    {"{\"code\":404,\"message\":\"sandbox not found\"}", 404,
+     "sandbox not found"},
+    {"{\"code\":409}", 409, ""},
+    {"{\"code\":\"404\",\"message\":5}", 0, ""},
+    {"{\"code\":99999999999999999999}", 0, ""},
+    {"{\"code\":4040}", 0, ""},
+    {"{\"code\":404.0}", 0, ""},
+    {"not json", 0, ""},
+    {"", 0, ""},
+    {"{\"message\":\"line1\\nline2\"}", 0, "line1?line2"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int code = -1;
+    char msg[64];
+    cube_parse_error_body(cases[i].b, strlen(cases[i].b), &code, msg,
+                          sizeof(msg));
+    CHECK_MSG(code == cases[i].code, "case %zu: code %d", i, code);
+    CHECK_STR(msg, cases[i].msg);
+  }
+}
+
+TEST(id_shapes)
+{
+  CHECK_INT(cube_id_dialect(HEX1), CUBE_DIALECT_CUBE);
+  CHECK_INT(cube_id_dialect("ia1b2c3d4e5f6g7h8i9j0"), CUBE_DIALECT_E2B);
+  CHECK_INT(cube_id_dialect("0123456789ABCDEF0123456789abcdef"),
+            CUBE_DIALECT_UNKNOWN);
+  CHECK_INT(cube_id_dialect("ia1b2c3d4e5f6g7h8i9j"), CUBE_DIALECT_UNKNOWN);
+  CHECK_INT(cube_id_dialect(""), CUBE_DIALECT_UNKNOWN);
+  CHECK(cube_id_valid("a-B-9"));
+  CHECK(!cube_id_valid(""));
+  CHECK(!cube_id_valid(NULL));
+  CHECK(!cube_id_valid("a_b"));
+  CHECK(!cube_id_valid("a b"));
+  CHECK(!cube_id_valid("../x"));
+  {
+    char big[130];
+    memset(big, 'a', 129);
+    big[129] = 0;
+    CHECK(!cube_id_valid(big));
+    big[128] = 0;
+    CHECK(cube_id_valid(big));
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* the scripted server */
+
+#define KEY "sekrit-key-123"
+
+typedef struct srv srv;
+typedef void (*srv_fn)(srv *s, struct evhttp_request *req, const char *path,
+                       const char *query);
+struct srv {
+  struct event_base *base;
+  struct evhttp *http;
+  int port;
+  srv_fn fn;
+  int conns, requests, cur, max_cur;
+  int delay_ms;
+  char uri[8192];
+  char method[8];
+  char apikey[128], auth[128], ctype[128], ua[128];
+  char body[8192];
+  int n; /* free for the handlers */
+};
+
+static struct bufferevent *srv_bev(struct event_base *base, void *arg)
+{
+  srv *s = arg;
+  s->conns++;
+  return bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+}
+
+static void reply(struct evhttp_request *req, int code, const char *date,
+                  const char *body)
+{
+  struct evbuffer *b = evbuffer_new();
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  if(date)
+    evhttp_add_header(h, "Date", date);
+  if(body)
+    evbuffer_add(b, body, strlen(body));
+  evhttp_send_reply(req, code, "X", b);
+  evbuffer_free(b);
+}
+
+typedef struct delayed {
+  srv *s;
+  struct evhttp_request *req;
+  char *path, *query;
+} delayed;
+
+static void run_handler(srv *s, struct evhttp_request *req, const char *path,
+                        const char *query)
+{
+  s->fn(s, req, path, query ? query : "");
+  s->cur--;
+}
+
+static void on_delay(evutil_socket_t fd, short what, void *arg)
+{
+  delayed *d = arg;
+  (void)fd;
+  (void)what;
+  run_handler(d->s, d->req, d->path, d->query);
+  free(d->path);
+  free(d->query);
+  free(d);
+}
+
+static void srv_gen(struct evhttp_request *req, void *arg)
+{
+  srv *s = arg;
+  const char *u = evhttp_request_get_uri(req);
+  struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+  struct evbuffer *body = evhttp_request_get_input_buffer(req);
+  const char *v, *q;
+  size_t blen = evbuffer_get_length(body);
+  char path[1024];
+  s->requests++;
+  if(++s->cur > s->max_cur)
+    s->max_cur = s->cur;
+  snprintf(s->uri, sizeof(s->uri), "%s", u);
+  switch(evhttp_request_get_command(req)) {
+  case EVHTTP_REQ_GET:
+    snprintf(s->method, sizeof(s->method), "GET");
+    break;
+  case EVHTTP_REQ_POST:
+    snprintf(s->method, sizeof(s->method), "POST");
+    break;
+  case EVHTTP_REQ_DELETE:
+    snprintf(s->method, sizeof(s->method), "DELETE");
+    break;
+  default:
+    snprintf(s->method, sizeof(s->method), "OTHER");
+  }
+  v = evhttp_find_header(in, "X-API-Key");
+  snprintf(s->apikey, sizeof(s->apikey), "%s", v ? v : "");
+  v = evhttp_find_header(in, "Authorization");
+  snprintf(s->auth, sizeof(s->auth), "%s", v ? v : "");
+  v = evhttp_find_header(in, "Content-Type");
+  snprintf(s->ctype, sizeof(s->ctype), "%s", v ? v : "");
+  v = evhttp_find_header(in, "User-Agent");
+  snprintf(s->ua, sizeof(s->ua), "%s", v ? v : "");
+  if(blen >= sizeof(s->body))
+    blen = sizeof(s->body) - 1;
+  evbuffer_copyout(body, s->body, blen);
+  s->body[blen] = 0;
+  q = strchr(u, '?');
+  snprintf(path, sizeof(path), "%.*s", q ? (int)(q - u) : (int)strlen(u), u);
+  if(s->delay_ms) {
+    delayed *d = calloc(1, sizeof(*d));
+    struct timeval tv = {0, s->delay_ms * 1000};
+    d->s = s;
+    d->req = req;
+    d->path = strdup(path);
+    d->query = strdup(q ? q + 1 : "");
+    event_base_once(s->base, -1, EV_TIMEOUT, on_delay, d, &tv);
+    return;
+  }
+  run_handler(s, req, path, q ? q + 1 : "");
+}
+
+static int srv_start(srv *s, struct event_base *base, srv_fn fn)
+{
+  struct evhttp_bound_socket *bs;
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(s, 0, sizeof(*s));
+  s->base = base;
+  s->fn = fn;
+  s->http = evhttp_new(base);
+  if(!s->http)
+    return -1;
+  evhttp_set_bevcb(s->http, srv_bev, s);
+  evhttp_set_gencb(s->http, srv_gen, s);
+  bs = evhttp_bind_socket_with_handle(s->http, "127.0.0.1", 0);
+  if(!bs)
+    return -1;
+  if(getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa,
+                 &sl))
+    return -1;
+  s->port = ntohs(sa.sin_port);
+  return 0;
+}
+
+static void srv_stop(srv *s)
+{
+  if(s->http)
+    evhttp_free(s->http);
+  s->http = NULL;
+}
+
+/* One completed call, copied out of its cube_result. */
+typedef struct got {
+  int n;
+  sc_err err;
+  long status;
+  char msg[SC_ERRBUF_SIZE];
+  int64_t retry_after_ms;
+  sc_time cube_now;
+  cube_sandbox *rows;
+  size_t nrows, pages;
+  bool truncated, already, resumed, gone;
+  char id[160];
+  char next[160];
+  cube_sandbox sb;
+  cube_dialect dialect;
+  char detail[256];
+} got;
+
+static void on_result(const cube_result *r, void *ud)
+{
+  got *g = ud;
+  size_t i;
+  g->n++;
+  g->err = r->err;
+  g->status = r->http_status;
+  snprintf(g->msg, sizeof(g->msg), "%s", r->message);
+  g->retry_after_ms = r->retry_after_ms;
+  g->cube_now = r->cube_now;
+  for(i = 0; i < g->nrows; i++)
+    cube_sandbox_clear(&g->rows[i]);
+  free(g->rows);
+  g->rows = cube_result_take_sandboxes(r, &g->nrows);
+  g->pages = r->pages;
+  g->truncated = r->truncated_suspect;
+  g->already = r->already;
+  g->resumed = r->resumed;
+  g->gone = r->already_gone;
+  snprintf(g->id, sizeof(g->id), "%s", r->sandbox_id ? r->sandbox_id : "");
+  snprintf(g->next, sizeof(g->next), "%s", r->next_token ? r->next_token : "");
+  cube_sandbox_clear(&g->sb);
+  cube_result_take_sandbox(r, &g->sb);
+  g->dialect = r->dialect;
+  snprintf(g->detail, sizeof(g->detail), "%s", r->detail ? r->detail : "");
+}
+
+static void got_clear(got *g)
+{
+  size_t i;
+  for(i = 0; i < g->nrows; i++)
+    cube_sandbox_clear(&g->rows[i]);
+  free(g->rows);
+  cube_sandbox_clear(&g->sb);
+  memset(g, 0, sizeof(*g));
+}
+
+static void wake(evutil_socket_t fd, short what, void *arg)
+{
+  (void)fd;
+  (void)what;
+  (void)arg;
+}
+
+/* Run the loop until *counter >= target or limit_ms passed. */
+static int wait_for(struct event_base *base, const int *counter, int target,
+                    int limit_ms)
+{
+  int64_t end = sctime_mono_ms() + limit_ms;
+  struct event *t = evtimer_new(base, wake, NULL);
+  struct timeval tv = {0, 20000};
+  while(*counter < target && sctime_mono_ms() < end) {
+    evtimer_add(t, &tv);
+    event_base_loop(base, EVLOOP_ONCE);
+  }
+  event_free(t);
+  return *counter >= target;
+}
+
+typedef struct fixture {
+  struct event_base *base;
+  srv s;
+  cube_client *c;
+  char url[64];
+} fixture;
+
+static int fx_init(fixture *f, srv_fn fn, cube_client_opts *o)
+{
+  cube_client_opts d;
+  sc_errbuf eb;
+  memset(f, 0, sizeof(*f));
+  f->base = event_base_new();
+  if(!f->base || srv_start(&f->s, f->base, fn))
+    return -1;
+  snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", f->s.port);
+  if(!o) {
+    cube_client_opts_init(&d);
+    o = &d;
+  }
+  o->base_url = f->url;
+  o->api_key = KEY;
+  f->c = cube_client_new(f->base, o, &eb);
+  if(!f->c) {
+    fprintf(stderr, "cube_client_new: %s\n", eb.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static void fx_free(fixture *f)
+{
+  cube_client_free(f->c);
+  srv_stop(&f->s);
+  if(f->base)
+    event_base_free(f->base);
+}
+
+static const char *qparam(const char *query, const char *name, char *buf,
+                          size_t len)
+{
+  size_t n = strlen(name);
+  const char *p = query;
+  while(p && *p) {
+    if(!strncmp(p, name, n) && p[n] == '=') {
+      const char *e = strchr(p, '&');
+      snprintf(buf, len, "%.*s", e ? (int)(e - p - n - 1)
+                                   : (int)strlen(p + n + 1), p + n + 1);
+      return buf;
+    }
+    p = strchr(p, '&');
+    if(p)
+      p++;
+  }
+  return NULL;
+}
+
+/* --- paging --- */
+
+#define DATE1 "Sun, 29 Nov 2026 10:15:00 GMT"
+#define DATE2 "Sun, 29 Nov 2026 10:16:00 GMT"
+
+static void h_pages(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  char tok[64], st[32], lim[16];
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  (void)path;
+  s->n++;
+  if(!qparam(query, "state", st, sizeof(st)) || strcmp(st, "running") ||
+     !qparam(query, "limit", lim, sizeof(lim)) || strcmp(lim, "100")) {
+    reply(req, 400, NULL, "{\"code\":400,\"message\":\"bad query\"}");
+    return;
+  }
+  if(!qparam(query, "nextToken", tok, sizeof(tok))) {
+    evhttp_add_header(h, "X-Next-Token", "t2");
+    reply(req, 200, DATE1, "[" ROW("a1", "running", "") "," ROW("a2", "running",
+                                                                "") "]");
+  }
+  else if(!strcmp(tok, "t2")) {
+    evhttp_add_header(h, "X-Next-Token", "t 3/+");
+    reply(req, 200, DATE2, "[" ROW("a3", "running", "") "]");
+  }
+  else if(!strcmp(tok, "t%203%2F%2B")) {
+    reply(req, 200, DATE2, "[" ROW("a4", "running", "") "]");
+  }
+  else
+    reply(req, 400, NULL, "{\"code\":400,\"message\":\"bad token\"}");
+}
+
+TEST(list_follows_pages)
+{
+  fixture f;
+  got g = {0};
+  sc_kvlist filter = {0}, back = {0};
+  char raw[512];
+  sc_errbuf eb;
+  sc_time d1;
+  CHECK_OK(fx_init(&f, h_pages, NULL));
+  CHECK_OK(sc_kvlist_set(&filter, "lea.managed-by", "session-controller"));
+  CHECK_OK(sc_kvlist_set(&filter, "lea.tenant_id", "a&b=c"));
+  CHECK_OK(cube_list(f.c, &filter, "running", on_result, &g));
+  CHECK_INT(g.n, 0); /* never called from inside the call */
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(g.msg, "");
+  CHECK_INT(g.nrows, 4);
+  CHECK_INT(g.pages, 3);
+  CHECK_STR(g.rows[0].sandbox_id, "a1");
+  CHECK_STR(g.rows[3].sandbox_id, "a4");
+  CHECK(!g.truncated);
+  CHECK_OK(sctime_parse_http_date(DATE1, &d1));
+  CHECK_INT(g.cube_now, d1); /* the first page's Date */
+  CHECK_INT(f.s.n, 3);
+  CHECK_INT(f.s.conns, 1);
+  /* the filter on the wire decodes back as E2B decodes it */
+  CHECK(qparam(strchr(f.s.uri, '?') + 1, "metadata", raw, sizeof(raw)));
+  CHECK_OK(cube_meta_decode(raw, &back, &eb));
+  CHECK(sc_kvlist_equal(&filter, &back));
+  CHECK_STR(f.s.apikey, KEY);
+  CHECK_STR(f.s.auth, "Bearer " KEY);
+  CHECK(!strncmp(f.s.ua, "session-controller/", 19));
+  CHECK_INT(cube_client_pending(f.c), 0);
+  sc_kvlist_clear(&filter);
+  sc_kvlist_clear(&back);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_full_page(srv *s, struct evhttp_request *req, const char *path,
+                        const char *query)
+{
+  dynbuf b;
+  int i, n = 100;
+  char lim[16];
+  (void)path;
+  if(qparam(query, "limit", lim, sizeof(lim)))
+    n = (int)strtol(lim, NULL, 10);
+  s->n++;
+  dynbuf_init(&b, 1 << 20);
+  dynbuf_addstr(&b, "[");
+  for(i = 0; i < n; i++)
+    dynbuf_printf(&b, "%s{\"sandboxID\":\"s%d\",\"state\":\"paused\","
+                  "\"startedAt\":\"2026-11-29T10:00:00Z\"}", i ? "," : "", i);
+  dynbuf_addstr(&b, "]");
+  if(s->n == 2) /* for list_page: a next token on the second call */
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      "more");
+  reply(req, 200, NULL, dynbuf_ptr(&b));
+  dynbuf_free(&b);
+}
+
+TEST(list_truncated_suspect)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_full_page, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 100);
+  CHECK(g.truncated);
+  CHECK(strstr(f.s.uri, "state=paused"));
+  CHECK(!strstr(f.s.uri, "metadata="));
+  CHECK(g.cube_now > 0); /* evhttp's own Date */
+  /* the lower level: one page, the token handed back */
+  CHECK_OK(cube_list_page(f.c, NULL, NULL, 2, NULL, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 2);
+  CHECK(!g.truncated);
+  CHECK_STR(g.next, "more");
+  CHECK_STR(f.s.uri, "/v2/sandboxes?limit=2");
+  CHECK_OK(cube_list_page(f.c, NULL, NULL, 3, "more", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.nrows, 3);
+  CHECK(g.truncated);
+  CHECK_STR(g.next, "");
+  CHECK_STR(f.s.uri, "/v2/sandboxes?limit=3&nextToken=more");
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_loop_token(srv *s, struct evhttp_request *req, const char *path,
+                         const char *query)
+{
+  (void)path;
+  (void)query;
+  s->n++;
+  evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                    "same");
+  reply(req, 200, NULL, "[]");
+}
+
+TEST(list_paging_loop_detected)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_loop_token, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  CHECK(strstr(g.msg, "paging loop"));
+  CHECK_INT(g.nrows, 0); /* a failed list hands back no rows */
+  CHECK_INT(f.s.n, 2);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_bad_row(srv *s, struct evhttp_request *req, const char *path,
+                      const char *query)
+{
+  (void)s;
+  (void)path;
+  (void)query;
+  reply(req, 200, NULL, "[" ROW("a", "running", "") "," ROW("b", "running",
+                        ",\"endAt\":\"yesterday\"") "]");
+}
+
+TEST(list_bad_row_fails_whole_list)
+{
+  fixture f;
+  got g = {0};
+  char want[128];
+  CHECK_OK(fx_init(&f, h_bad_row, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  snprintf(want, sizeof(want), "cube 127.0.0.1:%d: GET /v2/sandboxes: page 1: "
+           "row 1: endAt: \"yesterday\" is not an RFC 3339 time", f.s.port);
+  CHECK_STR(g.msg, want);
+  CHECK_INT(g.nrows, 0);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_second_fails(srv *s, struct evhttp_request *req,
+                           const char *path, const char *query)
+{
+  (void)path;
+  if(!strstr(query, "nextToken=")) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      "p2");
+    reply(req, 200, DATE1, "[" ROW("a1", "running", "") "]");
+  }
+  else {
+    s->n++;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                      "1");
+    reply(req, 503, NULL, "");
+  }
+}
+
+TEST(list_failing_page_returns_no_rows)
+{
+  fixture f;
+  got g = {0};
+  sc_time d1;
+  CHECK_OK(fx_init(&f, h_second_fails, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK_INT(g.status, 503);
+  CHECK_INT(g.retry_after_ms, 1000);
+  CHECK_INT(g.nrows, 0);
+  CHECK_INT(f.s.n, 1);
+  CHECK_OK(sctime_parse_http_date(DATE1, &d1));
+  CHECK_INT(g.cube_now, d1);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* --- the single-sandbox calls --- */
+
+static void h_ops(srv *s, struct evhttp_request *req, const char *path,
+                  const char *query)
+{
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  (void)query;
+  s->n++;
+  if(!strcmp(path, "/sandboxes/gone"))
+    reply(req, 404, NULL, "{\"code\":404,\"message\":\"sandbox not found\"}");
+  else if(!strcmp(path, "/sandboxes/code404"))
+    reply(req, 500, NULL, "{\"code\":404,\"message\":\"not found\"}");
+  else if(!strcmp(path, "/sandboxes/mismatch"))
+    reply(req, 200, NULL, ROW("other", "running", ""));
+  else if(!strcmp(path, "/sandboxes") && !strcmp(s->method, "POST"))
+    reply(req, 201, NULL, "{\"sandboxID\":\"" HEX1 "\",\"templateID\":\"t\","
+                          "\"clientID\":\"c\",\"envdVersion\":\"0.1\"}");
+  else if(!strcmp(path, "/sandboxes/s1/pause"))
+    reply(req, 204, NULL, NULL);
+  else if(!strcmp(path, "/sandboxes/e2b/pause"))
+    reply(req, 409, NULL, "{\"code\":409,\"message\":\"already paused\"}");
+  else if(!strcmp(path, "/sandboxes/cube/pause"))
+    reply(req, 500, NULL, "{\"code\":500,\"message\":\"sandbox cube is "
+                          "Already Paused\"}");
+  else if(!strcmp(path, "/sandboxes/busy/pause"))
+    reply(req, 500, NULL, "{\"code\":500,\"message\":\"exec tasks running\"}");
+  else if(!strcmp(path, "/sandboxes/s1/connect"))
+    reply(req, 201, NULL, "{\"sandboxID\":\"s1\"}");
+  else if(!strcmp(path, "/sandboxes/s2/connect"))
+    reply(req, 200, NULL, "{\"sandboxID\":\"s2\"}");
+  else if(!strcmp(path, "/sandboxes/s1/timeout"))
+    reply(req, 204, NULL, NULL);
+  else if(!strcmp(path, "/sandboxes/s1") && !strcmp(s->method, "DELETE"))
+    reply(req, 204, NULL, NULL);
+  else if(!strcmp(path, "/sandboxes/limited")) {
+    evhttp_add_header(h, "Retry-After", "3");
+    reply(req, 429, NULL, "");
+  }
+  else if(!strcmp(path, "/sandboxes/pausing")) {
+    evhttp_add_header(h, "Retry-After", DATE2); /* Date + 60 s */
+    reply(req, 503, DATE1, "{\"code\":503,\"message\":\"pausing\"}");
+  }
+  else if(!strcmp(path, "/sandboxes/echo"))
+    reply(req, 401, NULL, "{\"code\":401,\"message\":\"bad key " KEY "\"}");
+  else if(!strncmp(path, "/sandboxes/", 11) && !strcmp(s->method, "GET"))
+    reply(req, 200, DATE1, ROW("s1", "paused", ",\"metadata\":{\"a\":\"b\"}"));
+  else
+    reply(req, 500, NULL, "{\"code\":500,\"message\":\"unexpected\"}");
+}
+
+TEST(get_and_not_found)
+{
+  fixture f;
+  got g = {0};
+  sc_time d1;
+  char want[160];
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  CHECK_OK(cube_get(f.c, "s1", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(g.sb.sandbox_id, "s1");
+  CHECK_INT(g.sb.state, CUBE_SB_PAUSED);
+  CHECK_STR(sc_kvlist_get(&g.sb.metadata, "a"), "b");
+  CHECK_OK(sctime_parse_http_date(DATE1, &d1));
+  CHECK_INT(g.cube_now, d1);
+  CHECK_STR(f.s.method, "GET");
+  CHECK_STR(f.s.ctype, "");
+
+  CHECK_OK(cube_get(f.c, "gone", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.err, SC_ERR_NOT_FOUND);
+  CHECK_INT(g.status, 404);
+  snprintf(want, sizeof(want), "cube 127.0.0.1:%d: GET /sandboxes/gone: HTTP "
+           "404: {\"code\":404,\"message\":\"sandbox not found\"}", f.s.port);
+  CHECK_STR(g.msg, want);
+  CHECK(g.sb.sandbox_id == NULL);
+
+  CHECK_OK(cube_get(f.c, "code404", on_result, &g)); /* body code wins */
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.err, SC_ERR_NOT_FOUND);
+  CHECK_INT(g.status, 500);
+
+  CHECK_OK(cube_get(f.c, "mismatch", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 4, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  CHECK(strstr(g.msg, "asked for mismatch, got sandboxID other"));
+
+  CHECK_OK(cube_get(f.c, "bad/id", on_result, &g)); /* never sent */
+  CHECK_INT(g.n, 4);
+  CHECK(wait_for(f.base, &g.n, 5, 5000));
+  CHECK_INT(g.err, SC_ERR_INVALID);
+  CHECK(strstr(g.msg, "sandbox ID \"bad/id\" is not"));
+  CHECK_INT(f.s.n, 4);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+TEST(create_sends_both_dialects)
+{
+  fixture f;
+  got g = {0};
+  sc_kvlist md = {0}, env = {0};
+  cube_create_req req;
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  CHECK_OK(sc_kvlist_set(&md, "lea.session_id", "s\"1"));
+  CHECK_OK(sc_kvlist_set(&env, "A", "1"));
+  req.template_id = "tpl";
+  req.timeout_s = 900;
+  req.metadata = &md;
+  req.env_vars = &env;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.status, 201);
+  CHECK_STR(g.id, HEX1);
+  CHECK_STR(f.s.method, "POST");
+  CHECK_STR(f.s.ctype, "application/json");
+  CHECK_STR(f.s.body, "{\"templateID\":\"tpl\",\"timeout\":900,\"autoPause\":"
+            "true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{"
+            "\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{"
+            "\"lea.session_id\":\"s\\\"1\"},\"envVars\":{\"A\":\"1\"}}");
+  req.timeout_s = -5;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.err, SC_ERR_INVALID);
+  CHECK(strstr(g.msg, "timeout -5 s"));
+  sc_kvlist_clear(&md);
+  sc_kvlist_clear(&env);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+TEST(pause_connect_timeout_delete)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  CHECK_OK(cube_pause(f.c, "s1", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK(!g.already);
+  CHECK_INT(g.status, 204);
+  CHECK_STR(f.s.ctype, ""); /* no body, no content type */
+  CHECK_STR(f.s.body, "");
+
+  CHECK_OK(cube_pause(f.c, "e2b", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(g.already);
+  CHECK_INT(g.status, 409);
+
+  CHECK_OK(cube_pause(f.c, "cube", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(g.already);
+  CHECK_INT(g.status, 500);
+
+  CHECK_OK(cube_pause(f.c, "busy", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 4, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK(!g.already);
+  CHECK(strstr(g.msg, "POST /sandboxes/busy/pause: HTTP 500: "));
+
+  CHECK_OK(cube_connect(f.c, "s1", 600, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 5, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(g.resumed);
+  CHECK_STR(f.s.body, "{\"timeout\":600}");
+  CHECK_STR(f.s.ctype, "application/json");
+  CHECK_OK(cube_connect(f.c, "s2", 600, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 6, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(!g.resumed);
+  CHECK_INT(g.status, 200);
+
+  CHECK_OK(cube_set_timeout(f.c, "s1", 60, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 7, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK_STR(f.s.uri, "/sandboxes/s1/timeout");
+  CHECK_STR(f.s.body, "{\"timeout\":60}");
+
+  CHECK_OK(cube_delete(f.c, "s1", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 8, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(!g.gone);
+  CHECK_STR(f.s.method, "DELETE");
+  CHECK_OK(cube_delete(f.c, "gone", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 9, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(g.gone);
+  CHECK_OK(cube_delete(f.c, "code404", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 10, 5000));
+  CHECK_INT(g.err, SC_OK);
+  CHECK(g.gone);
+
+  CHECK_OK(cube_set_timeout(f.c, "s1", -1, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 11, 5000));
+  CHECK_INT(g.err, SC_ERR_INVALID);
+  CHECK_INT(f.s.requests, 10);
+  CHECK_INT(f.s.conns, 1);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+TEST(retry_after_parsed)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  CHECK_OK(cube_delete(f.c, "limited", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_BUSY);
+  CHECK_INT(g.status, 429);
+  CHECK_INT(g.retry_after_ms, 3000);
+  CHECK(strstr(g.msg, "HTTP 429 (empty body)"));
+  CHECK_OK(cube_delete(f.c, "pausing", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK_INT(g.status, 503);
+  CHECK_INT(g.retry_after_ms, 60000);
+  CHECK_OK(cube_get(f.c, "s1", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.retry_after_ms, -1);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* --- caps, timeouts, connections, concurrency --- */
+
+static void h_big(srv *s, struct evhttp_request *req, const char *path,
+                  const char *query)
+{
+  size_t n = (size_t)2 << 20;
+  char *big = malloc(n + 1);
+  (void)s;
+  (void)query;
+  if(!strcmp(path, "/v2/sandboxes"))
+    n = 2000;
+  memset(big, ' ', n);
+  big[0] = '[';
+  big[n - 1] = ']';
+  big[n] = 0;
+  reply(req, 200, NULL, big);
+  free(big);
+}
+
+TEST(body_over_cap)
+{
+  fixture f;
+  got g = {0};
+  cube_client_opts o;
+  char want[160];
+  cube_client_opts_init(&o);
+  o.list_cap = 1000;
+  CHECK_OK(fx_init(&f, h_big, &o));
+  CHECK_OK(cube_get(f.c, "s1", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_TOO_LARGE);
+  snprintf(want, sizeof(want), "cube 127.0.0.1:%d: GET /sandboxes/s1: body "
+           "over 1 MiB cap", f.s.port);
+  CHECK_STR(g.msg, want);
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.err, SC_ERR_TOO_LARGE);
+  CHECK(strstr(g.msg, "GET /v2/sandboxes: body over 1000 bytes cap"));
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_stall(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  struct evbuffer *b = evbuffer_new();
+  (void)s;
+  (void)path;
+  (void)query;
+  evhttp_send_reply_start(req, 200, "OK");
+  evbuffer_add(b, "[{\"sandboxID\":", 14);
+  evhttp_send_reply_chunk(req, b); /* and never the rest */
+  evbuffer_free(b);
+}
+
+TEST(stalled_body_times_out)
+{
+  fixture f;
+  got g = {0};
+  cube_client_opts o;
+  int64_t t0;
+  cube_client_opts_init(&o);
+  o.timeout_ms = 300;
+  CHECK_OK(fx_init(&f, h_stall, &o));
+  t0 = sctime_mono_ms();
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_TIMEOUT);
+  CHECK(strstr(g.msg, "GET /v2/sandboxes: timed out after 300 ms"));
+  CHECK(sctime_mono_ms() - t0 >= 290);
+  CHECK(sctime_mono_ms() - t0 < 3000);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+static void h_ok(srv *s, struct evhttp_request *req, const char *path,
+                 const char *query)
+{
+  (void)s;
+  (void)path;
+  (void)query;
+  reply(req, 200, NULL, ROW("s1", "running", ""));
+}
+
+typedef struct chain {
+  cube_client *c;
+  int left, done, failed;
+} chain;
+
+static void on_chain(const cube_result *r, void *ud)
+{
+  chain *ch = ud;
+  ch->done++;
+  if(r->err)
+    ch->failed++;
+  if(--ch->left > 0 && cube_get(ch->c, "s1", on_chain, ch))
+    ch->failed++;
+}
+
+TEST(connection_reused)
+{
+  fixture f;
+  chain ch = {0};
+  CHECK_OK(fx_init(&f, h_ok, NULL));
+  ch.c = f.c;
+  ch.left = 20;
+  CHECK_OK(cube_get(f.c, "s1", on_chain, &ch)); /* each starts the next */
+  CHECK(wait_for(f.base, &ch.done, 20, 10000));
+  CHECK_INT(ch.failed, 0);
+  CHECK_INT(f.s.requests, 20);
+  CHECK_INT(f.s.conns, 1);
+  fx_free(&f);
+}
+
+typedef struct counter {
+  int done, failed;
+} counter;
+
+static void on_count(const cube_result *r, void *ud)
+{
+  counter *n = ud;
+  n->done++;
+  if(r->err) {
+    n->failed++;
+    fprintf(stderr, "  unexpected: %s\n", r->message);
+  }
+}
+
+TEST(max_inflight_respected)
+{
+  fixture f;
+  counter n = {0};
+  cube_client_opts o;
+  int i;
+  cube_client_opts_init(&o);
+  o.max_inflight = 3;
+  CHECK_OK(fx_init(&f, h_ok, &o));
+  f.s.delay_ms = 40;
+  for(i = 0; i < 10; i++)
+    CHECK_OK(cube_get(f.c, "s1", on_count, &n));
+  CHECK_INT(cube_client_pending(f.c), 10);
+  CHECK(wait_for(f.base, &n.done, 10, 5000));
+  CHECK_INT(n.failed, 0);
+  CHECK_INT(f.s.requests, 10);
+  CHECK_INT(f.s.max_cur, 3);
+  CHECK(f.s.conns <= 3);
+  CHECK_INT(cube_client_pending(f.c), 0);
+  fx_free(&f);
+}
+
+TEST(qps_bucket_spaces_requests)
+{
+  fixture f;
+  counter n = {0};
+  cube_client_opts o;
+  int i;
+  int64_t t0, dt;
+  cube_client_opts_init(&o);
+  o.qps = 10; /* burst 10, then one each 100 ms */
+  CHECK_OK(fx_init(&f, h_ok, &o));
+  t0 = sctime_mono_ms();
+  for(i = 0; i < 8; i++)
+    CHECK_OK(cube_get(f.c, "s1", on_count, &n));
+  CHECK(wait_for(f.base, &n.done, 8, 5000));
+  dt = sctime_mono_ms() - t0;
+  CHECK_MSG(dt < 300, "burst took %lld ms", (long long)dt);
+  t0 = sctime_mono_ms();
+  for(i = 0; i < 8; i++)
+    CHECK_OK(cube_get(f.c, "s1", on_count, &n));
+  CHECK(wait_for(f.base, &n.done, 16, 5000));
+  dt = sctime_mono_ms() - t0;
+  /* ~2 tokens left: the other 6 wait 100 ms each */
+  CHECK_MSG(dt >= 450 && dt < 2000, "8 more took %lld ms", (long long)dt);
+  CHECK_INT(n.failed, 0);
+  fx_free(&f);
+}
+
+TEST(free_aborts_each_call_once)
+{
+  fixture f;
+  got g[3];
+  int i;
+  memset(g, 0, sizeof(g));
+  CHECK_OK(fx_init(&f, h_stall, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g[0]));
+  CHECK_OK(cube_pause(f.c, "s1", on_result, &g[1]));
+  CHECK(!wait_for(f.base, &g[0].n, 1, 200)); /* in flight, stalled */
+  CHECK_OK(cube_delete(f.c, "s1", on_result, &g[2])); /* queued at most */
+  cube_client_free(f.c);
+  f.c = NULL;
+  for(i = 0; i < 3; i++) {
+    CHECK_INT(g[i].n, 1);
+    CHECK_INT(g[i].err, SC_ERR_UNAVAILABLE);
+    CHECK(strstr(g[i].msg, ": aborted"));
+    got_clear(&g[i]);
+  }
+  fx_free(&f);
+}
+
+TEST(api_key_never_in_messages)
+{
+  fixture f;
+  got g = {0};
+  static const char *const ids[] = {"echo", "busy", "gone", "bad id", "x"};
+  size_t i;
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  for(i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+    int before = g.n;
+    if(i == 1)
+      CHECK_OK(cube_pause(f.c, ids[i], on_result, &g));
+    else
+      CHECK_OK(cube_get(f.c, ids[i], on_result, &g));
+    CHECK(wait_for(f.base, &g.n, before + 1, 5000));
+    CHECK(g.err != SC_OK);
+    CHECK_MSG(!strstr(g.msg, KEY), "key leaked: %s", g.msg);
+    CHECK_MSG(!strstr(g.msg, "sekrit"), "key leaked: %s", g.msg);
+    CHECK_STR(f.s.apikey, i == 3 ? f.s.apikey : KEY);
+  }
+  CHECK_OK(cube_get(f.c, "echo", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 6, 5000));
+  CHECK_INT(g.err, SC_ERR_INVALID);
+  CHECK(strstr(g.msg, "bad key ***"));
+  CHECK_STR(f.s.auth, "Bearer " KEY);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+TEST(connection_refused)
+{
+  struct event_base *base = event_base_new();
+  cube_client_opts o;
+  cube_client *c;
+  sc_errbuf eb;
+  got g = {0};
+  char url[64];
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(fd >= 0);
+  CHECK_OK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)));
+  CHECK_OK(getsockname(fd, (struct sockaddr *)&sa, &sl));
+  close(fd); /* nobody listens there now */
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/", ntohs(sa.sin_port));
+  cube_client_opts_init(&o);
+  o.base_url = url;
+  c = cube_client_new(base, &o, &eb);
+  CHECK(c != NULL);
+  CHECK_OK(cube_get(c, "s1", on_result, &g));
+  CHECK(wait_for(base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK_INT(g.status, 0);
+  CHECK(strstr(g.msg, "GET /sandboxes/s1: curl error 7"));
+  got_clear(&g);
+  cube_client_free(c);
+  event_base_free(base);
+}
+
+TEST(client_options_checked)
+{
+  struct event_base *base = event_base_new();
+  cube_client_opts o;
+  sc_errbuf eb;
+  cube_client *c;
+  static const struct {
+    const char *url;
+    const char *err;
+  } bad[] = {
+    {"ftp://h/", "scheme ftp is not http or https"},
+    {"http://u:p@h/", "must not carry credentials"},
+    {"http://h/?a=b", "must not carry credentials, a query"},
+    {"::::", "is not a URL"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    cube_client_opts_init(&o);
+    o.base_url = bad[i].url;
+    CHECK(cube_client_new(base, &o, &eb) == NULL);
+    CHECK_MSG(strstr(eb.msg, bad[i].err), "%s: %s", bad[i].url, eb.msg);
+  }
+  cube_client_opts_init(&o);
+  o.api_key = "key\n";
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK(strstr(eb.msg, "control character"));
+  CHECK(!strstr(eb.msg, "key\n"));
+  cube_client_opts_init(&o);
+  o.base_url = "https://cube.example:8443/api/";
+  o.ca_file = "/nonexistent/ca.pem";
+  c = cube_client_new(base, &o, &eb);
+  CHECK(c != NULL);
+  CHECK_STR(cube_client_peer(c), "cube.example:8443");
+  cube_client_free(c);
+  cube_client_free(NULL);
+  CHECK(cube_client_new(NULL, &o, &eb) == NULL);
+  event_base_free(base);
+}
+
+/* --- the probe --- */
+
+static void h_probe(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  (void)query;
+  if(!strcmp(path, "/health")) {
+    reply(req, 200, NULL, "{\"status\":\"ok\"}");
+    return;
+  }
+  switch(s->n) {
+  case 0:
+    reply(req, 200, NULL, "[" ROW(HEX1, "running", "") "]");
+    break;
+  case 1:
+    reply(req, 200, NULL, "[" ROW("ia1b2c3d4e5f6g7h8i9j0", "running", "") "]");
+    break;
+  case 2:
+    reply(req, 200, NULL, "[]");
+    break;
+  case 3:
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      "x");
+    reply(req, 200, NULL, "[]");
+    break;
+  case 4:
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      "x");
+    reply(req, 200, NULL, "[" ROW(HEX1, "running", "") "]");
+    break;
+  default:
+    reply(req, 401, NULL, "{\"code\":401,\"message\":\"no key\"}");
+  }
+}
+
+TEST(probe_heuristic)
+{
+  fixture f;
+  got g = {0};
+  static const struct {
+    cube_dialect d;
+    const char *detail;
+  } want[] = {
+    {CUBE_DIALECT_CUBE, "1 sandbox IDs of 32 lowercase hex"},
+    {CUBE_DIALECT_E2B, "1 sandbox IDs of i+20"},
+    {CUBE_DIALECT_UNKNOWN, "no sandboxes to look at"},
+    {CUBE_DIALECT_E2B, "X-Next-Token sent"},
+    {CUBE_DIALECT_UNKNOWN, "mixed signs"},
+  };
+  int i;
+  CHECK_OK(fx_init(&f, h_probe, NULL));
+  for(i = 0; i < 5; i++) {
+    f.s.n = i;
+    CHECK_OK(cube_probe(f.c, on_result, &g));
+    CHECK(wait_for(f.base, &g.n, i + 1, 5000));
+    CHECK_MSG(g.err == SC_OK, "%d: %s", i, g.msg);
+    CHECK_MSG(g.dialect == want[i].d, "%d: %s (%s)", i,
+              cube_dialect_name(g.dialect), g.detail);
+    CHECK_MSG(strstr(g.detail, want[i].detail), "%d: %s", i, g.detail);
+    CHECK_STR(f.s.uri, "/v2/sandboxes?limit=5");
+  }
+  f.s.n = 9;
+  CHECK_OK(cube_probe(f.c, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 6, 5000));
+  CHECK_INT(g.err, SC_ERR_INVALID);
+  CHECK(strstr(g.msg, "GET /v2/sandboxes: HTTP 401"));
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* --- TLS: a one-thread blocking OpenSSL server with a fresh self-signed
+ * certificate for 127.0.0.1 --- */
+
+typedef struct tls_srv {
+  int lfd, port, served, handshakes_failed;
+  SSL_CTX *ctx;
+  pthread_t th;
+  char ca_path[64];
+} tls_srv;
+
+static void *tls_serve(void *arg)
+{
+  tls_srv *t = arg;
+  for(;;) {
+    char req[4096];
+    size_t got_n = 0;
+    SSL *ssl;
+    int fd = accept(t->lfd, NULL, NULL);
+    if(fd < 0)
+      break;
+    ssl = SSL_new(t->ctx);
+    SSL_set_fd(ssl, fd);
+    if(SSL_accept(ssl) != 1)
+      t->handshakes_failed++;
+    else {
+      while(got_n < sizeof(req) - 1) {
+        int r = SSL_read(ssl, req + got_n, (int)(sizeof(req) - 1 - got_n));
+        if(r <= 0)
+          break;
+        got_n += (size_t)r;
+        req[got_n] = 0;
+        if(strstr(req, "\r\n\r\n"))
+          break;
+      }
+      {
+        const char *body = ROW("s1", "running", "");
+        char resp[1024];
+        int n = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                         strlen(body), body);
+        SSL_write(ssl, resp, n);
+        t->served++;
+      }
+      SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    close(fd);
+  }
+  return NULL;
+}
+
+static int tls_start(tls_srv *t)
+{
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  X509_NAME *nm;
+  X509_EXTENSION *ext;
+  X509V3_CTX v3;
+  struct sockaddr_in sa;
+  socklen_t sl = sizeof(sa);
+  FILE *fp;
+  int fd;
+  memset(t, 0, sizeof(*t));
+  if(!key || !x)
+    return -1;
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_set_version(x, 2);
+  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, key);
+  nm = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC,
+                             (const unsigned char *)"127.0.0.1", -1, -1, 0);
+  X509_set_issuer_name(x, nm);
+  X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+  ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+  X509_add_ext(x, ext, -1);
+  X509_EXTENSION_free(ext);
+  ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "CA:TRUE");
+  X509_add_ext(x, ext, -1);
+  X509_EXTENSION_free(ext);
+  if(!X509_sign(x, key, EVP_sha256()))
+    return -1;
+  snprintf(t->ca_path, sizeof(t->ca_path), "/tmp/test_cube_ca.XXXXXX");
+  fd = mkstemp(t->ca_path);
+  if(fd < 0 || !(fp = fdopen(fd, "w")))
+    return -1;
+  PEM_write_X509(fp, x);
+  fclose(fp);
+  t->ctx = SSL_CTX_new(TLS_server_method());
+  if(!t->ctx || SSL_CTX_use_certificate(t->ctx, x) != 1 ||
+     SSL_CTX_use_PrivateKey(t->ctx, key) != 1)
+    return -1;
+  X509_free(x);
+  EVP_PKEY_free(key);
+  t->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if(bind(t->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+     listen(t->lfd, 8) ||
+     getsockname(t->lfd, (struct sockaddr *)&sa, &sl))
+    return -1;
+  t->port = ntohs(sa.sin_port);
+  return pthread_create(&t->th, NULL, tls_serve, t) ? -1 : 0;
+}
+
+static void tls_stop(tls_srv *t)
+{
+  shutdown(t->lfd, SHUT_RDWR); /* wakes accept() */
+  pthread_join(t->th, NULL);
+  close(t->lfd);
+  SSL_CTX_free(t->ctx);
+  unlink(t->ca_path);
+}
+
+TEST(tls_verified_by_default)
+{
+  tls_srv t;
+  struct event_base *base = event_base_new();
+  cube_client_opts o;
+  cube_client *c;
+  sc_errbuf eb;
+  got g = {0};
+  char url[64];
+  int i;
+  CHECK_OK(tls_start(&t));
+  snprintf(url, sizeof(url), "https://127.0.0.1:%d", t.port);
+  for(i = 0; i < 3; i++) {
+    cube_client_opts_init(&o);
+    o.base_url = url;
+    o.api_key = KEY;
+    if(i == 1)
+      o.ca_file = t.ca_path;
+    if(i == 2)
+      o.insecure_skip_verify = true;
+    c = cube_client_new(base, &o, &eb);
+    CHECK(c != NULL);
+    CHECK_OK(cube_get(c, "s1", on_result, &g));
+    CHECK(wait_for(base, &g.n, i + 1, 5000));
+    if(i == 0) { /* a self-signed server without --cube-ca: refused */
+      CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+      CHECK_MSG(strstr(g.msg, "curl error 60"), "%s", g.msg);
+    }
+    else {
+      CHECK_MSG(g.err == SC_OK, "case %d: %s", i, g.msg);
+      CHECK_STR(g.sb.sandbox_id, "s1");
+    }
+    cube_client_free(c);
+  }
+  tls_stop(&t);
+  CHECK_INT(t.served, 2);
+  CHECK_INT(t.handshakes_failed, 1);
+  got_clear(&g);
+  event_base_free(base);
+}
+
+TEST_LIST = {
+  T(meta_encode_table),
+  T(meta_round_trip_tricky),
+  T(meta_encode_empty_and_bad),
+  T(meta_decode_table),
+  T(parse_list_table),
+  T(parse_list_fields),
+  T(parse_depth_limited),
+  T(parse_sandbox_and_created),
+  T(parse_error_body),
+  T(id_shapes),
+  T(list_follows_pages),
+  T(list_truncated_suspect),
+  T(list_paging_loop_detected),
+  T(list_bad_row_fails_whole_list),
+  T(list_failing_page_returns_no_rows),
+  T(get_and_not_found),
+  T(create_sends_both_dialects),
+  T(pause_connect_timeout_delete),
+  T(retry_after_parsed),
+  T(body_over_cap),
+  T(stalled_body_times_out),
+  T(connection_reused),
+  T(max_inflight_respected),
+  T(qps_bucket_spaces_requests),
+  T(free_aborts_each_call_once),
+  T(api_key_never_in_messages),
+  T(connection_refused),
+  T(client_options_checked),
+  T(probe_heuristic),
+  T(tls_verified_by_default),
+  {0}};
+
+TEST_MAIN()
