@@ -23,7 +23,7 @@ PREFIX  ?= /usr/local
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
-CFLAGS  ?= $(OPT) -g
+CFLAGS  ?= $(OPT) -g -gdwarf-4
 ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(WARN) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS)

@@ -101,6 +101,7 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv);
 int ctl_cmd_delete(ctl_env *env, int argc, char **argv);
 int ctl_cmd_validate(ctl_env *env, int argc, char **argv);
 int ctl_cmd_wake(ctl_env *env, int argc, char **argv);
+int ctl_cmd_plan(ctl_env *env, int argc, char **argv);
 
 /* The text of `sessionctl --help`. */
 extern const char ctl_usage_text[];

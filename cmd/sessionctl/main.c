@@ -23,6 +23,8 @@ const char ctl_usage_text[] =
   "store\n"
   "  wake NAME                 bump spec.wake: ask for a new sandbox after "
   "a reclaim\n"
+  "  plan                      what the controller would do now, and why "
+  "(read-only)\n"
   "\n"
   "Global flags (accepted before or after the command):\n"
   "  --store URL      the store: sqlite:PATH (default from $SESSION_STORE, "
@@ -41,6 +43,7 @@ static const struct {
   {"apply", ctl_cmd_apply},       {"get", ctl_cmd_get},
   {"describe", ctl_cmd_describe}, {"delete", ctl_cmd_delete},
   {"validate", ctl_cmd_validate}, {"wake", ctl_cmd_wake},
+  {"plan", ctl_cmd_plan},
   {NULL, NULL}
 };
 

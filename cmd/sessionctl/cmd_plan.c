@@ -1,0 +1,293 @@
+/*
+ * cmd_plan.c - `sessionctl plan`: what the controller would do now, each
+ * action with its reason. Read-only: it reads the store, lists and GETs
+ * sandboxes from Cube, runs the same pure planner as the controller, and
+ * prints the plan. It never calls a mutating Cube endpoint and never
+ * writes the store.
+ */
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../api/duration.h"
+#include "../../controller/cube.h"
+#include "../../controller/observe.h"
+#include "../../controller/plan.h"
+#include "../../controller/store.h"
+#include "ctl.h"
+
+static const char plan_help[] =
+  "Print what the controller would do now, and why (read-only).\n"
+  "\n"
+  "It reads every session from the store, lists the sandboxes tagged\n"
+  "lea.managed-by=NAME in Cube (and GETs those a status links to), and\n"
+  "runs the controller's planner on them with Cube's clock. Nothing is\n"
+  "changed in Cube or in the store.\n"
+  "\n"
+  "Usage:\n"
+  "  sessionctl plan [flags]\n"
+  "\n"
+  "Flags:\n"
+  "      --cube-url URL             Cube API base URL (default $SESSION_CONTROLLER_CUBE_URL,\n"
+  "                                 else http://127.0.0.1:3000)\n"
+  "      --cube-api-key-file FILE   file holding the API key (else $CUBE_API_KEY)\n"
+  "      --cube-ca FILE             CA bundle for Cube's TLS certificate\n"
+  "      --cube-insecure-skip-verify  do not verify Cube's certificate\n"
+  "      --name NAME                the controller's lea.managed-by value\n"
+  "                                 (default session-controller)\n"
+  "      --orphan-grace DURATION    as the controller's flag (default 10m)\n"
+  "      --max-delete-fraction X    as the controller's flag (default 0.2)\n"
+  "      --force                    plan as the controller would with --force\n"
+  "      --store URL                where sessions live (default $SESSION_STORE,\n"
+  "                                 else sqlite:sessions.db)\n"
+  "  -h, --help                     help for plan\n"
+  "\n"
+  "Exit status: 0 when the plan was computed (with or without actions),\n"
+  "1 when the store or Cube could not be read, 2 on a usage error.\n";
+
+enum {
+  OPT_CUBE_URL = 1,
+  OPT_KEY_FILE,
+  OPT_CA,
+  OPT_INSECURE,
+  OPT_NAME,
+  OPT_GRACE,
+  OPT_FRACTION,
+  OPT_FORCE
+};
+
+typedef struct plan_run {
+  store_list_result list;
+  plan_config cfg;
+  int rc;
+} plan_run;
+
+static void print_plan(plan_run *pr, const observation *obs, const plan *p)
+{
+  char now[SCTIME_RFC3339_MAX];
+  size_t i, wa = 6, ws = 7, wb = 7;
+  sctime_format_rfc3339(obs->cube_now, now, sizeof(now));
+  printf("Cube clock %s; %zu sessions, %zu sandboxes observed%s\n", now,
+         pr->list.n, obs->n_sbs,
+         obs->truncated ? " (a list may be truncated: no orphan decisions)"
+                        : "");
+  if(p->guard_tripped)
+    printf("DELETE GUARD: %s\n", p->guard_message ? p->guard_message : "");
+  if(!p->n_actions) {
+    printf("No actions: Cube and the store agree.\n");
+    return;
+  }
+  for(i = 0; i < p->n_actions; i++) {
+    const plan_action *a = &p->actions[i];
+    size_t l1 = strlen(a->type == PLAN_DELETE
+                         ? plan_delete_kind_name(a->del_kind)
+                         : plan_action_type_name(a->type)) + 7;
+    size_t l2 = a->ns ? strlen(a->ns) + strlen(a->name) + 1 : 1;
+    size_t l3 = a->sandbox_id ? strlen(a->sandbox_id) : 1;
+    if(l1 > wa)
+      wa = l1;
+    if(l2 > ws)
+      ws = l2;
+    if(l3 > wb)
+      wb = l3;
+  }
+  printf("%-*s   %-*s   %-*s   %s\n", (int)wa, "ACTION", (int)ws, "SESSION",
+         (int)wb, "SANDBOX", "REASON");
+  for(i = 0; i < p->n_actions; i++) {
+    const plan_action *a = &p->actions[i];
+    char act[64], key[300];
+    if(a->type == PLAN_DELETE)
+      snprintf(act, sizeof(act), "delete/%s",
+               plan_delete_kind_name(a->del_kind));
+    else
+      snprintf(act, sizeof(act), "%s", plan_action_type_name(a->type));
+    if(a->ns)
+      snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
+    else
+      snprintf(key, sizeof(key), "-");
+    printf("%-*s   %-*s   %-*s   %s\n", (int)wa, act, (int)ws, key, (int)wb,
+           a->sandbox_id ? a->sandbox_id : "-", a->reason ? a->reason : "");
+  }
+}
+
+static void on_observed(observation *obs, void *ud)
+{
+  plan_run *pr = ud;
+  plan_input in;
+  plan *p = NULL;
+  if(obs->failed) {
+    fprintf(stderr, "error: %s\n",
+            obs->fail_msg ? obs->fail_msg : "could not observe Cube");
+    pr->rc = CTL_EXIT_FAIL;
+    observation_free(obs);
+    return;
+  }
+  memset(&in, 0, sizeof(in));
+  in.sessions = pr->list.items;
+  in.n_sessions = pr->list.n;
+  in.sandboxes = obs->sbs;
+  in.n_sandboxes = obs->n_sbs;
+  in.gone = (const char *const *)obs->gone;
+  in.n_gone = obs->n_gone;
+  in.list_complete = !obs->truncated;
+  in.cube_now = obs->cube_now;
+  if(plan_compute(&in, &pr->cfg, &p)) {
+    fprintf(stderr, "error: planning failed (out of memory)\n");
+    pr->rc = CTL_EXIT_FAIL;
+  }
+  else {
+    print_plan(pr, obs, p);
+    pr->rc = CTL_EXIT_OK;
+  }
+  plan_free(p);
+  observation_free(obs);
+}
+
+static char *read_key_file(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  char buf[8193];
+  size_t n;
+  if(!f)
+    return NULL;
+  n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  while(n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    buf[--n] = '\0';
+  return n ? strdup(buf) : NULL;
+}
+
+int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
+{
+  static const ctl_opt opts[] = {
+    {"cube-url", 0, true, OPT_CUBE_URL},
+    {"cube-api-key-file", 0, true, OPT_KEY_FILE},
+    {"cube-ca", 0, true, OPT_CA},
+    {"cube-insecure-skip-verify", 0, false, OPT_INSECURE},
+    {"name", 0, true, OPT_NAME},
+    {"orphan-grace", 0, true, OPT_GRACE},
+    {"max-delete-fraction", 0, true, OPT_FRACTION},
+    {"force", 0, false, OPT_FORCE},
+    {NULL, 0, false, 0}};
+  const char *e = getenv("SESSION_CONTROLLER_CUBE_URL");
+  const char *url = e && *e ? e : CUBE_DEFAULT_URL;
+  const char *key_file = NULL, *ca = NULL, *val;
+  char *key = NULL;
+  bool insecure = false;
+  plan_run pr;
+  ctl_args p;
+  int id;
+  store *st = NULL;
+  store_list_opts lo = {NULL, true};
+  struct event_base *base = NULL;
+  cube_client *cube = NULL;
+  cube_client_opts co;
+  sc_kvlist filter = {0};
+  sc_errbuf eb;
+  sc_err err;
+
+  memset(&pr, 0, sizeof(pr));
+  plan_config_defaults(&pr.cfg);
+  ctl_args_init(&p, argc, argv, opts);
+  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+    switch(id) {
+    case CTL_ARG_ERR:
+      return ctl_usage_error("%s", p.err);
+    case CTL_OPT_HELP:
+      fputs(plan_help, stdout);
+      return CTL_EXIT_OK;
+    case CTL_OPT_STORE:
+      env->store_url = val;
+      break;
+    case OPT_CUBE_URL:
+      url = val;
+      break;
+    case OPT_KEY_FILE:
+      key_file = val;
+      break;
+    case OPT_CA:
+      ca = val;
+      break;
+    case OPT_INSECURE:
+      insecure = true;
+      break;
+    case OPT_NAME:
+      pr.cfg.controller_name = val;
+      break;
+    case OPT_GRACE:
+      if(duration_parse(val, &pr.cfg.orphan_grace_ms))
+        return ctl_usage_error("plan: --orphan-grace: \"%s\" is not a "
+                               "duration (use e.g. 10m)", val);
+      break;
+    case OPT_FRACTION: {
+      char *end;
+      double d = strtod(val, &end);
+      if(end == val || *end || !(d >= 0) || d > 1)
+        return ctl_usage_error("plan: --max-delete-fraction: \"%s\" is not "
+                               "a number from 0 to 1", val);
+      pr.cfg.max_delete_fraction = d;
+      break;
+    }
+    case OPT_FORCE:
+      pr.cfg.force = true;
+      break;
+    case CTL_ARG_POS:
+      return ctl_usage_error("plan: unexpected argument \"%s\"", val);
+    default:
+      return ctl_usage_error("plan: unexpected flag");
+    }
+  }
+  if(key_file) {
+    key = read_key_file(key_file);
+    if(!key) {
+      fprintf(stderr, "error: --cube-api-key-file %s: cannot read a key\n",
+              key_file);
+      return CTL_EXIT_FAIL;
+    }
+  }
+  else if((e = getenv("CUBE_API_KEY")) && *e)
+    key = strdup(e);
+
+  pr.rc = CTL_EXIT_FAIL;
+  st = ctl_open_store(env, NULL);
+  if(!st)
+    goto out;
+  err = store_list(st, &lo, &pr.list, &eb);
+  if(err) {
+    ctl_store_error(err, &eb);
+    goto out;
+  }
+  base = event_base_new();
+  if(!base)
+    goto out;
+  cube_client_opts_init(&co);
+  co.base_url = url;
+  co.api_key = key;
+  co.ca_file = ca;
+  co.insecure_skip_verify = insecure;
+  cube = cube_client_new(base, &co, &eb);
+  if(!cube) {
+    fprintf(stderr, "error: %s\n", eb.msg);
+    goto out;
+  }
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY, pr.cfg.controller_name))
+    goto out;
+  if(observe_start(cube, NULL, NULL, &filter, pr.list.items, pr.list.n,
+                   on_observed, &pr)) {
+    fprintf(stderr, "error: could not start the Cube calls\n");
+    goto out;
+  }
+  event_base_dispatch(base);
+
+out:
+  sc_kvlist_clear(&filter);
+  cube_client_free(cube);
+  if(base)
+    event_base_free(base);
+  store_list_result_free(&pr.list);
+  store_close(st);
+  free(key);
+  return pr.rc;
+}
