@@ -230,6 +230,19 @@ static int state_rank(cube_sb_state st)
   }
 }
 
+static int kv_cmp(const sc_kvlist *a, const sc_kvlist *b)
+{
+  size_t i;
+  int c;
+  for(i = 0; i < a->n && i < b->n; i++)
+    if((c = strcmp(a->items[i].key, b->items[i].key)) ||
+       (c = strcmp(a->items[i].value, b->items[i].value)))
+      return c;
+  return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* A total order, so a sandbox observed twice resolves the same way
+ * whatever the input order. */
 static int sb_cmp(const void *pa, const void *pb)
 {
   const sb_rec *a = pa, *b = pb;
@@ -244,6 +257,8 @@ static int sb_cmp(const void *pa, const void *pb)
     return a->b->end_at < b->b->end_at ? -1 : 1;
   if(a->b->started_at != b->b->started_at)
     return a->b->started_at < b->b->started_at ? -1 : 1;
+  if((c = kv_cmp(&a->b->metadata, &b->b->metadata)))
+    return c;
   return strcmp0(a->b->template_id, b->b->template_id);
 }
 
@@ -341,6 +356,7 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->timeout_s = timeout_s;
   a->cube_now = pl->in->cube_now;
   if(r) {
+    a->s = r->s;
     if(!(a->ns = strdup(r->ns ? r->ns : SESSION_DEFAULT_NAMESPACE)) ||
        !(a->name = strdup(r->name ? r->name : "")))
       return SC_ERR_NOMEM;
@@ -1063,17 +1079,24 @@ static sc_err build_join(planner *pl)
   qsort(pl->links, pl->n_links, sizeof(*pl->links), claim_cmp);
   qsort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs), claim_cmp);
 
-  /* resolve links: the first claim of an ID owns it */
+  /* resolve links: the first claim of an ID owns it. Only an observed
+   * sandbox can be contested: when the ID is gone or unconfirmed, every
+   * claimant sees the same (gone, or confirm) */
   for(i = 0; i < pl->n_links; i = j) {
     sess_rec *owner = &pl->recs[pl->links[i].rec];
-    size_t k;
+    size_t k = sb_find(pl, owner->link), q;
+    enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
     for(j = i + 1; j < pl->n_links && !strcmp(pl->links[j].a,
-                                              pl->links[i].a); j++) {
-      sess_rec *r = &pl->recs[pl->links[j].rec];
+                                              pl->links[i].a); j++)
+      ;
+    for(q = i + 1; q < j; q++) {
+      sess_rec *r = &pl->recs[pl->links[q].rec];
       r->other_link = pl->links[i].rec;
-      r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
+      if(k == SIZE_MAX)
+        r->ls = unseen;
+      else
+        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
     }
-    k = sb_find(pl, owner->link);
     if(k != SIZE_MAX) {
       sb_rec *sb = &pl->sbs[k];
       sb->linked = true;
@@ -1088,10 +1111,8 @@ static sc_err build_join(planner *pl)
         sb->owner = pl->links[i].rec;
       }
     }
-    else if(is_gone(pl, owner->link))
-      owner->ls = LS_GONE;
     else
-      owner->ls = LS_CONFIRM;
+      owner->ls = unseen;
   }
 
   /* resolve pairs: live non-owners are in conflict */
