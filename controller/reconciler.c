@@ -218,16 +218,16 @@ static void pass_fail(pass *ps, const char *msg, int64_t retry_after_ms)
 /* ------------------------------------------------------------------ */
 /* actions */
 
-static size_t find_session(pass *ps, const char *ns, const char *name)
+/* the index of the plan session an action belongs to: by identity, since a
+ * tombstone and a re-created object may share namespace/name */
+static size_t find_session(pass *ps, const session *s)
 {
   size_t i;
-  if(!ns || !name)
+  if(!s)
     return (size_t)-1;
-  for(i = 0; i < ps->p->n_sessions; i++) {
-    const session *s = ps->p->sessions[i].s;
-    if(!strcmp(s->meta.namespace_, ns) && !strcmp(s->meta.name, name))
+  for(i = 0; i < ps->p->n_sessions; i++)
+    if(ps->p->sessions[i].s == s)
       return i;
-  }
   return (size_t)-1;
 }
 
@@ -441,7 +441,7 @@ static void start_action(pass *ps, const plan_action *a)
     return;
   c->ps = ps;
   c->a = a;
-  c->si = find_session(ps, a->ns, a->name);
+  c->si = find_session(ps, a->s);
   c->t0 = sctime_mono_ms();
   ps->pending++;
   if(c->si != (size_t)-1) {

@@ -11,7 +11,8 @@ sim_create() {
     "{\"templateID\":\"shell\",\"timeout\":${2:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${3:-default}\",\"lea.managed-by\":\"session-controller\"}}" |
     jq -r .sandboxID
 }
-sim_state_id() { sim_truth | jq -r --arg id "$1" '.[] | select(.sandboxID==$id) | .state'; }
+sim_state_id() { sb_field "$1" state; }
+count_state() { sim_truth | jq --arg s "$1" '[.[] | select(.state==$s)] | length'; }
 deletes_in_audit() { sim_audit | jq -s '[.[] | select(.method=="DELETE" and .source=="api")] | length'; }
 metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
@@ -25,7 +26,6 @@ apply_n() { # apply_n PREFIX N [STATE] [IDLE]
   done
   ctl apply -f "$T/many.yaml" >/dev/null
 }
-live_total() { sim_truth | jq '[.[] | select(.state!="deleted")] | length'; }
 
 for d in cube e2b; do
   rm -f "$T/sessions.db"*
@@ -37,12 +37,12 @@ for d in cube e2b; do
   sleep 2.5
   check "$d: running orphan left alone" test "$(sim_state_id "$g")" = running
   sim_advance 360   # idle-paused at 600 s
-  check "$d: orphan idle-paused" wait_until 5 test "$(sim_state_id "$g")" = paused
+  check "$d: orphan idle-paused" wait_eq 5 paused sim_state_id "$g"
   sim_advance 300
   sleep 2.5
   check "$d: paused orphan kept within the grace" test "$(sim_state_id "$g")" = paused
   sim_advance 360
-  check "$d: paused orphan deleted after the grace" wait_until 10 test "$(sim_state_id "$g")" = deleted
+  check "$d: paused orphan deleted after the grace" wait_eq 10 deleted sim_state_id "$g"
   check "$d: orphan delete audited with its facts" sh -c "jq -e -s 'map(select(.kind==\"orphan\" and .outcome==\"done\" and .sandboxID==\"$g\" and .observedState==\"paused\" and (.cubeNow|length)>0)) | length == 1' '$T/audit-$d.jsonl'"
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
 
@@ -61,7 +61,7 @@ for d in cube e2b; do
   start_cubesim --dialect "$d"
   start_controller "g1-$d"
   apply_n g 15 Active 1m
-  check "$d: 15 sandboxes created" wait_until 15 test "$(live_total)" = 15
+  check "$d: 15 sandboxes created" wait_eq 15 15 live_total
   stop_pid "$CTL_PID"
   STORE_SAVED=$STORE
   STORE="sqlite:$T/empty.db"
@@ -76,7 +76,7 @@ for d in cube e2b; do
   check "$d: guard metric raised" sh -c "curl -sf http://127.0.0.1:$p/metrics | grep -q '^session_controller_delete_guard_tripped_total [1-9]'"
   stop_pid "$CTL_PID"
   start_controller "g3-$d" --force
-  check "$d: --force overrides the guard" wait_until 10 test "$(live_total)" = 0
+  check "$d: --force overrides the guard" wait_eq 10 0 live_total
   stop_pid "$CTL_PID"
   STORE=$STORE_SAVED
   stop_pid "$SIM_PID"
@@ -90,10 +90,10 @@ for d in cube e2b; do
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: dup1}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
   start_controller "r1-$d"; p1=$CTL_PID
   start_controller "r2-$d"; p2=$CTL_PID
-  check "$d: duplicate resolved to one sandbox" wait_until 10 test "$(sim_live_for dup1)" = 1
+  check "$d: duplicate resolved to one sandbox" wait_eq 10 1 sim_live_for dup1
   check "$d: the oldest sandbox wins" test "$(sim_state_id "$a")" = running
   check "$d: the younger one is deleted" test "$(sim_state_id "$b")" = deleted
-  check "$d: status links the winner" wait_until 5 sh -c "[ \"\$(\"$BINDIR/sessionctl\" --store $STORE get sessions dup1 -o json | jq -r .status.sandboxID)\" = '$a' ]"
+  check "$d: status links the winner" wait_eq 5 "$a" sess_field dup1 default .status.sandboxID
   sleep 2
   check "$d: still one sandbox after both replicas ran" test "$(sim_live_for dup1)" = 1
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$SIM_PID"
@@ -104,15 +104,15 @@ for d in cube e2b; do
   start_controller "md-$d"
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: md1}\nspec: {template: shell}\n' >"$T/md1.yaml"
   ctl apply -f "$T/md1.yaml" >/dev/null
-  check "$d: md1 created" wait_until 10 test "$(live_total)" = 1
+  check "$d: md1 created" wait_eq 10 1 live_total
   printf '  state: Paused\n' >>"$T/md1.yaml"
   ctl apply -f "$T/md1.yaml" >/dev/null
-  check "$d: md1 paused (its tags dropped)" wait_until 10 sh -c "curl -sf $SIM/_sim/sandboxes | jq -e '[.[] | select(.state==\"paused\")] | length == 1'"
+  check "$d: md1 paused (its tags dropped)" wait_eq 10 1 count_state paused
   sleep 3
   check "$d: no second sandbox after tags were lost" test "$(live_total)" = 1
   sed -i 's/  state: Paused//' "$T/md1.yaml"
   ctl apply -f "$T/md1.yaml" >/dev/null
-  check "$d: resumed through the status link" wait_until 10 sh -c "curl -sf $SIM/_sim/sandboxes | jq -e '[.[] | select(.state==\"running\")] | length == 1'"
+  check "$d: resumed through the status link" wait_eq 10 1 count_state running
   check "$d: still one sandbox" test "$(live_total)" = 1
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
 
@@ -121,7 +121,7 @@ for d in cube e2b; do
   start_cubesim --dialect "$d" --seed 7 --faults '*:error=0.2@500,pause:error=0.2@503+retry=1,create:error=0.1@429,list:truncate=0.3'
   start_controller "f-$d"
   apply_n f 10 Active 15m
-  check "$d: under faults every session gets one sandbox" wait_until 30 test "$(live_total)" = 10
+  check "$d: under faults every session gets one sandbox" wait_eq 30 10 live_total
   sleep 3
   check "$d: under faults nothing was deleted" test "$(deletes_in_audit)" = 0
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
@@ -136,12 +136,12 @@ for d in cube e2b; do
         --metrics-addr 127.0.0.1:0 --resync 1s --replica "fk$skew" 2>"$T/fk-$d.log" &
       fpid=$!
       PIDS="$PIDS $fpid"
-      check "$d/$skew: created" wait_until 10 test "$(sim_live_for fk1)" = 1
+      check "$d/$skew: created" wait_eq 10 1 sim_live_for fk1
       sim_advance 120
       sleep 3
       check "$d/$skew: not reclaimed early by a skewed local clock" test "$(sim_live_for fk1)" = 1
       sim_advance 3700
-      check "$d/$skew: reclaimed by Cube's clock" wait_until 10 test "$(sim_live_for fk1)" = 0
+      check "$d/$skew: reclaimed by Cube's clock" wait_eq 10 0 sim_live_for fk1
       stop_pid "$fpid"; stop_pid "$SIM_PID"
     done
   else

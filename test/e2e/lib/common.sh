@@ -77,5 +77,23 @@ start_controller() {
   PIDS="$PIDS $CTL_PID"
 }
 
-# session_field NAME JQPATH [NS]: a field of a session's JSON
-session_field() { ctl get sessions "$1" -n "${3:-default}" -o json 2>/dev/null | jq -r "$2"; }
+# wait_eq SECONDS WANT CMD...: run CMD every 0.1 s until it prints WANT;
+# on a timeout, say what it printed last
+wait_eq() {
+  limit=$(( $1 * 10 )); want=$2; shift 2
+  i=0
+  got=""
+  while [ $i -lt $limit ]; do
+    got=$("$@" 2>/dev/null)
+    [ "$got" = "$want" ] && return 0
+    sleep 0.1; i=$((i + 1))
+  done
+  echo "  (waited ${limit}00 ms: got '$got', want '$want')"
+  return 1
+}
+
+# sess_field NAME NS JQ: a field of a session's JSON, from the store
+sess_field() { ctl get sessions "$1" -n "$2" -o json 2>/dev/null | jq -r "$3"; }
+# sb_field ID FIELD: a field of a sandbox in cubesim's truth
+sb_field() { sim_truth | jq -r --arg id "$1" ".[] | select(.sandboxID==\$id) | .$2"; }
+live_total() { sim_truth | jq '[.[] | select(.state!="deleted")] | length'; }
