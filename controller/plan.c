@@ -56,6 +56,7 @@ typedef struct sess_rec {
 } sess_rec;
 
 typedef struct sb_rec {
+  uint64_t h;           /* hash of the ID: sorts without touching strings */
   const cube_sandbox *b;
   const char *tenant, *sid, *mb;
   bool ours;
@@ -64,7 +65,9 @@ typedef struct sb_rec {
 } sb_rec;
 
 typedef struct claim {
+  uint64_t h;           /* hash of the key */
   const char *a, *b;    /* id / (tenant, sid) */
+  const struct sess_rec *r;
   size_t rec;
 } claim;
 
@@ -72,15 +75,15 @@ typedef struct planner {
   const plan_input *in;
   const plan_config *cfg;
   const char *cname;
-  sess_rec *recs;       /* sorted: live first, then by key */
+  sess_rec *recs;       /* in input order */
   size_t n_recs;
-  sb_rec *sbs;          /* sorted by ID, deduplicated */
+  sb_rec *sbs;          /* sorted by (hash, ID), deduplicated */
   size_t n_sbs;
   const char **gone;    /* sorted */
   size_t n_gone;
-  claim *links;         /* sorted by (id, rec) */
+  claim *links;         /* sorted by (hash, id, priority) */
   size_t n_links;
-  claim *pairs;         /* sorted by (tenant, sid, rec) */
+  claim *pairs;         /* sorted by (hash, tenant, sid, priority) */
   size_t n_pairs;
   size_t *sblist;       /* per-session sandbox indexes, by rec */
   plan *p;
@@ -131,6 +134,50 @@ static int strcmp0(const char *a, const char *b)
 static bool str_eq0(const char *a, const char *b)
 {
   return !strcmp0(a, b);
+}
+
+/* FNV-1a, 64 bits: a fixed function, so every replica sorts alike. The
+ * internal sorts only need to be deterministic, not lexicographic; keying
+ * them on a hash avoids chasing string pointers (cache misses dominate at
+ * 100k sessions). Equal hashes fall back to the strings. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+  const unsigned char *p = (const unsigned char *)s;
+  for(; *p; p++) {
+    h ^= *p;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+#define FNV_INIT 0xcbf29ce484222325ULL
+
+static uint64_t pair_hash(const char *a, const char *b)
+{
+  uint64_t h = fnv(FNV_INIT, a);
+  h ^= 0xff; /* a byte no string contains: "ab"+"c" differs from "a"+"bc" */
+  h *= 0x100000001b3ULL;
+  return fnv(h, b);
+}
+
+/* Concatenate up to three strings into buf (truncating): a cheap
+ * snprintf for the messages computed for every session every pass. */
+static void cat3(char *buf, size_t len, const char *a, const char *b,
+                 const char *c)
+{
+  const char *parts[3];
+  size_t i, o = 0;
+  parts[0] = a;
+  parts[1] = b;
+  parts[2] = c;
+  for(i = 0; i < 3; i++) {
+    size_t n = strlen(parts[i]);
+    if(n > len - 1 - o)
+      n = len - 1 - o;
+    memcpy(buf + o, parts[i], n);
+    o += n;
+  }
+  buf[o] = 0;
 }
 
 /* "25h", "1h30m", "15m", "90s" -> "1m30s", "500ms". */
@@ -230,11 +277,26 @@ static int state_rank(cube_sb_state st)
   }
 }
 
+static int kv_cmp(const sc_kvlist *a, const sc_kvlist *b)
+{
+  size_t i;
+  int c;
+  for(i = 0; i < a->n && i < b->n; i++)
+    if((c = strcmp(a->items[i].key, b->items[i].key)) ||
+       (c = strcmp(a->items[i].value, b->items[i].value)))
+      return c;
+  return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* A total order, so a sandbox observed twice resolves the same way
+ * whatever the input order. */
 static int sb_cmp(const void *pa, const void *pb)
 {
   const sb_rec *a = pa, *b = pb;
-  int c = strcmp(a->b->sandbox_id, b->b->sandbox_id);
-  if(c)
+  int c;
+  if(a->h != b->h)
+    return a->h < b->h ? -1 : 1;
+  if((c = strcmp(a->b->sandbox_id, b->b->sandbox_id)))
     return c;
   if(state_rank(a->b->state) != state_rank(b->b->state))
     return state_rank(a->b->state) - state_rank(b->b->state);
@@ -244,6 +306,8 @@ static int sb_cmp(const void *pa, const void *pb)
     return a->b->end_at < b->b->end_at ? -1 : 1;
   if(a->b->started_at != b->b->started_at)
     return a->b->started_at < b->b->started_at ? -1 : 1;
+  if((c = kv_cmp(&a->b->metadata, &b->b->metadata)))
+    return c;
   return strcmp0(a->b->template_id, b->b->template_id);
 }
 
@@ -252,25 +316,34 @@ static int str_cmp(const void *pa, const void *pb)
   return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
+/* Within one key, claims sort by priority: live before tombstones, then
+ * the lowest namespace/name (rec_cmp). */
 static int claim_cmp(const void *pa, const void *pb)
 {
   const claim *a = pa, *b = pb;
-  int c = strcmp(a->a, b->a);
-  if(c)
+  int c;
+  if(a->h != b->h)
+    return a->h < b->h ? -1 : 1;
+  if((c = strcmp(a->a, b->a)) || (c = strcmp0(a->b, b->b)))
     return c;
-  if((c = strcmp0(a->b, b->b)))
-    return c;
-  return a->rec < b->rec ? -1 : a->rec > b->rec;
+  return rec_cmp(a->r, b->r);
 }
 
-/* first claim with key (a, b), or SIZE_MAX */
-static size_t claim_find(const claim *v, size_t n, const char *a,
+static bool claim_same(const claim *x, const claim *y)
+{
+  return x->h == y->h && !strcmp(x->a, y->a) && !strcmp0(x->b, y->b);
+}
+
+/* first claim with key (h, a, b), or SIZE_MAX */
+static size_t claim_find(const claim *v, size_t n, uint64_t h, const char *a,
                          const char *b)
 {
   size_t lo = 0, hi = n;
   while(lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(v[mid].a, a);
+    int c = v[mid].h < h ? -1 : v[mid].h > h;
+    if(!c)
+      c = strcmp(v[mid].a, a);
     if(!c)
       c = strcmp0(v[mid].b, b);
     if(c < 0)
@@ -278,17 +351,19 @@ static size_t claim_find(const claim *v, size_t n, const char *a,
     else
       hi = mid;
   }
-  if(lo < n && !strcmp(v[lo].a, a) && !strcmp0(v[lo].b, b))
+  if(lo < n && v[lo].h == h && !strcmp(v[lo].a, a) && !strcmp0(v[lo].b, b))
     return lo;
   return SIZE_MAX;
 }
 
-static size_t sb_find(const planner *pl, const char *id)
+static size_t sb_find(const planner *pl, uint64_t h, const char *id)
 {
   size_t lo = 0, hi = pl->n_sbs;
   while(lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(pl->sbs[mid].b->sandbox_id, id);
+    int c = pl->sbs[mid].h < h ? -1 : pl->sbs[mid].h > h;
+    if(!c)
+      c = strcmp(pl->sbs[mid].b->sandbox_id, id);
     if(!c)
       return mid;
     if(c < 0)
@@ -341,6 +416,7 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->timeout_s = timeout_s;
   a->cube_now = pl->in->cube_now;
   if(r) {
+    a->s = r->s;
     if(!(a->ns = strdup(r->ns ? r->ns : SESSION_DEFAULT_NAMESPACE)) ||
        !(a->name = strdup(r->name ? r->name : "")))
       return SC_ERR_NOMEM;
@@ -397,6 +473,11 @@ static sc_err set_cond(session_status *st, const char *type,
                        const char *msg, int64_t gen, sc_time now)
 {
   session_condition c;
+  const session_condition *o = session_status_get_condition(st, type);
+  if(o && o->observed_generation == gen && o->last_transition_time &&
+     str_eq0(o->status, status) && str_eq0(o->reason, reason) &&
+     str_eq0(o->message, msg))
+    return SC_OK; /* unchanged: no copy */
   c.type = (char *)type;
   c.status = (char *)status;
   c.reason = (char *)reason;
@@ -421,12 +502,18 @@ static sc_err set_str(char **dst, const char *src)
 /* Shared texts, so plan_status_after() and the next pass agree. */
 static void msg_running(char *b, size_t n, const char *id)
 {
-  snprintf(b, n, "sandbox %s is running", id);
+  cat3(b, n, "sandbox ", id, " is running");
 }
 
 static void msg_paused(char *b, size_t n, const char *id)
 {
-  snprintf(b, n, "sandbox %s is paused as spec.state Paused asks", id);
+  cat3(b, n, "sandbox ", id, " is paused as spec.state Paused asks");
+}
+
+static void msg_idle(char *b, size_t n, const char *id)
+{
+  cat3(b, n, "sandbox ", id,
+       " was paused by Cube for idleness; the next request resumes it");
 }
 
 static void msg_reclaimed(char *b, size_t n, int64_t rg)
@@ -563,9 +650,9 @@ static size_t pick_winner(const planner *pl, const sess_rec *r)
     if(b->started_at != w->started_at) {
       if(!w->started_at || (b->started_at && b->started_at < w->started_at))
         best = k;
-      continue;
     }
-    /* equal startedAt: sbs is sorted by ID, so the first stays */
+    else if(strcmp(b->sandbox_id, w->sandbox_id) < 0)
+      best = k;
   }
   return best;
 }
@@ -780,10 +867,11 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       w->ready_status = "True";
       w->ready_reason = "SandboxPaused";
     }
-    else
-      want_ready(w, "True", "IdlePaused",
-                 "sandbox %s was paused by Cube for idleness; the next "
-                 "request resumes it", sb->b->sandbox_id);
+    else {
+      msg_idle(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
+      w->ready_status = "True";
+      w->ready_reason = "IdlePaused";
+    }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
     if(sb->b->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->b->end_at)
@@ -997,10 +1085,8 @@ static sc_err build_join(planner *pl)
     r->other_link = SIZE_MAX;
     r->other_pair = SIZE_MAX;
   }
-  if(pl->n_recs > 1)
-    qsort(pl->recs, pl->n_recs, sizeof(*pl->recs), rec_cmp);
 
-  /* sandboxes: sorted by ID, one record per ID */
+  /* sandboxes: sorted by (hash, ID), one record per ID */
   pl->sbs = calloc(in->n_sandboxes ? in->n_sandboxes : 1, sizeof(*pl->sbs));
   if(!pl->sbs)
     return SC_ERR_NOMEM;
@@ -1008,12 +1094,14 @@ static sc_err build_join(planner *pl)
     const cube_sandbox *b = &in->sandboxes[i];
     if(!b->sandbox_id || !*b->sandbox_id)
       continue; /* nothing can be done to a sandbox without an ID */
+    pl->sbs[pl->n_sbs].h = fnv(FNV_INIT, b->sandbox_id);
     pl->sbs[pl->n_sbs++].b = b;
   }
   if(pl->n_sbs > 1)
     qsort(pl->sbs, pl->n_sbs, sizeof(*pl->sbs), sb_cmp);
   for(i = 0, n = 0; i < pl->n_sbs; i++) {
-    if(n && !strcmp(pl->sbs[n - 1].b->sandbox_id, pl->sbs[i].b->sandbox_id))
+    if(n && pl->sbs[n - 1].h == pl->sbs[i].h &&
+       !strcmp(pl->sbs[n - 1].b->sandbox_id, pl->sbs[i].b->sandbox_id))
       continue;
     pl->sbs[n++] = pl->sbs[i];
   }
@@ -1049,31 +1137,42 @@ static sc_err build_join(planner *pl)
     sess_rec *r = &pl->recs[i];
     if(r->link) {
       claim *c = &pl->links[pl->n_links++];
+      c->h = fnv(FNV_INIT, r->link);
       c->a = r->link;
       c->b = NULL;
+      c->r = r;
       c->rec = i;
     }
     if(r->tenant && r->sid) {
       claim *c = &pl->pairs[pl->n_pairs++];
+      c->h = pair_hash(r->tenant, r->sid);
       c->a = r->tenant;
       c->b = r->sid;
+      c->r = r;
       c->rec = i;
     }
   }
   qsort(pl->links, pl->n_links, sizeof(*pl->links), claim_cmp);
   qsort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs), claim_cmp);
 
-  /* resolve links: the first claim of an ID owns it */
+  /* resolve links: the first claim of an ID owns it. Only an observed
+   * sandbox can be contested: when the ID is gone or unconfirmed, every
+   * claimant sees the same (gone, or confirm) */
   for(i = 0; i < pl->n_links; i = j) {
     sess_rec *owner = &pl->recs[pl->links[i].rec];
-    size_t k;
-    for(j = i + 1; j < pl->n_links && !strcmp(pl->links[j].a,
-                                              pl->links[i].a); j++) {
-      sess_rec *r = &pl->recs[pl->links[j].rec];
+    size_t k = sb_find(pl, pl->links[i].h, owner->link), q;
+    enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
+    for(j = i + 1; j < pl->n_links && claim_same(&pl->links[j],
+                                                 &pl->links[i]); j++)
+      ;
+    for(q = i + 1; q < j; q++) {
+      sess_rec *r = &pl->recs[pl->links[q].rec];
       r->other_link = pl->links[i].rec;
-      r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
+      if(k == SIZE_MAX)
+        r->ls = unseen;
+      else
+        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
     }
-    k = sb_find(pl, owner->link);
     if(k != SIZE_MAX) {
       sb_rec *sb = &pl->sbs[k];
       sb->linked = true;
@@ -1088,16 +1187,14 @@ static sc_err build_join(planner *pl)
         sb->owner = pl->links[i].rec;
       }
     }
-    else if(is_gone(pl, owner->link))
-      owner->ls = LS_GONE;
     else
-      owner->ls = LS_CONFIRM;
+      owner->ls = unseen;
   }
 
   /* resolve pairs: live non-owners are in conflict */
   for(i = 0; i < pl->n_pairs; i = j) {
-    for(j = i + 1; j < pl->n_pairs && !strcmp(pl->pairs[j].a, pl->pairs[i].a)
-                   && !strcmp0(pl->pairs[j].b, pl->pairs[i].b); j++) {
+    for(j = i + 1; j < pl->n_pairs && claim_same(&pl->pairs[j],
+                                                 &pl->pairs[i]); j++) {
       sess_rec *r = &pl->recs[pl->pairs[j].rec];
       if(!r->tomb) {
         r->pair_conflict = true;
@@ -1112,7 +1209,8 @@ static sc_err build_join(planner *pl)
     size_t c;
     if(sb->linked || !sb->ours || !sb->tenant || !sb->sid)
       continue;
-    c = claim_find(pl->pairs, pl->n_pairs, sb->tenant, sb->sid);
+    c = claim_find(pl->pairs, pl->n_pairs, pair_hash(sb->tenant, sb->sid),
+                   sb->tenant, sb->sid);
     if(c != SIZE_MAX)
       sb->owner = pl->pairs[c].rec;
   }

@@ -69,6 +69,8 @@ typedef enum plan_delete_kind {
 typedef struct plan_action {
   plan_action_type type;
   plan_delete_kind del_kind;
+  const session *s;      /* the session (points into the input, like
+                            plan_session.s); NULL for orphans */
   char *ns;              /* the session's namespace; NULL for orphans */
   char *name;            /* the session's name; NULL for orphans */
   char *sandbox_id;      /* NULL for create */

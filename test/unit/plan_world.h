@@ -198,6 +198,11 @@ static inline const char *cond_status(const session_status *st,
   return c ? c->status : "(absent)";
 }
 
+static inline bool str_eq_test(const char *a, const char *b)
+{
+  return (!a || !b) ? a == b : !strcmp(a, b);
+}
+
 /* The plan as text (caller frees). */
 static inline char *p_text(const plan *p)
 {

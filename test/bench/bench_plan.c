@@ -1,0 +1,250 @@
+/*
+ * bench_plan.c - how long plan_compute() takes and how much memory it
+ * needs for N sessions. Not a test (hack/bench-plan.sh builds and runs it).
+ *
+ *   bench_plan N [ROUNDS]
+ *
+ * The world: one sandbox per session except where noted; 55% Active and
+ * running, 20% Active and idle-paused (a tenth of those reclaimable), 5%
+ * Active with the paused sandbox's tags lost, 5% Running (a third due for
+ * keep-alive), 5% Paused, 5% Ended, 5% Active without a sandbox (create),
+ * plus N/100 orphans. Prints the CPU time of the cold pass (statuses not
+ * yet in the form this controller writes), then, with those statuses
+ * written back, the best and median of ROUNDS steady passes (the resync
+ * of a settled cluster), and the peak RSS (getrusage) before and after.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "../../api/session.h"
+#include "../../controller/plan.h"
+#include "../../controller/sandbox.h"
+
+#define NOW 1795946400000LL
+#define MIN_MS (60 * 1000LL)
+#define HOUR_MS (3600 * 1000LL)
+
+static void die(const char *what)
+{
+  fprintf(stderr, "bench_plan: %s\n", what);
+  exit(1);
+}
+
+/* CPU time of this process: the machine may be shared, and wall time
+ * then measures the neighbours too. */
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* the floor: deep-copying every session's status once (the plan must own
+ * one status per session) */
+static double copy_floor_ms(session **ss, long long n)
+{
+  session_status *st = calloc((size_t)n, sizeof(*st));
+  double t0 = now_ms(), t1;
+  long long i;
+  if(!st)
+    die("out of memory");
+  for(i = 0; i < n; i++)
+    if(session_status_copy(&st[i], &ss[i]->status))
+      die("out of memory");
+  t1 = now_ms();
+  for(i = 0; i < n; i++)
+    session_status_clear(&st[i]);
+  free(st);
+  return t1 - t0;
+}
+
+static long peak_rss_kb(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void tag(cube_sandbox *b, const char *tenant, const char *sid)
+{
+  if(sc_kvlist_set(&b->metadata, SESSION_TAG_TENANT_ID, tenant) ||
+     sc_kvlist_set(&b->metadata, SESSION_TAG_SESSION_ID, sid) ||
+     sc_kvlist_set(&b->metadata, SESSION_TAG_MANAGED_BY,
+                   "session-controller"))
+    die("out of memory");
+}
+
+int main(int argc, char **argv)
+{
+  long long n, rounds = 5, i;
+  char *end;
+  session **ss;
+  cube_sandbox *bs;
+  size_t nb = 0;
+  plan_input in;
+  plan_config cfg;
+  double *t;
+  long rss0;
+  long long changed = 0, still = 0;
+  double cold;
+  plan *p = NULL;
+
+  if(argc < 2 || argc > 3)
+    die("usage: bench_plan N [ROUNDS]");
+  n = strtoll(argv[1], &end, 10);
+  if(*end || n <= 0 || n > 10000000)
+    die("N must be a number from 1 to 10000000");
+  if(argc == 3) {
+    rounds = strtoll(argv[2], &end, 10);
+    if(*end || rounds <= 0 || rounds > 1000)
+      die("ROUNDS must be a number from 1 to 1000");
+  }
+  ss = calloc((size_t)n, sizeof(*ss));
+  bs = calloc((size_t)(n + n / 100 + 1), sizeof(*bs));
+  t = calloc((size_t)rounds, sizeof(*t));
+  if(!ss || !bs || !t)
+    die("out of memory");
+
+  for(i = 0; i < n; i++) {
+    char name[32], tenant[32], id[40];
+    session *s = session_new();
+    int kind = (int)(i % 100);
+    cube_sandbox *b = NULL;
+    if(!s)
+      die("out of memory");
+    snprintf(name, sizeof(name), "chat-%08lld", i);
+    snprintf(tenant, sizeof(tenant), "tenant-%03lld", i % 500);
+    snprintf(id, sizeof(id), "%016llx%016llx", i * 2654435761ULL, i);
+    s->meta.name = strdup(name);
+    s->meta.namespace_ = strdup(tenant);
+    s->meta.generation = 1;
+    s->spec.template_id = strdup("python-data");
+    s->spec.state = SESSION_STATE_ACTIVE;
+    if(session_apply_defaults(s))
+      die("out of memory");
+    ss[i] = s;
+    if(kind >= 95) /* 5%: no sandbox yet */
+      continue;
+    b = &bs[nb++];
+    b->sandbox_id = strdup(id);
+    b->template_id = strdup("python-data");
+    b->started_at = NOW - (i % 48) * HOUR_MS;
+    b->state = CUBE_SB_RUNNING;
+    b->end_at = NOW + 10 * MIN_MS;
+    s->status.sandbox_id = strdup(id);
+    s->status.applied_idle_timeout_ms = s->spec.idle_timeout_ms;
+    s->status.phase = SESSION_PHASE_RUNNING;
+    s->status.sandbox_state = strdup("running");
+    {
+      session_condition c = {"Ready", "True", "SandboxRunning",
+                             "sandbox is running", NOW - HOUR_MS, 1};
+      if(session_status_set_condition(&s->status, &c))
+        die("out of memory");
+    }
+    if(kind < 55) { /* Active, running */
+      tag(b, tenant, name);
+    }
+    else if(kind < 75) { /* Active, idle-paused; 1 in 10 reclaimable */
+      tag(b, tenant, name);
+      b->state = CUBE_SB_PAUSED;
+      b->end_at = NOW - (kind < 57 ? 30 : 2) * HOUR_MS;
+    }
+    else if(kind < 80) { /* paused, tags lost */
+      b->state = CUBE_SB_PAUSED;
+      b->end_at = NOW - 3 * HOUR_MS;
+    }
+    else if(kind < 85) { /* Running */
+      tag(b, tenant, name);
+      s->spec.state = SESSION_STATE_RUNNING;
+      if(kind < 82)
+        b->end_at = NOW + 5 * MIN_MS; /* keep-alive due */
+    }
+    else if(kind < 90) { /* Paused */
+      tag(b, tenant, name);
+      s->spec.state = SESSION_STATE_PAUSED;
+      b->state = CUBE_SB_PAUSED;
+      s->status.paused_by_controller = true;
+    }
+    else { /* Ended */
+      tag(b, tenant, name);
+      s->spec.state = SESSION_STATE_ENDED;
+    }
+  }
+  for(i = 0; i < n / 100; i++) { /* orphans */
+    char sid[32], id[40];
+    cube_sandbox *b = &bs[nb++];
+    snprintf(sid, sizeof(sid), "gone-%08lld", i);
+    snprintf(id, sizeof(id), "orphan%026lld", i);
+    b->sandbox_id = strdup(id);
+    b->state = CUBE_SB_PAUSED;
+    b->end_at = NOW - HOUR_MS;
+    tag(b, "tenant-000", sid);
+  }
+
+  memset(&in, 0, sizeof(in));
+  in.sessions = ss;
+  in.n_sessions = (size_t)n;
+  in.sandboxes = bs;
+  in.n_sandboxes = nb;
+  in.list_complete = true;
+  in.cube_now = NOW;
+  plan_config_defaults(&cfg);
+  rss0 = peak_rss_kb();
+
+  /* the cold pass: statuses as an older controller left them */
+  {
+    double t0 = now_ms();
+    if(plan_compute(&in, &cfg, &p))
+      die("plan_compute failed");
+    cold = now_ms() - t0;
+  }
+  /* write the statuses back, as the executor does, then time the passes
+   * of a settled cluster (same world; only statuses changed) */
+  for(i = 0; i < n; i++)
+    if(p->sessions[i].status_changed) {
+      session_status_clear(&ss[i]->status);
+      if(session_status_copy(&ss[i]->status, &p->sessions[i].status))
+        die("out of memory");
+      changed++;
+    }
+  plan_free(p);
+  p = NULL;
+  for(i = 0; i < rounds; i++) {
+    double t0 = now_ms();
+    if(plan_compute(&in, &cfg, &p))
+      die("plan_compute failed");
+    t[i] = now_ms() - t0;
+    if(i + 1 < rounds) {
+      plan_free(p);
+      p = NULL;
+    }
+  }
+  for(i = 0; i < n; i++)
+    if(p->sessions[i].status_changed)
+      still++;
+  qsort(t, (size_t)rounds, sizeof(*t), dbl_cmp);
+  printf("sessions=%lld sandboxes=%zu actions=%zu orphans=%zu "
+         "cold=%.1fms (statuses written %lld) steady best=%.1fms "
+         "median=%.1fms (statuses changing %lld; status-copy floor %.1fms) "
+         "rss_input=%ldKB rss_peak=%ldKB\n",
+         n, nb, p->n_actions, p->n_orphans, cold, changed, t[0],
+         t[rounds / 2], still, copy_floor_ms(ss, n), rss0, peak_rss_kb());
+  plan_free(p);
+  for(i = 0; i < n; i++)
+    session_free(ss[i]);
+  for(i = 0; i < (long long)nb; i++)
+    cube_sandbox_clear(&bs[i]);
+  free(ss);
+  free(bs);
+  free(t);
+  return 0;
+}
