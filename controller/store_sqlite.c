@@ -487,9 +487,15 @@ static sc_err pragma_int(sq_store *s, const char *sql, int64_t *out,
 static sc_err check_schema(sq_store *s, int64_t *version, sc_errbuf *eb)
 {
   int64_t v = 0, tables = 0;
-  sc_err err = pragma_int(s, "PRAGMA user_version", &v, eb);
+  /* Two reads, outside a transaction when opening: the tables first. The
+   * schema and its version are committed together, so a version read
+   * after the tables is at least as new; the other order could see the
+   * tables of a store another process just created but not yet its
+   * version, and refuse a good store as foreign. */
+  sc_err err = pragma_int(s, "SELECT count(*) FROM sqlite_master", &tables,
+                          eb);
   if(!err)
-    err = pragma_int(s, "SELECT count(*) FROM sqlite_master", &tables, eb);
+    err = pragma_int(s, "PRAGMA user_version", &v, eb);
   if(err)
     return err;
   if(v > SQ_SCHEMA_VERSION)
@@ -524,20 +530,36 @@ static sc_err init_db(sq_store *s, sc_errbuf *eb)
   if(err)
     return err;
 
-  err = sq_prep(s, "PRAGMA journal_mode = WAL", &q, "enable WAL", eb);
-  if(err)
-    return err;
-  rc = sqlite3_step(q);
-  mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-  if(!mode || strcmp(mode, "wal")) {
-    err = rc == SQLITE_ROW
-            ? sc_errf(eb, SC_ERR_IO, "%s: cannot enable WAL (journal mode "
-                      "stays %s)", s->label, mode ? mode : "?")
-            : sq_fail(s, rc, "enable WAL", eb);
+  /* Switching to WAL needs the file to itself, and SQLite answers BUSY at
+   * once, without its busy handler, while another process is creating or
+   * writing the new file: retry until the busy timeout. */
+  {
+    int64_t deadline = sctime_mono_ms() + s->busy_ms;
+    for(;;) {
+      err = sq_prep(s, "PRAGMA journal_mode = WAL", &q, "enable WAL", eb);
+      if(err)
+        return err;
+      rc = sqlite3_step(q);
+      mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0)
+                              : NULL;
+      if(mode && !strcmp(mode, "wal"))
+        break;
+      if((rc == SQLITE_ROW || (rc & 0xff) == SQLITE_BUSY ||
+          (rc & 0xff) == SQLITE_LOCKED) &&
+         sctime_mono_ms() < deadline) {
+        sqlite3_finalize(q);
+        sqlite3_sleep(10);
+        continue;
+      }
+      err = rc == SQLITE_ROW
+              ? sc_errf(eb, SC_ERR_IO, "%s: cannot enable WAL (journal mode "
+                        "stays %s)", s->label, mode ? mode : "?")
+              : sq_fail(s, rc, "enable WAL", eb);
+      sqlite3_finalize(q);
+      return err;
+    }
     sqlite3_finalize(q);
-    return err;
   }
-  sqlite3_finalize(q);
   /* FULL: a commit is on disk before it returns, in WAL mode too. See
    * docs/store.md "Durability". */
   err = sq_exec(s, "PRAGMA synchronous = FULL", "set synchronous", eb);

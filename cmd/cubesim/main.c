@@ -125,9 +125,17 @@ int main(int argc, char **argv)
       o.seed = v;
       break;
     }
-    case 'f':
+    case 'f': {
+      sim_faults *f = NULL;
+      eb.msg[0] = '\0';
+      if(sim_faults_parse(optarg, 0, &f, &eb)) {
+        fprintf(stderr, "cubesim: --faults: %s\n", eb.msg);
+        return 2;
+      }
+      sim_faults_free(f);
       o.faults = optarg;
       break;
+    }
     case 'a':
       o.audit_log = optarg;
       break;

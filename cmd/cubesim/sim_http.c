@@ -443,7 +443,7 @@ static void on_request(struct evhttp_request *req, void *arg)
   dynbuf_init(&r.out, (size_t)1 << 30);
 
   for(i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-    char id[SIM_ID_MAX + 1];
+    char id[SIM_ID_MAX + 1] = "";
     int too_long = 0;
     if(!match(routes[i].pattern, r.path, id, sizeof(id), &too_long))
       continue;

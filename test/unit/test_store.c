@@ -1143,6 +1143,58 @@ TEST(cas_across_processes_loses_no_update)
   tmp_clean(&t);
 }
 
+/* Regression: processes opening a store file that does not exist yet, all
+ * at once (sessionctl apply while the controller starts), must all get it;
+ * the switch to WAL used to fail at once with "database is locked". */
+static void child_first_open(const tmp *t, int go_fd, int i)
+{
+  char c, name[32];
+  store *st;
+  session *s;
+  sc_err err = SC_OK;
+  if(read(go_fd, &c, 1) != 1)
+    _exit(3);
+  st = open_store(t, NULL, 0);
+  if(!st)
+    _exit(1);
+  snprintf(name, sizeof(name), "first-%d", i);
+  s = mk("ns", name, "python");
+  apply1(st, s, &err);
+  session_free(s);
+  store_close(st);
+  _exit(err ? 2 : 0);
+}
+
+TEST(concurrent_first_open)
+{
+  enum { P = 6 };
+  tmp t;
+  int go[2], i, status, round;
+  pid_t pids[P];
+  for(round = 0; round < 5; round++) {
+    CHECK(!tmp_make(&t));
+    CHECK(!pipe(go));
+    for(i = 0; i < P; i++) {
+      pids[i] = fork();
+      CHECK(pids[i] >= 0);
+      if(!pids[i]) {
+        close(go[1]);
+        child_first_open(&t, go[0], i);
+      }
+    }
+    close(go[0]);
+    CHECK(write(go[1], "gggggg", P) == P);
+    close(go[1]);
+    for(i = 0; i < P; i++) {
+      CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+      CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "round %d: child %d status %d", round, i, status);
+    }
+    CHECK_INT(sql_int(t.path, "SELECT count(*) FROM objects"), P);
+    tmp_clean(&t);
+  }
+}
+
 /* Every invariant a crash must not break. */
 static int check_consistent(const tmp *t, char *why, size_t len)
 {
@@ -1322,6 +1374,7 @@ TEST_LIST = {
   T(watch_undecodable_history_row),
   T(two_writers_one_watcher),
   T(cas_across_processes_loses_no_update),
+  T(concurrent_first_open),
   T(killed_mid_write),
   T(rev_and_key_helpers),
   {0},
