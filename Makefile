@@ -45,7 +45,7 @@ CMDT_SRC  := $(foreach c,$(CMDS),$(wildcard test/$(c)/test_*.c))
 TEST_BINS := $(UNIT_SRC:%.c=$(BUILD)/%) $(CMDT_SRC:%.c=$(BUILD)/%)
 
 .PHONY: all test asan unit e2e checksrc clean install run bench fuzz chaos
-all: $(BINS)
+all: $(BINS) $(LIBSC)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -95,10 +95,20 @@ asan:
 run: $(BINS)
 	sh hack/run-demo.sh
 
+# long runs, not part of `make test`: each is a script of its own
+bench: $(BINS) $(LIBSC)
+	sh hack/bench.sh
+
+fuzz:
+	sh hack/fuzz.sh
+
+chaos: $(BINS)
+	BINDIR=$(abspath $(BINDIR)) sh test/chaos/run.sh
+
 clean:
 	rm -rf build bin
 
-install: $(BINS)
+install: $(BINS) $(LIBSC)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 
