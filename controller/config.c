@@ -221,35 +221,33 @@ static sc_err load_file(config *c, const char *path, sc_errbuf *eb)
   return err;
 }
 
-static sc_err read_key_file(config *c, sc_errbuf *eb)
+sc_err config_read_key_file(const char *path, char **out, sc_errbuf *eb)
 {
-  FILE *f = fopen(c->cube_api_key_file, "rb");
+  FILE *f = fopen(path, "rb");
   dynbuf b;
   char chunk[512];
   size_t n;
   sc_err err = SC_OK;
   if(!f)
-    return sc_errf(eb, SC_ERR_IO, "--cube-api-key-file %s: %s",
-                   c->cube_api_key_file, strerror(errno));
+    return sc_errf(eb, SC_ERR_IO, "--cube-api-key-file %s: %s", path,
+                   strerror(errno));
   dynbuf_init(&b, 8192);
   while((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && !err)
     err = dynbuf_add(&b, chunk, n);
   fclose(f);
   if(err) {
     dynbuf_free(&b);
-    return sc_errf(eb, err, "--cube-api-key-file %s: over 8 KiB",
-                   c->cube_api_key_file);
+    return sc_errf(eb, err, "--cube-api-key-file %s: over 8 KiB", path);
   }
   while(b.len && isspace((unsigned char)b.mem[b.len - 1]))
     b.mem[--b.len] = '\0';
   if(!b.len || strlen(dynbuf_ptr(&b)) != b.len) {
     dynbuf_free(&b);
-    return sc_errf(eb, SC_ERR_INVALID, "--cube-api-key-file %s: empty or binary",
-                   c->cube_api_key_file);
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--cube-api-key-file %s: empty or binary", path);
   }
-  free(c->cube_api_key);
-  c->cube_api_key = dynbuf_take(&b);
-  return SC_OK;
+  *out = dynbuf_take(&b);
+  return *out ? SC_OK : SC_ERR_NOMEM;
 }
 
 static void env_name(const opt *o, char *buf, size_t len)
@@ -337,7 +335,9 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   if(c->help || c->version)
     return SC_OK;
   if(c->cube_api_key_file) {
-    err = read_key_file(c, eb);
+    free(c->cube_api_key);
+    c->cube_api_key = NULL;
+    err = config_read_key_file(c->cube_api_key_file, &c->cube_api_key, eb);
     if(err)
       return err;
   }

@@ -50,4 +50,9 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb);
 void config_clear(config *c);
 void config_usage(FILE *out, const char *argv0);
 
+/* Read an API key file: at most 8 KiB, trailing white space trimmed, not
+ * empty, no NUL. *out is the caller's to free. Messages never contain
+ * the key. */
+sc_err config_read_key_file(const char *path, char **out, sc_errbuf *eb);
+
 #endif

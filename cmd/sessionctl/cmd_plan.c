@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../api/duration.h"
+#include "../../controller/config.h"
 #include "../../controller/cube.h"
 #include "../../controller/observe.h"
 #include "../../controller/plan.h"
@@ -144,21 +145,6 @@ static void on_observed(observation *obs, void *ud)
   observation_free(obs);
 }
 
-static char *read_key_file(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  char buf[8193];
-  size_t n;
-  if(!f)
-    return NULL;
-  n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  while(n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-    buf[--n] = '\0';
-  return n ? strdup(buf) : NULL;
-}
-
 int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
 {
   static const ctl_opt opts[] = {
@@ -240,10 +226,8 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     }
   }
   if(key_file) {
-    key = read_key_file(key_file);
-    if(!key) {
-      fprintf(stderr, "error: --cube-api-key-file %s: cannot read a key\n",
-              key_file);
+    if(config_read_key_file(key_file, &key, &eb)) {
+      fprintf(stderr, "error: %s\n", eb.msg);
       return CTL_EXIT_FAIL;
     }
   }
