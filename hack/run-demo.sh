@@ -14,7 +14,8 @@ dir=${STORE_DIR:-$top/.run}
 speed=${CLOCK_SPEED:-120}
 resync=${RESYNC:-2s}
 mkdir -p "$dir"
-rm -f "$dir/sessions.db" "$dir/sessions.db-wal" "$dir/sessions.db-shm"
+rm -f "$dir/sessions.db" "$dir/sessions.db-wal" "$dir/sessions.db-shm" \
+  "$dir/cubesim.out"
 store="sqlite:$dir/sessions.db"
 sim_pid=""
 ctl_pid=""

@@ -38,6 +38,9 @@ wait_until() {
 
 # start_cubesim [ARGS...]: sets SIM (base URL) and SIM_PID
 start_cubesim() {
+  # remove the last run's file first: the child truncates it only after
+  # the fork, and reading a stale URL would point us at a dead simulator
+  rm -f "$T/sim.out"
   "$BINDIR/cubesim" --listen 127.0.0.1:0 "$@" >"$T/sim.out" 2>"$T/sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
