@@ -28,6 +28,8 @@ typedef struct opt {
 static const opt opts[] = {
   {"store", OPT_STR, O(store), "sqlite:sessions.db",
    "where sessions live (sqlite:PATH); env SESSION_STORE too"},
+  {"watch-poll", OPT_DUR, O(watch_poll_ms), "25ms",
+   "how often the store watch looks for changes (sqlite store)"},
   {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
    "base URL of the Cube (E2B) API"},
   {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,
@@ -350,6 +352,8 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--max-delete-fraction: %g is more than 1", 
                    c->max_delete_fraction);
+  if(c->watch_poll_ms < 1 || c->watch_poll_ms > 60000)
+    return sc_errf(eb, SC_ERR_INVALID, "--watch-poll: from 1ms to 1m");
   if(c->resync_ms < 1000)
     return sc_errf(eb, SC_ERR_INVALID, "--resync: at least 1s");
   if(log_level_parse(c->log_level) < 0)

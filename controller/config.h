@@ -20,6 +20,7 @@
 
 typedef struct config {
   char *store;
+  int64_t watch_poll_ms;       /* sqlite store watch poll period */
   char *cube_url;
   char *cube_api_key_file;
   char *cube_api_key;          /* from the file or CUBE_API_KEY; secret */

@@ -30,6 +30,7 @@
 #include "queue.h"
 
 #define MAX_SINGLE_PASSES 16
+#define BURST_TO_FULL_PASS 32 /* ready keys that make a full pass cheaper */
 #define HEARTBEAT_MS 1000
 
 enum pass_phase { PH_OBSERVE, PH_ACT, PH_DONE };
@@ -853,6 +854,14 @@ static void pump(reconciler *r)
   if(r->stopping || r->done)
     return;
   queue_promote(r->q, sctime_mono_ms());
+  if(!r->full && queue_len(r->q) > BURST_TO_FULL_PASS) {
+    /* a burst (many sessions applied at once): one full pass reads every
+     * session fresh and lists Cube twice, instead of two lists per key;
+     * the ready keys it covers are dropped (delayed ones stay) */
+    while((key = queue_pop(r->q)) != NULL)
+      queue_done(r->q, key);
+    r->full_pending = true;
+  }
   if(r->full_pending && !r->full && r->singles == 0) {
     start_full(r);
     if(r->full)

@@ -36,6 +36,12 @@ typedef struct store_open_opts {
   int busy_timeout_ms;      /* sqlite: 0 = 5000 */
   int poll_interval_ms;     /* sqlite watch poll; 0 = 100 */
   int history_keep;         /* sqlite: revisions of history kept; 0 = 10000 */
+  /* sqlite: commit without waiting for the disk (synchronous=NORMAL in WAL
+   * mode). A power loss may lose this connection's last commits, never
+   * corrupt the file. For writers whose writes are recomputed anyway:
+   * the controller's status writes (the tags and the next pass recover a
+   * lost one); never for sessionctl, whose "created" must be durable. */
+  bool relaxed_sync;
 } store_open_opts;
 
 /* url "sqlite:PATH" (the file is created with mode 0600). */

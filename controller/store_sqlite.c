@@ -75,6 +75,7 @@ typedef struct sq_store {
   char *label;               /* "sqlite:PATH", for messages */
   struct event_base *evbase;
   int busy_ms;
+  bool relaxed_sync;
   int poll_ms;
   int64_t keep;              /* history rows kept */
   int64_t slack;             /* compaction runs once keep+slack is passed */
@@ -562,7 +563,9 @@ static sc_err init_db(sq_store *s, sc_errbuf *eb)
   }
   /* FULL: a commit is on disk before it returns, in WAL mode too. See
    * docs/store.md "Durability". */
-  err = sq_exec(s, "PRAGMA synchronous = FULL", "set synchronous", eb);
+  err = sq_exec(s, s->relaxed_sync ? "PRAGMA synchronous = NORMAL"
+                                   : "PRAGMA synchronous = FULL",
+               "set synchronous", eb);
   if(err || version == SQ_SCHEMA_VERSION)
     return err;
 
@@ -629,6 +632,7 @@ sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
   }
   snprintf(s->label, len, "sqlite:%s", path);
   s->evbase = opts->base;
+  s->relaxed_sync = opts->relaxed_sync;
   s->busy_ms = opts->busy_timeout_ms ? opts->busy_timeout_ms
                                      : SQ_DEFAULT_BUSY_MS;
   s->poll_ms = opts->poll_interval_ms ? opts->poll_interval_ms

@@ -133,6 +133,8 @@ int main(int argc, char **argv)
 
   memset(&so, 0, sizeof(so));
   so.base = a.base;
+  so.poll_interval_ms = (int)cfg.watch_poll_ms;
+  so.relaxed_sync = true; /* status writes are recomputed by the next pass */
   if(store_open(cfg.store, &so, &st, &eb)) {
     log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
            "error", eb.msg, NULL);
