@@ -133,6 +133,10 @@ int main(int argc, char **argv)
 
   memset(&so, 0, sizeof(so));
   so.base = a.base;
+  so.kubeconfig = cfg.kubeconfig;
+  so.namespace_ = cfg.namespace_;
+  so.add_finalizer = true; /* the controller: deletion waits for it */
+  so.watch_timeout_s = (int)(cfg.watch_timeout_ms / 1000);
   if(store_open(cfg.store, &so, &st, &eb)) {
     log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
            "error", eb.msg, NULL);
