@@ -1017,6 +1017,8 @@ static void serve_admin(kf_server *s, struct evhttp_request *req,
       s->hist_n--;
     }
     s->compacted = s->rv;
+    while(s->watches) /* like an API server restart: watches reconnect */
+      watch_end(s->watches);
     reply_text(req, 200, "{}");
     return;
   }
