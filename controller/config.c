@@ -27,9 +27,17 @@ typedef struct opt {
 #define O(f) offsetof(config, f)
 static const opt opts[] = {
   {"store", OPT_STR, O(store), "sqlite:sessions.db",
-   "where sessions live (sqlite:PATH); env SESSION_STORE too"},
+   "where sessions live (sqlite:PATH, kube, kube:CONTEXT); env SESSION_STORE "
+   "too"},
   {"watch-poll", OPT_DUR, O(watch_poll_ms), "25ms",
    "how often the store watch looks for changes (sqlite store)"},
+  {"kubeconfig", OPT_STR, O(kubeconfig), NULL,
+   "kube store: kubeconfig file (default $KUBECONFIG, in-cluster, "
+   "~/.kube/config)"},
+  {"namespace", OPT_STR, O(namespace_), NULL,
+   "kube store: watch only this namespace (default all)"},
+  {"watch-timeout", OPT_DUR, O(watch_timeout_ms), "0s",
+   "kube store: length of one watch request (0: random 4-6 minutes)"},
   {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
    "base URL of the Cube (E2B) API"},
   {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,

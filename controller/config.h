@@ -21,6 +21,9 @@
 typedef struct config {
   char *store;
   int64_t watch_poll_ms;       /* sqlite store watch poll period */
+  char *kubeconfig;            /* kube store: kubeconfig file */
+  char *namespace_;            /* kube store: only this namespace */
+  int64_t watch_timeout_ms;    /* kube store: watch timeoutSeconds */
   char *cube_url;
   char *cube_api_key_file;
   char *cube_api_key;          /* from the file or CUBE_API_KEY; secret */

@@ -18,7 +18,7 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
   if(!opts)
     opts = &no_opts;
   if(opts->busy_timeout_ms < 0 || opts->poll_interval_ms < 0 ||
-     opts->history_keep < 0)
+     opts->history_keep < 0 || opts->watch_timeout_s < 0)
     return sc_errf(eb, SC_ERR_INVALID,
                    "store %s: busy timeout, poll interval and history "
                    "size must not be negative", url);
@@ -28,11 +28,18 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                      "store %s: no database path (want sqlite:PATH)", url);
     return store_sqlite_open(url + 7, opts, out, eb);
   }
-  if(!strcmp(url, "kube") || !strncmp(url, "kube:", 5))
-    return sc_errf(eb, SC_ERR_INVALID,
-                   "store %s: the kube backend is not built in yet", url);
+  if(!strcmp(url, "kube"))
+    return store_kube_open(NULL, opts, out, eb);
+  if(!strncmp(url, "kube:", 5)) {
+    if(!url[5])
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "store %s: no context name (want kube or kube:CONTEXT)",
+                     url);
+    return store_kube_open(url + 5, opts, out, eb);
+  }
   return sc_errf(eb, SC_ERR_INVALID,
-                 "store %s: unknown store URL (want sqlite:PATH)", url);
+                 "store %s: unknown store URL (want sqlite:PATH, kube or "
+                 "kube:CONTEXT)", url);
 }
 
 void store_close(store *st)

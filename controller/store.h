@@ -3,7 +3,8 @@
  *
  * One interface, several backends chosen by URL:
  *   sqlite:PATH   the embedded default (store_sqlite.c)
- *   kube          the Kubernetes API server (later; same interface)
+ *   kube          the Kubernetes API server (store_kube.c, docs/store.md)
+ *   kube:CONTEXT  the same with a kubeconfig context other than the current
  *
  * Calls are synchronous except watch, which delivers events from the
  * libevent loop given to store_open(). A backend never decides anything; it
@@ -42,9 +43,19 @@ typedef struct store_open_opts {
    * the controller's status writes (the tags and the next pass recover a
    * lost one); never for sessionctl, whose "created" must be durable. */
   bool relaxed_sync;
+  const char *kubeconfig;   /* kube: kubeconfig file; NULL = $KUBECONFIG,
+                               in-cluster, ~/.kube/config (in this order) */
+  const char *namespace_;   /* kube: list/watch only this namespace; NULL =
+                               all namespaces */
+  bool add_finalizer;       /* kube: the caller is the controller: list and
+                               get add the finalizer lea.io/sandbox-cleanup
+                               to live objects that lack it */
+  int watch_timeout_s;      /* kube: watch timeoutSeconds; 0 = random in
+                               [240, 360) */
 } store_open_opts;
 
-/* url "sqlite:PATH" (the file is created with mode 0600). */
+/* url "sqlite:PATH" (the file is created with mode 0600), "kube" or
+ * "kube:CONTEXT". */
 sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                   sc_errbuf *eb);
 void store_close(store *st);

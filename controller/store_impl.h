@@ -73,5 +73,8 @@ sc_err store_rev_parse(const char *s, int64_t *out);
 /* Backends. */
 sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
                          store **out, sc_errbuf *eb);
+/* context NULL = the kubeconfig's current context */
+sc_err store_kube_open(const char *context, const store_open_opts *opts,
+                       store **out, sc_errbuf *eb);
 
 #endif

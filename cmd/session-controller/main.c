@@ -135,6 +135,10 @@ int main(int argc, char **argv)
   so.base = a.base;
   so.poll_interval_ms = (int)cfg.watch_poll_ms;
   so.relaxed_sync = true; /* status writes are recomputed by the next pass */
+  so.kubeconfig = cfg.kubeconfig;
+  so.namespace_ = cfg.namespace_;
+  so.add_finalizer = true; /* the controller: deletion waits for it */
+  so.watch_timeout_s = (int)(cfg.watch_timeout_ms / 1000);
   if(store_open(cfg.store, &so, &st, &eb)) {
     log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
            "error", eb.msg, NULL);

@@ -22,7 +22,10 @@ size_t ctl_read_manifests(const char *const *paths, size_t n,
 
 /* Options after '?' in the store URL, for tests and tuning:
  *   sqlite:PATH?history=N&poll_ms=N&busy_timeout_ms=N
- * (store_open_opts.history_keep, poll_interval_ms, busy_timeout_ms). */
+ *   kube[:CONTEXT]?watch_timeout=SECONDS
+ * (store_open_opts.history_keep, poll_interval_ms, busy_timeout_ms,
+ * watch_timeout_s). The kube store finds its server by $KUBECONFIG, the
+ * in-cluster service account or ~/.kube/config. */
 static bool parse_url_opts(const char *q, store_open_opts *o)
 {
   while(*q) {
@@ -51,9 +54,11 @@ static bool parse_url_opts(const char *q, store_open_opts *o)
       o->poll_interval_ms = (int)v;
     else if(klen == 15 && !strncmp(q, "busy_timeout_ms", 15))
       o->busy_timeout_ms = (int)v;
+    else if(klen == 13 && !strncmp(q, "watch_timeout", 13))
+      o->watch_timeout_s = (int)v;
     else {
       fprintf(stderr, "error: unknown store URL option \"%.*s\" (known: "
-              "history, poll_ms, busy_timeout_ms)\n", (int)klen, q);
+              "history, poll_ms, busy_timeout_ms, watch_timeout)\n", (int)klen, q);
       return false;
     }
     q += len;

@@ -1,0 +1,1152 @@
+/* kf_server.c - the fake API server's routes, objects, history and
+ * watches (see kf.h and docs/kube-apiserver-fake.md). */
+#include "kf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <sys/queue.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/rand.h>
+#include "lib/sc_err.h"
+#include "lib/sctime.h"
+
+#define BODY_MAX (4 * 1024 * 1024)
+
+typedef struct kf_res {
+  const char *group;   /* "" = core */
+  const char *version;
+  const char *plural;
+  const char *kind;
+  bool status_sub;     /* has the /status subresource */
+} kf_res;
+
+static const kf_res resources[] = {
+  {"lea.io", "v1alpha1", "sessions", "Session", true},
+  {"", "v1", "events", "Event", false},
+  {"coordination.k8s.io", "v1", "leases", "Lease", false},
+};
+#define N_RES (sizeof(resources) / sizeof(resources[0]))
+
+typedef struct kf_obj {
+  int res;
+  char *ns, *name;
+  json_object *o;
+} kf_obj;
+
+typedef struct kf_hist {
+  int64_t rv;
+  int res;
+  char *ns;
+  const char *type;
+  char *json;          /* the object at rv */
+} kf_hist;
+
+typedef struct kf_watch kf_watch;
+struct kf_watch {
+  kf_server *s;
+  struct evhttp_request *req;
+  struct evhttp_connection *conn;
+  int res;
+  char *ns;            /* NULL = all */
+  bool bookmarks;
+  int64_t sent_rv;
+  struct event *timeout, *bookmark;
+  kf_watch *next;
+};
+
+struct kf_server {
+  struct event_base *base;
+  struct evhttp *http;
+  kf_opts o;
+  int64_t rv;
+  kf_obj *objs;
+  size_t n_objs, cap_objs;
+  kf_hist *hist;       /* ring of o.history_keep */
+  size_t hist_start, hist_n;
+  int64_t compacted;   /* history holds compacted+1 .. rv */
+  kf_watch *watches;
+  int fail_code, fail_n; /* /_fake/fail: the next fail_n API calls fail */
+  int64_t requests;
+};
+
+/* ------------------------------------------------------------------ */
+/* replies */
+
+static void reply_json(struct evhttp_request *req, int code,
+                       json_object *o)
+{
+  struct evbuffer *b = evbuffer_new();
+  const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
+  evbuffer_add(b, txt, strlen(txt));
+  evbuffer_add(b, "\n", 1);
+  evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", b);
+  evbuffer_free(b);
+}
+
+static json_object *status_obj(int code, const char *reason,
+                               const char *msg)
+{
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "kind", json_object_new_string("Status"));
+  json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+  json_object_object_add(o, "metadata", json_object_new_object());
+  json_object_object_add(o, "status", json_object_new_string("Failure"));
+  json_object_object_add(o, "message", json_object_new_string(msg));
+  json_object_object_add(o, "reason", json_object_new_string(reason));
+  json_object_object_add(o, "code", json_object_new_int(code));
+  return o;
+}
+
+static void reply_status(struct evhttp_request *req, int code,
+                         const char *reason, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static void reply_status(struct evhttp_request *req, int code,
+                         const char *reason, const char *fmt, ...)
+{
+  char msg[600];
+  va_list ap;
+  json_object *o;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  o = status_obj(code, reason, msg);
+  reply_json(req, code, o);
+  json_object_put(o);
+}
+
+static void reply_text(struct evhttp_request *req, int code, const char *t)
+{
+  struct evbuffer *b = evbuffer_new();
+  evbuffer_add(b, t, strlen(t));
+  evhttp_send_reply(req, code, "OK", b);
+  evbuffer_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers on objects */
+
+static const char *jstr(json_object *o, const char *k)
+{
+  json_object *v;
+  if(o && json_object_object_get_ex(o, k, &v) &&
+     json_object_is_type(v, json_type_string))
+    return json_object_get_string(v);
+  return NULL;
+}
+
+static json_object *jobj(json_object *o, const char *k)
+{
+  json_object *v;
+  if(o && json_object_object_get_ex(o, k, &v) &&
+     json_object_is_type(v, json_type_object))
+    return v;
+  return NULL;
+}
+
+static json_object *meta_of(json_object *o)
+{
+  json_object *m = jobj(o, "metadata");
+  if(!m) {
+    m = json_object_new_object();
+    json_object_object_add(o, "metadata", m);
+  }
+  return m;
+}
+
+static void set_str(json_object *o, const char *k, const char *v)
+{
+  json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void now_rfc3339(char *buf, size_t len)
+{
+  sctime_format_rfc3339(sctime_wall_ms() / 1000 * 1000, buf, len);
+}
+
+static void new_uid(char *buf, size_t len)
+{
+  unsigned char b[16];
+  if(RAND_bytes(b, sizeof(b)) != 1)
+    memset(b, 7, sizeof(b));
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+           "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+           b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static bool has_finalizers(json_object *o)
+{
+  json_object *f;
+  return json_object_object_get_ex(meta_of(o), "finalizers", &f) &&
+         json_object_is_type(f, json_type_array) &&
+         json_object_array_length(f) > 0;
+}
+
+static kf_obj *find_obj(kf_server *s, int res, const char *ns,
+                        const char *name)
+{
+  size_t i;
+  for(i = 0; i < s->n_objs; i++)
+    if(s->objs[i].res == res && !strcmp(s->objs[i].ns, ns) &&
+       !strcmp(s->objs[i].name, name))
+      return &s->objs[i];
+  return NULL;
+}
+
+static void remove_obj(kf_server *s, kf_obj *ob)
+{
+  size_t i = (size_t)(ob - s->objs);
+  free(ob->ns);
+  free(ob->name);
+  json_object_put(ob->o);
+  memmove(&s->objs[i], &s->objs[i + 1],
+          (s->n_objs - i - 1) * sizeof(*s->objs));
+  s->n_objs--;
+}
+
+/* ------------------------------------------------------------------ */
+/* history and watches */
+
+static void watch_end(kf_watch *w);
+
+static void watch_send(kf_watch *w, const char *type, const char *objjson)
+{
+  struct evbuffer *b = evbuffer_new();
+  evbuffer_add_printf(b, "{\"type\":\"%s\",\"object\":%s}\n", type, objjson);
+  evhttp_send_reply_chunk(w->req, b);
+  evbuffer_free(b);
+}
+
+static void bump_and_record(kf_server *s, kf_obj *ob, const char *type)
+{
+  char rv[32];
+  kf_hist *h;
+  size_t keep = (size_t)s->o.history_keep;
+  kf_watch *w;
+  const char *txt;
+  s->rv++;
+  snprintf(rv, sizeof(rv), "%" PRId64, s->rv);
+  set_str(meta_of(ob->o), "resourceVersion", rv);
+  txt = json_object_to_json_string_ext(ob->o, JSON_C_TO_STRING_PLAIN);
+  if(s->hist_n == keep) {
+    h = &s->hist[s->hist_start];
+    s->compacted = h->rv;
+    free(h->ns);
+    free(h->json);
+    s->hist_start = (s->hist_start + 1) % keep;
+    s->hist_n--;
+  }
+  h = &s->hist[(s->hist_start + s->hist_n) % keep];
+  s->hist_n++;
+  h->rv = s->rv;
+  h->res = ob->res;
+  h->ns = strdup(ob->ns);
+  h->type = type;
+  h->json = strdup(txt);
+  for(w = s->watches; w; w = w->next)
+    if(w->res == ob->res && (!w->ns || !strcmp(w->ns, ob->ns))) {
+      watch_send(w, type, txt);
+      w->sent_rv = s->rv;
+    }
+}
+
+static void watch_unlink(kf_watch *w)
+{
+  kf_watch **pp;
+  for(pp = &w->s->watches; *pp; pp = &(*pp)->next)
+    if(*pp == w) {
+      *pp = w->next;
+      break;
+    }
+  if(w->timeout)
+    event_free(w->timeout);
+  if(w->bookmark)
+    event_free(w->bookmark);
+  free(w->ns);
+  free(w);
+}
+
+static void on_watch_conn_close(struct evhttp_connection *c, void *arg)
+{
+  (void)c;
+  watch_unlink(arg); /* the request goes with the connection */
+}
+
+static void watch_end(kf_watch *w)
+{
+  evhttp_connection_set_closecb(w->conn, NULL, NULL);
+  evhttp_send_reply_end(w->req);
+  watch_unlink(w);
+}
+
+static void on_watch_timeout(evutil_socket_t fd, short what, void *arg)
+{
+  (void)fd;
+  (void)what;
+  watch_end(arg);
+}
+
+static void on_watch_bookmark(evutil_socket_t fd, short what, void *arg)
+{
+  kf_watch *w = arg;
+  const kf_res *r = &resources[w->res];
+  char buf[300];
+  (void)fd;
+  (void)what;
+  snprintf(buf, sizeof(buf), "{\"kind\":\"%s\",\"apiVersion\":\"%s%s%s\","
+           "\"metadata\":{\"resourceVersion\":\"%" PRId64 "\"}}", r->kind,
+           r->group, *r->group ? "/" : "", r->version, w->s->rv);
+  watch_send(w, "BOOKMARK", buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* request plumbing */
+
+static sc_err read_body(struct evhttp_request *req, json_object **out)
+{
+  struct evbuffer *in = evhttp_request_get_input_buffer(req);
+  size_t len = evbuffer_get_length(in);
+  char *buf;
+  json_tokener *tok;
+  *out = NULL;
+  if(len > BODY_MAX)
+    return SC_ERR_TOO_LARGE;
+  buf = malloc(len + 1);
+  if(!buf)
+    return SC_ERR_NOMEM;
+  evbuffer_copyout(in, buf, len);
+  buf[len] = 0;
+  tok = json_tokener_new();
+  *out = json_tokener_parse_ex(tok, buf, (int)len);
+  if(json_tokener_get_error(tok) != json_tokener_success ||
+     tok->char_offset != (int)len) {
+    json_object_put(*out);
+    *out = NULL;
+  }
+  json_tokener_free(tok);
+  free(buf);
+  return *out ? SC_OK : SC_ERR_INVALID;
+}
+
+static bool read_token(kf_server *s, char *buf, size_t len)
+{
+  FILE *f;
+  size_t n;
+  if(s->o.token) {
+    snprintf(buf, len, "%s", s->o.token);
+    return true;
+  }
+  if(!s->o.token_file)
+    return false;
+  f = fopen(s->o.token_file, "r");
+  if(!f) {
+    buf[0] = 0;
+    return true; /* nothing matches */
+  }
+  n = fread(buf, 1, len - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  while(n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    buf[--n] = 0;
+  return true;
+}
+
+static bool authorized(kf_server *s, struct evhttp_request *req)
+{
+  char tok[4096];
+  const char *h;
+  if(!read_token(s, tok, sizeof(tok)))
+    return true;
+  h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                         "Authorization");
+  return h && !strncmp(h, "Bearer ", 7) && tok[0] && !strcmp(h + 7, tok);
+}
+
+/* the parsed URL: /api/v1/... or /apis/G/V/... */
+typedef struct route {
+  int res;             /* -1 = not a resource path */
+  char ns[256];        /* "" = all namespaces */
+  char name[256];
+  bool status;
+  bool watch;
+  bool table;
+  bool bookmarks;
+  char rv[32];
+  long timeout_s;
+} route;
+
+static int split(char *path, char **seg, int max)
+{
+  int n = 0;
+  char *p = path, *save = NULL, *t;
+  while((t = strtok_r(p, "/", &save)) && n < max) {
+    seg[n++] = t;
+    p = NULL;
+  }
+  return n;
+}
+
+static const char *qget(struct evkeyvalq *q, const char *k)
+{
+  return evhttp_find_header(q, k);
+}
+
+static bool parse_route(struct evhttp_request *req, route *rt)
+{
+  const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+  const char *path = evhttp_uri_get_path(u), *query = evhttp_uri_get_query(u);
+  char pbuf[1024], *seg[12];
+  int n, i = 0, r;
+  const char *group = "", *version;
+  struct evkeyvalq q;
+  const char *v, *accept;
+  memset(rt, 0, sizeof(*rt));
+  rt->res = -1;
+  if(!path || strlen(path) >= sizeof(pbuf))
+    return false;
+  snprintf(pbuf, sizeof(pbuf), "%s", path);
+  n = split(pbuf, seg, 12);
+  if(n >= 3 && !strcmp(seg[0], "api")) {
+    version = seg[1];
+    i = 2;
+  }
+  else if(n >= 4 && !strcmp(seg[0], "apis")) {
+    group = seg[1];
+    version = seg[2];
+    i = 3;
+  }
+  else
+    return false;
+  if(n - i >= 2 && !strcmp(seg[i], "namespaces")) {
+    snprintf(rt->ns, sizeof(rt->ns), "%s", seg[i + 1]);
+    i += 2;
+  }
+  if(i >= n)
+    return false;
+  for(r = 0; r < (int)N_RES; r++)
+    if(!strcmp(resources[r].group, group) &&
+       !strcmp(resources[r].version, version) &&
+       !strcmp(resources[r].plural, seg[i]))
+      rt->res = r;
+  if(rt->res < 0)
+    return false;
+  i++;
+  if(i < n) {
+    if(!rt->ns[0])
+      return false;
+    snprintf(rt->name, sizeof(rt->name), "%s", seg[i++]);
+  }
+  if(i < n) {
+    if(strcmp(seg[i], "status") || !resources[rt->res].status_sub)
+      return false;
+    rt->status = true;
+    i++;
+  }
+  if(i != n)
+    return false;
+  TAILQ_INIT(&q);
+  if(query && evhttp_parse_query_str(query, &q) == 0) {
+    v = qget(&q, "watch");
+    rt->watch = v && (!strcmp(v, "1") || !strcmp(v, "true"));
+    v = qget(&q, "allowWatchBookmarks");
+    rt->bookmarks = v && (!strcmp(v, "1") || !strcmp(v, "true"));
+    v = qget(&q, "resourceVersion");
+    if(v)
+      snprintf(rt->rv, sizeof(rt->rv), "%s", v);
+    v = qget(&q, "timeoutSeconds");
+    if(v)
+      rt->timeout_s = strtol(v, NULL, 10);
+  }
+  evhttp_clear_headers(&q);
+  accept = evhttp_find_header(evhttp_request_get_input_headers(req),
+                              "Accept");
+  rt->table = accept && strstr(accept, "as=Table");
+  return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* discovery */
+
+static void serve_discovery(kf_server *s, struct evhttp_request *req,
+                            const char *path)
+{
+  (void)s;
+  if(!strcmp(path, "/version")) {
+    reply_text(req, 200, "{\"major\":\"1\",\"minor\":\"30\",\"gitVersion\":"
+               "\"v1.30.0-fake\",\"platform\":\"linux/amd64\"}");
+    return;
+  }
+  if(!strcmp(path, "/api")) {
+    reply_text(req, 200, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],"
+               "\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\","
+               "\"serverAddress\":\"127.0.0.1\"}]}");
+    return;
+  }
+  if(!strcmp(path, "/api/v1")) {
+    reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"groupVersion\":"
+               "\"v1\",\"resources\":[{\"name\":\"events\",\"singularName\":"
+               "\"event\",\"namespaced\":true,\"kind\":\"Event\",\"verbs\":"
+               "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\","
+               "\"watch\"],\"shortNames\":[\"ev\"]}]}");
+    return;
+  }
+  if(!strcmp(path, "/apis")) {
+    reply_text(req, 200, "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\","
+               "\"groups\":[{\"name\":\"lea.io\",\"versions\":[{"
+               "\"groupVersion\":\"lea.io/v1alpha1\",\"version\":\"v1alpha1\"}"
+               "],\"preferredVersion\":{\"groupVersion\":\"lea.io/v1alpha1\","
+               "\"version\":\"v1alpha1\"}},{\"name\":\"coordination.k8s.io\","
+               "\"versions\":[{\"groupVersion\":\"coordination.k8s.io/v1\","
+               "\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":"
+               "\"coordination.k8s.io/v1\",\"version\":\"v1\"}}]}");
+    return;
+  }
+  if(!strcmp(path, "/apis/lea.io/v1alpha1")) {
+    reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+               "\"groupVersion\":\"lea.io/v1alpha1\",\"resources\":[{\"name\":"
+               "\"sessions\",\"singularName\":\"session\",\"namespaced\":true,"
+               "\"kind\":\"Session\",\"verbs\":[\"delete\",\"deletecollection\","
+               "\"get\",\"list\",\"patch\",\"create\",\"update\",\"watch\"],"
+               "\"shortNames\":[\"sess\"]},{\"name\":\"sessions/status\","
+               "\"singularName\":\"\",\"namespaced\":true,\"kind\":\"Session\","
+               "\"verbs\":[\"get\",\"patch\",\"update\"]}]}");
+    return;
+  }
+  if(!strcmp(path, "/apis/coordination.k8s.io/v1")) {
+    reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+               "\"groupVersion\":\"coordination.k8s.io/v1\",\"resources\":[{"
+               "\"name\":\"leases\",\"singularName\":\"lease\",\"namespaced\":"
+               "true,\"kind\":\"Lease\",\"verbs\":[\"create\",\"delete\",\"get\","
+               "\"list\",\"patch\",\"update\",\"watch\"]}]}");
+    return;
+  }
+  reply_status(req, 404, "NotFound", "the server could not find the "
+               "requested resource (%s)", path);
+}
+
+/* ------------------------------------------------------------------ */
+/* list, table, watch */
+
+static int cmp_obj(const void *a, const void *b)
+{
+  const kf_obj *x = *(kf_obj *const *)a, *y = *(kf_obj *const *)b;
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : strcmp(x->name, y->name);
+}
+
+static json_object *table_of(kf_server *s, kf_obj **v, size_t n)
+{
+  json_object *t = json_object_new_object(), *cols, *rows, *m;
+  static const char *const names[] = {"Name", "State", "Phase", "Sandbox",
+                                      "Age"};
+  size_t i, c;
+  char rv[32];
+  set_str(t, "kind", "Table");
+  set_str(t, "apiVersion", "meta.k8s.io/v1");
+  m = json_object_new_object();
+  snprintf(rv, sizeof(rv), "%" PRId64, s->rv);
+  set_str(m, "resourceVersion", rv);
+  json_object_object_add(t, "metadata", m);
+  cols = json_object_new_array();
+  for(c = 0; c < 5; c++) {
+    json_object *d = json_object_new_object();
+    set_str(d, "name", names[c]);
+    set_str(d, "type", "string");
+    set_str(d, "format", c == 0 ? "name" : "");
+    json_object_array_add(cols, d);
+  }
+  json_object_object_add(t, "columnDefinitions", cols);
+  rows = json_object_new_array();
+  for(i = 0; i < n; i++) {
+    json_object *row = json_object_new_object(), *cells =
+      json_object_new_array(), *po = json_object_new_object(), *pm;
+    json_object *spec = jobj(v[i]->o, "spec"), *st = jobj(v[i]->o, "status");
+    const char *ct = jstr(meta_of(v[i]->o), "creationTimestamp");
+    sc_time t0 = 0;
+    char age[32] = "<unknown>";
+    json_object_array_add(cells, json_object_new_string(v[i]->name));
+    json_object_array_add(cells, json_object_new_string(
+      jstr(spec, "state") ? jstr(spec, "state") : ""));
+    json_object_array_add(cells, json_object_new_string(
+      jstr(st, "phase") ? jstr(st, "phase") : ""));
+    json_object_array_add(cells, json_object_new_string(
+      jstr(st, "sandboxID") ? jstr(st, "sandboxID") : ""));
+    if(ct && !sctime_parse_rfc3339(ct, &t0))
+      sctime_format_age(sctime_wall_ms() - t0, age, sizeof(age));
+    json_object_array_add(cells, json_object_new_string(age));
+    json_object_object_add(row, "cells", cells);
+    set_str(po, "kind", "PartialObjectMetadata");
+    set_str(po, "apiVersion", "meta.k8s.io/v1");
+    pm = json_object_new_object();
+    set_str(pm, "name", v[i]->name);
+    set_str(pm, "namespace", v[i]->ns);
+    json_object_object_add(po, "metadata", pm);
+    json_object_object_add(row, "object", po);
+    json_object_array_add(rows, row);
+  }
+  json_object_object_add(t, "rows", rows);
+  return t;
+}
+
+static void serve_list(kf_server *s, struct evhttp_request *req,
+                       const route *rt)
+{
+  kf_obj **v = calloc(s->n_objs + 1, sizeof(*v));
+  size_t i, n = 0;
+  json_object *o, *items, *m;
+  const kf_res *r = &resources[rt->res];
+  char rv[32], kind[64], av[64];
+  for(i = 0; i < s->n_objs; i++)
+    if(s->objs[i].res == rt->res && (!rt->ns[0] ||
+                                     !strcmp(s->objs[i].ns, rt->ns)))
+      v[n++] = &s->objs[i];
+  qsort(v, n, sizeof(*v), cmp_obj);
+  if(rt->table)
+    o = table_of(s, v, n);
+  else {
+    o = json_object_new_object();
+    snprintf(kind, sizeof(kind), "%sList", r->kind);
+    snprintf(av, sizeof(av), "%s%s%s", r->group, *r->group ? "/" : "",
+             r->version);
+    set_str(o, "kind", kind);
+    set_str(o, "apiVersion", av);
+    m = json_object_new_object();
+    snprintf(rv, sizeof(rv), "%" PRId64, s->rv);
+    set_str(m, "resourceVersion", rv);
+    json_object_object_add(o, "metadata", m);
+    items = json_object_new_array();
+    for(i = 0; i < n; i++)
+      json_object_array_add(items, json_object_get(v[i]->o));
+    json_object_object_add(o, "items", items);
+  }
+  reply_json(req, 200, o);
+  json_object_put(o);
+  free(v);
+}
+
+static bool parse_rv(const char *s, int64_t *out)
+{
+  char *end;
+  long long v;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if(errno || *end || end == s || v < 0)
+    return false;
+  *out = v;
+  return true;
+}
+
+static void serve_watch(kf_server *s, struct evhttp_request *req,
+                        const route *rt)
+{
+  kf_watch *w;
+  int64_t from = 0;
+  bool from_now = false;
+  size_t i;
+  struct timeval tv;
+  if(rt->rv[0] && !parse_rv(rt->rv, &from)) {
+    reply_status(req, 400, "BadRequest", "invalid resourceVersion \"%s\"",
+                 rt->rv);
+    return;
+  }
+  w = calloc(1, sizeof(*w));
+  w->s = s;
+  w->req = req;
+  w->conn = evhttp_request_get_connection(req);
+  w->res = rt->res;
+  w->ns = rt->ns[0] ? strdup(rt->ns) : NULL;
+  w->bookmarks = rt->bookmarks;
+  from_now = !rt->rv[0] || from == 0;
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
+  evhttp_send_reply_start(req, 200, "OK");
+  evhttp_connection_set_closecb(w->conn, on_watch_conn_close, w);
+  w->next = s->watches;
+  s->watches = w;
+  if(from_now) {
+    /* no version: synthetic ADDED for what exists, then changes */
+    for(i = 0; i < s->n_objs; i++)
+      if(s->objs[i].res == w->res && (!w->ns || !strcmp(w->ns,
+                                                        s->objs[i].ns)))
+        watch_send(w, "ADDED", json_object_to_json_string_ext(
+          s->objs[i].o, JSON_C_TO_STRING_PLAIN));
+  }
+  else if(from < s->compacted) {
+    char buf[400];
+    snprintf(buf, sizeof(buf), "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+             "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old "
+             "resource version: %" PRId64 " (%" PRId64 ")\",\"reason\":"
+             "\"Expired\",\"code\":410}", from, s->compacted + 1);
+    watch_send(w, "ERROR", buf);
+    watch_end(w);
+    return;
+  }
+  else {
+    size_t keep = (size_t)s->o.history_keep;
+    for(i = 0; i < s->hist_n; i++) {
+      kf_hist *h = &s->hist[(s->hist_start + i) % keep];
+      if(h->rv > from && h->res == w->res && (!w->ns || !strcmp(w->ns,
+                                                                h->ns)))
+        watch_send(w, h->type, h->json);
+    }
+  }
+  w->sent_rv = s->rv;
+  if(rt->timeout_s > 0) {
+    tv.tv_sec = rt->timeout_s;
+    tv.tv_usec = 0;
+    w->timeout = event_new(s->base, -1, 0, on_watch_timeout, w);
+    event_add(w->timeout, &tv);
+  }
+  if(w->bookmarks) {
+    tv.tv_sec = s->o.bookmark_ms / 1000;
+    tv.tv_usec = (s->o.bookmark_ms % 1000) * 1000;
+    w->bookmark = event_new(s->base, -1, EV_PERSIST, on_watch_bookmark, w);
+    event_add(w->bookmark, &tv);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* writes */
+
+/* the resourceVersion precondition of a write: body rv (if any) must be
+ * the object's */
+static bool rv_ok(json_object *body, kf_obj *ob, struct evhttp_request *req,
+                  bool required)
+{
+  const char *want = jstr(jobj(body, "metadata"), "resourceVersion");
+  const char *have = jstr(meta_of(ob->o), "resourceVersion");
+  if(!want || !*want) {
+    if(!required)
+      return true;
+    reply_status(req, 422, "Invalid", "%s.%s \"%s\" is invalid: "
+                 "metadata.resourceVersion: Invalid value: 0x0: must be "
+                 "specified for an update", resources[ob->res].plural,
+                 resources[ob->res].group, ob->name);
+    return false;
+  }
+  if(strcmp(want, have)) {
+    reply_status(req, 409, "Conflict", "Operation cannot be fulfilled on "
+                 "%s.%s \"%s\": the object has been modified; please apply "
+                 "your changes to the latest version and try again",
+                 resources[ob->res].plural, resources[ob->res].group,
+                 ob->name);
+    return false;
+  }
+  return true;
+}
+
+static bool check_kind(kf_server *s, int res, json_object *body,
+                       struct evhttp_request *req)
+{
+  const kf_res *r = &resources[res];
+  const char *k = jstr(body, "kind"), *av = jstr(body, "apiVersion");
+  char want[64];
+  (void)s;
+  snprintf(want, sizeof(want), "%s%s%s", r->group, *r->group ? "/" : "",
+           r->version);
+  if(!json_object_is_type(body, json_type_object) || !k || !av ||
+     strcmp(k, r->kind) || strcmp(av, want)) {
+    reply_status(req, 400, "BadRequest", "the body must be a %s %s object",
+                 want, r->kind);
+    return false;
+  }
+  if(json_object_object_get_ex(body, "spec", NULL) && !jobj(body, "spec")) {
+    reply_status(req, 422, "Invalid", "spec: Invalid value: must be an "
+                 "object");
+    return false;
+  }
+  return true;
+}
+
+static void serve_create(kf_server *s, struct evhttp_request *req,
+                         const route *rt, json_object *body)
+{
+  json_object *m, *o;
+  const char *name, *bns;
+  char uid[40], ts[40];
+  kf_obj *ob;
+  if(!check_kind(s, rt->res, body, req))
+    return;
+  m = jobj(body, "metadata");
+  name = jstr(m, "name");
+  if(!name || !*name || strlen(name) > 253 || strchr(name, '/')) {
+    reply_status(req, 422, "Invalid", "metadata.name: Required value: name "
+                 "is required (1-253 characters, no '/')");
+    return;
+  }
+  bns = jstr(m, "namespace");
+  if(bns && strcmp(bns, rt->ns)) {
+    reply_status(req, 400, "BadRequest", "the namespace of the provided "
+                 "object does not match the namespace sent on the request");
+    return;
+  }
+  if(find_obj(s, rt->res, rt->ns, name)) {
+    reply_status(req, 409, "AlreadyExists", "%s.%s \"%s\" already exists",
+                 resources[rt->res].plural, resources[rt->res].group, name);
+    return;
+  }
+  o = json_object_get(body);
+  m = meta_of(o);
+  set_str(m, "namespace", rt->ns);
+  new_uid(uid, sizeof(uid));
+  set_str(m, "uid", uid);
+  now_rfc3339(ts, sizeof(ts));
+  set_str(m, "creationTimestamp", ts);
+  json_object_object_add(m, "generation", json_object_new_int64(1));
+  json_object_object_del(m, "deletionTimestamp");
+  json_object_object_del(m, "resourceVersion");
+  if(resources[rt->res].status_sub)
+    json_object_object_del(o, "status");
+  if(s->n_objs == s->cap_objs) {
+    s->cap_objs = s->cap_objs ? s->cap_objs * 2 : 16;
+    s->objs = realloc(s->objs, s->cap_objs * sizeof(*s->objs));
+  }
+  ob = &s->objs[s->n_objs++];
+  ob->res = rt->res;
+  ob->ns = strdup(rt->ns);
+  ob->name = strdup(name);
+  ob->o = o;
+  bump_and_record(s, ob, "ADDED");
+  reply_json(req, 201, ob->o);
+}
+
+/* replace ob's object by next (the body after the strategy): bump the
+ * generation on spec change, write nothing when equal, delete when
+ * terminating with no finalizers left */
+static void commit_update(kf_server *s, struct evhttp_request *req,
+                          kf_obj *ob, json_object *next)
+{
+  json_object *m = meta_of(next), *om = meta_of(ob->o), *g;
+  json_object *a = jobj(ob->o, "spec"), *b = jobj(next, "spec");
+  int64_t gen = 1;
+  if(json_object_object_get_ex(om, "generation", &g))
+    gen = json_object_get_int64(g);
+  if(!json_object_equal(a, b))
+    gen++;
+  json_object_object_add(m, "generation", json_object_new_int64(gen));
+  /* fields only the server sets */
+  set_str(m, "uid", jstr(om, "uid"));
+  set_str(m, "namespace", ob->ns);
+  set_str(m, "name", ob->name);
+  set_str(m, "creationTimestamp", jstr(om, "creationTimestamp"));
+  if(jstr(om, "deletionTimestamp"))
+    set_str(m, "deletionTimestamp", jstr(om, "deletionTimestamp"));
+  else
+    json_object_object_del(m, "deletionTimestamp");
+  set_str(m, "resourceVersion", jstr(om, "resourceVersion"));
+  if(json_object_equal(next, ob->o)) {
+    json_object_put(next);
+    reply_json(req, 200, ob->o);
+    return;
+  }
+  json_object_put(ob->o);
+  ob->o = next;
+  if(jstr(m, "deletionTimestamp") && !has_finalizers(next)) {
+    json_object *keep = json_object_get(next);
+    bump_and_record(s, ob, "DELETED");
+    remove_obj(s, ob);
+    reply_json(req, 200, keep);
+    json_object_put(keep);
+    return;
+  }
+  bump_and_record(s, ob, "MODIFIED");
+  reply_json(req, 200, ob->o);
+}
+
+/* body is the new object (PUT) or the patched one (PATCH) */
+static void serve_update(kf_server *s, struct evhttp_request *req,
+                         const route *rt, kf_obj *ob, json_object *body)
+{
+  json_object *next = NULL;
+  if(!check_kind(s, rt->res, body, req))
+    return;
+  if(jstr(jobj(body, "metadata"), "name") &&
+     strcmp(jstr(jobj(body, "metadata"), "name"), ob->name)) {
+    reply_status(req, 400, "BadRequest", "the name of the object (%s) does "
+                 "not match the name on the URL (%s)",
+                 jstr(jobj(body, "metadata"), "name"), ob->name);
+    return;
+  }
+  if(rt->status) {
+    /* status subresource: only status changes */
+    json_object *st;
+    json_object_deep_copy(ob->o, &next, NULL);
+    if(json_object_object_get_ex(body, "status", &st) && st)
+      json_object_object_add(next, "status", json_object_get(st));
+    else
+      json_object_object_del(next, "status");
+  }
+  else {
+    json_object *st;
+    json_object_deep_copy(body, &next, NULL);
+    /* the main resource ignores status when the subresource exists */
+    if(resources[rt->res].status_sub) {
+      if(json_object_object_get_ex(ob->o, "status", &st))
+        json_object_object_add(next, "status", json_object_get(st));
+      else
+        json_object_object_del(next, "status");
+    }
+  }
+  commit_update(s, req, ob, next);
+}
+
+static void serve_delete(kf_server *s, struct evhttp_request *req,
+                         kf_obj *ob)
+{
+  json_object *m = meta_of(ob->o);
+  char ts[40];
+  if(!has_finalizers(ob->o)) {
+    json_object *keep = json_object_get(ob->o);
+    bump_and_record(s, ob, "DELETED");
+    remove_obj(s, ob);
+    reply_json(req, 200, keep);
+    json_object_put(keep);
+    return;
+  }
+  if(!jstr(m, "deletionTimestamp")) {
+    now_rfc3339(ts, sizeof(ts));
+    set_str(m, "deletionTimestamp", ts);
+    json_object_object_add(m, "deletionGracePeriodSeconds",
+                           json_object_new_int(0));
+    bump_and_record(s, ob, "MODIFIED");
+  }
+  reply_json(req, 202, ob->o);
+}
+
+static void serve_resource(kf_server *s, struct evhttp_request *req,
+                           const route *rt)
+{
+  enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+  json_object *body = NULL;
+  kf_obj *ob = NULL;
+  if(rt->name[0])
+    ob = find_obj(s, rt->res, rt->ns, rt->name);
+  if(cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+     cmd == EVHTTP_REQ_PATCH) {
+    sc_err e = read_body(req, &body);
+    if(e) {
+      reply_status(req, e == SC_ERR_TOO_LARGE ? 413 : 400, "BadRequest",
+                   "the request body is not a JSON document");
+      return;
+    }
+  }
+  if(!rt->name[0]) {
+    if(cmd == EVHTTP_REQ_GET && rt->watch)
+      serve_watch(s, req, rt);
+    else if(cmd == EVHTTP_REQ_GET)
+      serve_list(s, req, rt);
+    else if(cmd == EVHTTP_REQ_POST && rt->ns[0] && !rt->status)
+      serve_create(s, req, rt, body);
+    else
+      reply_status(req, 405, "MethodNotAllowed", "method not allowed");
+    json_object_put(body);
+    return;
+  }
+  if(!ob) {
+    reply_status(req, 404, "NotFound", "%s.%s \"%s\" not found",
+                 resources[rt->res].plural, resources[rt->res].group,
+                 rt->name);
+    json_object_put(body);
+    return;
+  }
+  switch(cmd) {
+  case EVHTTP_REQ_GET:
+    if(rt->table)
+      serve_list(s, req, rt); /* close enough: kubectl get NAME */
+    else
+      reply_json(req, 200, ob->o);
+    break;
+  case EVHTTP_REQ_PUT:
+    if(rv_ok(body, ob, req, true))
+      serve_update(s, req, rt, ob, body);
+    break;
+  case EVHTTP_REQ_PATCH: {
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                        "Content-Type");
+    json_object *cur = NULL;
+    if(!ct || strncmp(ct, "application/merge-patch+json", 28)) {
+      reply_status(req, 415, "UnsupportedMediaType", "the body of the "
+                   "request was in an unknown format - accepted media "
+                   "types include: application/merge-patch+json");
+      break;
+    }
+    if(!rv_ok(body, ob, req, false))
+      break;
+    json_object_deep_copy(ob->o, &cur, NULL);
+    cur = kf_merge_patch(cur, body);
+    serve_update(s, req, rt, ob, cur);
+    json_object_put(cur);
+    break;
+  }
+  case EVHTTP_REQ_DELETE:
+    serve_delete(s, req, ob);
+    break;
+  default:
+    reply_status(req, 405, "MethodNotAllowed", "method not allowed");
+  }
+  json_object_put(body);
+}
+
+/* ------------------------------------------------------------------ */
+/* admin: /_fake/compact, /_fake/fail?code=N&n=N, /_fake/stats */
+
+static void serve_admin(kf_server *s, struct evhttp_request *req,
+                        const char *path)
+{
+  char buf[200];
+  if(!strcmp(path, "/_fake/compact")) {
+    size_t keep = (size_t)s->o.history_keep;
+    while(s->hist_n) {
+      kf_hist *h = &s->hist[s->hist_start];
+      free(h->ns);
+      free(h->json);
+      s->hist_start = (s->hist_start + 1) % keep;
+      s->hist_n--;
+    }
+    s->compacted = s->rv;
+    while(s->watches) /* like an API server restart: watches reconnect */
+      watch_end(s->watches);
+    reply_text(req, 200, "{}");
+    return;
+  }
+  if(!strcmp(path, "/_fake/fail")) {
+    const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq kv;
+    const char *c, *n;
+    TAILQ_INIT(&kv);
+    if(q)
+      evhttp_parse_query_str(q, &kv);
+    c = qget(&kv, "code");
+    n = qget(&kv, "n");
+    s->fail_code = c ? (int)strtol(c, NULL, 10) : 500;
+    s->fail_n = n ? (int)strtol(n, NULL, 10) : 1;
+    evhttp_clear_headers(&kv);
+    reply_text(req, 200, "{}");
+    return;
+  }
+  if(!strcmp(path, "/_fake/stats")) {
+    kf_watch *w;
+    int nw = 0;
+    for(w = s->watches; w; w = w->next)
+      nw++;
+    snprintf(buf, sizeof(buf), "{\"resourceVersion\":%" PRId64 ",\"objects\""
+             ":%zu,\"watches\":%d,\"requests\":%" PRId64 ",\"compacted\":%"
+             PRId64 "}", s->rv, s->n_objs, nw, s->requests, s->compacted);
+    reply_text(req, 200, buf);
+    return;
+  }
+  reply_status(req, 404, "NotFound", "no admin endpoint %s", path);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+  kf_server *s = arg;
+  const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+  route rt;
+  if(!path)
+    path = "/";
+  if(!strncmp(path, "/_fake/", 7)) {
+    serve_admin(s, req, path);
+    return;
+  }
+  s->requests++;
+  if(!authorized(s, req)) {
+    reply_status(req, 401, "Unauthorized", "Unauthorized");
+    return;
+  }
+  if(s->fail_n > 0 && (!strncmp(path, "/apis/", 6) ||
+                       !strncmp(path, "/api/", 5))) {
+    s->fail_n--;
+    if(s->fail_code == 429)
+      evhttp_add_header(evhttp_request_get_output_headers(req),
+                        "Retry-After", "1");
+    reply_status(req, s->fail_code, s->fail_code == 429 ? "TooManyRequests"
+                 : "InternalError", "injected failure %d", s->fail_code);
+    return;
+  }
+  if(parse_route(req, &rt)) {
+    serve_resource(s, req, &rt);
+    return;
+  }
+  serve_discovery(s, req, path);
+}
+
+kf_server *kf_server_new(struct event_base *base, const char *host,
+                         int port, const kf_opts *o, int *bound_port)
+{
+  kf_server *s = calloc(1, sizeof(*s));
+  struct evhttp_bound_socket *bs;
+  if(!s)
+    return NULL;
+  s->base = base;
+  s->o = *o;
+  if(s->o.history_keep <= 0)
+    s->o.history_keep = 1000;
+  if(s->o.bookmark_ms <= 0)
+    s->o.bookmark_ms = 1000;
+  s->hist = calloc((size_t)s->o.history_keep, sizeof(*s->hist));
+  s->http = evhttp_new(base);
+  if(!s->hist || !s->http) {
+    kf_server_free(s);
+    return NULL;
+  }
+  evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+                             EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                             EVHTTP_REQ_DELETE);
+  evhttp_set_max_body_size(s->http, BODY_MAX);
+  evhttp_set_gencb(s->http, on_request, s);
+  bs = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
+  if(!bs) {
+    kf_server_free(s);
+    return NULL;
+  }
+  {
+    struct sockaddr_storage ss;
+    ev_socklen_t sl = sizeof(ss);
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(bs);
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    if(ss.ss_family == AF_INET6)
+      *bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    else
+      *bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  }
+  return s;
+}
+
+void kf_server_free(kf_server *s)
+{
+  size_t i;
+  if(!s)
+    return;
+  while(s->watches)
+    watch_end(s->watches);
+  if(s->http)
+    evhttp_free(s->http);
+  for(i = 0; i < s->n_objs; i++) {
+    free(s->objs[i].ns);
+    free(s->objs[i].name);
+    json_object_put(s->objs[i].o);
+  }
+  free(s->objs);
+  if(s->hist)
+    for(i = 0; i < s->hist_n; i++) {
+      kf_hist *h = &s->hist[(s->hist_start + i) % (size_t)s->o.history_keep];
+      free(h->ns);
+      free(h->json);
+    }
+  free(s->hist);
+  free(s);
+}

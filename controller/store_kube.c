@@ -1,0 +1,1306 @@
+/* store_kube.c - the store on a Kubernetes API server: the Session custom
+ * resource lea.io/v1alpha1 (docs/store.md "The kube backend").
+ *
+ * Synchronous calls use one libcurl easy handle (store.h is synchronous);
+ * watches are streaming GETs on a libcurl multi handle driven by the
+ * libevent loop of store_open_opts.base. */
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+#include <openssl/rand.h>
+#include "../api/session_json.h"
+#include "../lib/dynbuf.h"
+#include "../lib/sctime.h"
+#include "kubeconfig.h"
+
+#define GROUP_PATH "/apis/lea.io/v1alpha1"
+#define FINALIZER "lea.io/sandbox-cleanup"
+#define RESP_MAX (64 * 1024 * 1024)
+#define LINE_MAX_ (4 * 1024 * 1024)
+#define TOKEN_TTL_MS 60000
+#define RETRIES 4
+
+typedef struct kube_watch kube_watch;
+
+typedef struct kube_store {
+  store base;
+  kube_conn conn;
+  char *ns;                /* list/watch filter; NULL = all */
+  bool add_finalizer;
+  int watch_timeout_s;
+  char *token;             /* the bearer token in use */
+  int64_t token_read_ms;   /* monotonic; 0 = never */
+  CURL *easy;
+  struct event_base *evbase;
+  CURLM *multi;
+  struct event *timer;
+  kube_watch *watches;
+} kube_store;
+
+struct kube_watch {
+  store_watch base;
+  kube_store *k;
+  store_watch_cb cb;
+  store_watch_err_cb err_cb;
+  void *ud;
+  char *pos;               /* the resourceVersion we have seen */
+  CURL *easy;
+  struct curl_slist *hdrs;
+  dynbuf line;             /* bytes of the stream not yet a whole line */
+  long code;               /* HTTP status of the running request */
+  bool expired, stopped, failing, in_cb;
+  int backoff_ms;
+  struct event *retry;
+  char **deleted;          /* uids whose DELETED we reported */
+  size_t n_deleted;
+  kube_watch *next;
+};
+
+/* ------------------------------------------------------------------ */
+/* HTTP */
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+  dynbuf *b = ud;
+  return dynbuf_add(b, p, sz * n) ? 0 : sz * n;
+}
+
+static sc_err refresh_token(kube_store *k, bool force, sc_errbuf *eb)
+{
+  int64_t now = sctime_mono_ms();
+  char *t = NULL;
+  sc_err err;
+  if(!force && k->token_read_ms && now - k->token_read_ms < TOKEN_TTL_MS)
+    return SC_OK;
+  err = kube_conn_token(&k->conn, &t, eb);
+  if(err)
+    return err;
+  free(k->token);
+  k->token = t;
+  k->token_read_ms = now;
+  return SC_OK;
+}
+
+static struct curl_slist *headers(kube_store *k, const char *ctype)
+{
+  struct curl_slist *h = NULL, *t;
+  char buf[8300];
+  h = curl_slist_append(h, "Accept: application/json");
+  if(h && ctype) {
+    snprintf(buf, sizeof(buf), "Content-Type: %s", ctype);
+    t = curl_slist_append(h, buf);
+    if(!t) {
+      curl_slist_free_all(h);
+      return NULL;
+    }
+    h = t;
+  }
+  if(h && k->token) {
+    snprintf(buf, sizeof(buf), "Authorization: Bearer %s", k->token);
+    t = curl_slist_append(h, buf);
+    if(!t) {
+      curl_slist_free_all(h);
+      return NULL;
+    }
+    h = t;
+  }
+  return h;
+}
+
+static void tls_opts(kube_store *k, CURL *e)
+{
+  if(k->conn.ca_pem) {
+    struct curl_blob b = {k->conn.ca_pem, strlen(k->conn.ca_pem),
+                          CURL_BLOB_COPY};
+    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+  }
+  if(k->conn.cert_pem && k->conn.key_pem) {
+    struct curl_blob c = {k->conn.cert_pem, strlen(k->conn.cert_pem),
+                          CURL_BLOB_COPY};
+    struct curl_blob key = {k->conn.key_pem, strlen(k->conn.key_pem),
+                            CURL_BLOB_COPY};
+    curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &c);
+    curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
+    curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  if(k->conn.insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+}
+
+/* the message of a Status body, or "" */
+static const char *status_msg(json_object *o)
+{
+  json_object *m;
+  if(o && json_object_object_get_ex(o, "message", &m) &&
+     json_object_is_type(m, json_type_string))
+    return json_object_get_string(m);
+  return "";
+}
+
+static void sleep_ms(int ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* One synchronous call. *code is the HTTP status; *resp the parsed body
+ * (NULL when empty or not JSON; the caller puts it). Retries 401 once
+ * with a re-read token and 429/5xx/transport errors with backoff. */
+static sc_err kreq(kube_store *k, const char *method, const char *path,
+                   const char *ctype, const char *body, long *code,
+                   json_object **resp, sc_errbuf *eb)
+{
+  dynbuf b;
+  char url[2048];
+  int attempt;
+  bool reauth = false;
+  sc_err err = SC_OK;
+  *code = 0;
+  *resp = NULL;
+  snprintf(url, sizeof(url), "%s%s", k->conn.server, path);
+  dynbuf_init(&b, RESP_MAX);
+  for(attempt = 0; attempt <= RETRIES; attempt++) {
+    struct curl_slist *h;
+    CURLcode cc;
+    err = refresh_token(k, false, eb);
+    if(err)
+      break;
+    h = headers(k, ctype);
+    if(!h) {
+      err = SC_ERR_NOMEM;
+      break;
+    }
+    dynbuf_reset(&b);
+    curl_easy_reset(k->easy);
+    curl_easy_setopt(k->easy, CURLOPT_URL, url);
+    curl_easy_setopt(k->easy, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(k->easy, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(k->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(k->easy, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(k->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(k->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    if(body) {
+      curl_easy_setopt(k->easy, CURLOPT_POSTFIELDS, body);
+      curl_easy_setopt(k->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    tls_opts(k, k->easy);
+    cc = curl_easy_perform(k->easy);
+    curl_slist_free_all(h);
+    if(cc != CURLE_OK) {
+      err = sc_errf(eb, cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
+                    : SC_ERR_UNAVAILABLE, "kube %s %s: %s", method, url,
+                    curl_easy_strerror(cc));
+      if(cc == CURLE_WRITE_ERROR)
+        break;
+    }
+    else {
+      curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, code);
+      if(*code == 401 && !reauth && (k->conn.token_file)) {
+        reauth = true;
+        k->token_read_ms = 0; /* rotated? read it again */
+        attempt--;
+        continue;
+      }
+      if(*code == 429 || *code >= 500)
+        err = sc_errf(eb, SC_ERR_UNAVAILABLE, "kube %s %s: HTTP %ld",
+                      method, url, *code);
+      else {
+        err = SC_OK;
+        break;
+      }
+    }
+    if(attempt < RETRIES)
+      sleep_ms(100 << attempt);
+  }
+  if(!err && dynbuf_len(&b)) {
+    *resp = json_tokener_parse(dynbuf_ptr(&b));
+    if(!*resp && *code < 300)
+      err = sc_errf(eb, SC_ERR_PROTOCOL, "kube %s %s: HTTP %ld with a body "
+                    "that is not JSON", method, url, *code);
+  }
+  if(!err && *code == 401)
+    err = sc_errf(eb, SC_ERR_INVALID, "kube %s %s: 401 Unauthorized (check "
+                  "the credentials of %s)", method, url, k->conn.source);
+  else if(!err && *code == 403)
+    err = sc_errf(eb, SC_ERR_INVALID, "kube %s %s: 403 Forbidden: %s",
+                  method, url, status_msg(*resp));
+  dynbuf_free(&b);
+  if(err) {
+    json_object_put(*resp);
+    *resp = NULL;
+  }
+  return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* objects */
+
+static void obj_path(char *buf, size_t len, const char *ns, const char *name,
+                     const char *sub)
+{
+  char *ens = curl_easy_escape(NULL, ns, 0);
+  char *en = name ? curl_easy_escape(NULL, name, 0) : NULL;
+  snprintf(buf, len, GROUP_PATH "/namespaces/%s/sessions%s%s%s",
+           ens ? ens : "", name ? "/" : "", name ? (en ? en : "") : "",
+           sub ? sub : "");
+  curl_free(ens);
+  curl_free(en);
+}
+
+static sc_err decode(json_object *o, const char *what, session **out,
+                     sc_errbuf *eb)
+{
+  sc_errbuf e2;
+  sc_err err;
+  e2.msg[0] = 0;
+  err = session_from_json_object_flags(o,
+                                       SESSION_JSON_IGNORE_UNKNOWN_METADATA,
+                                       out, &e2);
+  if(err)
+    return sc_errf(eb, SC_ERR_PROTOCOL, "kube: %s does not decode: %s", what,
+                   e2.msg);
+  return SC_OK;
+}
+
+static sc_err http_err(long code, json_object *resp, const char *op,
+                       const char *ns, const char *name, sc_errbuf *eb)
+{
+  const char *m = status_msg(resp);
+  if(code == 404)
+    return sc_errf(eb, SC_ERR_NOT_FOUND, "kube: %s %s/%s: not found", op, ns,
+                   name);
+  if(code == 409) {
+    json_object *r;
+    if(json_object_object_get_ex(resp, "reason", &r) &&
+       !strcmp(json_object_get_string(r), "AlreadyExists"))
+      return sc_errf(eb, SC_ERR_EXISTS, "kube: %s %s/%s: %s", op, ns, name,
+                     m);
+    return sc_errf(eb, SC_ERR_CONFLICT, "kube: %s %s/%s: conflict: %s", op,
+                   ns, name, m);
+  }
+  return sc_errf(eb, code >= 500 ? SC_ERR_UNAVAILABLE : SC_ERR_INVALID,
+                 "kube: %s %s/%s: HTTP %ld: %s", op, ns, name, code, m);
+}
+
+/* GET the raw object (*raw) and decoded (*s, may be NULL) */
+static sc_err get_raw(kube_store *k, const char *ns, const char *name,
+                      json_object **raw, session **s, sc_errbuf *eb)
+{
+  char path[1200];
+  long code;
+  sc_err err;
+  *raw = NULL;
+  if(s)
+    *s = NULL;
+  obj_path(path, sizeof(path), ns, name, NULL);
+  err = kreq(k, "GET", path, NULL, NULL, &code, raw, eb);
+  if(err)
+    return err;
+  if(code != 200) {
+    err = http_err(code, *raw, "get", ns, name, eb);
+    json_object_put(*raw);
+    *raw = NULL;
+    return err;
+  }
+  if(s) {
+    err = decode(*raw, "the object", s, eb);
+    if(err) {
+      json_object_put(*raw);
+      *raw = NULL;
+    }
+  }
+  return err;
+}
+
+static bool has_finalizer(const session *s)
+{
+  size_t i;
+  for(i = 0; i < s->meta.n_finalizers; i++)
+    if(!strcmp(s->meta.finalizers[i], FINALIZER))
+      return true;
+  return false;
+}
+
+/* merge patch of metadata.finalizers (with or without ours) guarded by
+ * resourceVersion; *out (may be NULL) the object after */
+static sc_err patch_finalizers(kube_store *k, const session *s, bool add,
+                               session **out, sc_errbuf *eb)
+{
+  json_object *p = json_object_new_object(), *m = json_object_new_object(),
+              *a = json_object_new_array(), *resp = NULL;
+  char path[1200];
+  long code;
+  size_t i;
+  sc_err err;
+  if(out)
+    *out = NULL;
+  for(i = 0; i < s->meta.n_finalizers; i++)
+    if(strcmp(s->meta.finalizers[i], FINALIZER))
+      json_object_array_add(a, json_object_new_string(s->meta.finalizers[i]));
+  if(add)
+    json_object_array_add(a, json_object_new_string(FINALIZER));
+  json_object_object_add(m, "resourceVersion",
+                         json_object_new_string(s->meta.resource_version));
+  json_object_object_add(m, "finalizers", a);
+  json_object_object_add(p, "metadata", m);
+  obj_path(path, sizeof(path), s->meta.namespace_, s->meta.name, NULL);
+  err = kreq(k, "PATCH", path, "application/merge-patch+json",
+             json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), &code,
+             &resp, eb);
+  json_object_put(p);
+  if(!err && code != 200)
+    err = http_err(code, resp, add ? "add finalizer" : "remove finalizer",
+                   s->meta.namespace_, s->meta.name, eb);
+  if(!err && out && add)
+    err = decode(resp, "the patched object", out, eb);
+  json_object_put(resp);
+  return err;
+}
+
+/* the controller's first visit: make sure the finalizer is there; *s may
+ * be replaced by the patched object, or freed and NULLed when it vanished */
+static sc_err ensure_finalizer(kube_store *k, session **s, sc_errbuf *eb)
+{
+  int tries;
+  for(tries = 0; tries < 3; tries++) {
+    session *n = NULL;
+    json_object *raw = NULL;
+    sc_err err;
+    if(!k->add_finalizer || (*s)->meta.deletion_timestamp ||
+       has_finalizer(*s))
+      return SC_OK;
+    err = patch_finalizers(k, *s, true, &n, eb);
+    if(!err) {
+      session_free(*s);
+      *s = n;
+      return SC_OK;
+    }
+    if(err != SC_ERR_CONFLICT && err != SC_ERR_NOT_FOUND)
+      return err;
+    err = get_raw(k, (*s)->meta.namespace_, (*s)->meta.name, &raw, &n, eb);
+    json_object_put(raw);
+    if(err == SC_ERR_NOT_FOUND) {
+      session_free(*s);
+      *s = NULL;
+      return SC_OK;
+    }
+    if(err)
+      return err;
+    session_free(*s);
+    *s = n;
+  }
+  return sc_errf(eb, SC_ERR_CONFLICT, "kube: adding the finalizer to %s/%s "
+                 "kept conflicting", (*s)->meta.namespace_, (*s)->meta.name);
+}
+
+/* ------------------------------------------------------------------ */
+/* store ops */
+
+static int cmp_sess(const void *a, const void *b)
+{
+  const session *x = *(session *const *)a, *y = *(session *const *)b;
+  int c = strcmp(x->meta.namespace_, y->meta.namespace_);
+  return c ? c : strcmp(x->meta.name, y->meta.name);
+}
+
+static sc_err k_list(store *st, const store_list_opts *opts,
+                     store_list_result *out, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  const char *ns = opts->namespace_ ? opts->namespace_ : k->ns;
+  char path[1200];
+  json_object *resp = NULL, *items, *meta, *rv;
+  long code;
+  size_t i, n;
+  sc_err err;
+  if(ns)
+    obj_path(path, sizeof(path), ns, NULL, NULL);
+  else
+    snprintf(path, sizeof(path), GROUP_PATH "/sessions");
+  err = kreq(k, "GET", path, NULL, NULL, &code, &resp, eb);
+  if(err)
+    return err;
+  if(code != 200) {
+    err = http_err(code, resp, "list", ns ? ns : "*", "*", eb);
+    goto out;
+  }
+  if(!json_object_object_get_ex(resp, "items", &items) ||
+     !json_object_is_type(items, json_type_array) ||
+     !json_object_object_get_ex(resp, "metadata", &meta) ||
+     !json_object_object_get_ex(meta, "resourceVersion", &rv)) {
+    err = sc_errf(eb, SC_ERR_PROTOCOL, "kube: list %s: not a list (no items "
+                  "or metadata.resourceVersion)", path);
+    goto out;
+  }
+  n = json_object_array_length(items);
+  out->items = calloc(n + 1, sizeof(*out->items));
+  out->revision = strdup(json_object_get_string(rv));
+  if(!out->items || !out->revision) {
+    err = SC_ERR_NOMEM;
+    goto out;
+  }
+  for(i = 0; i < n; i++) {
+    session *s = NULL;
+    char what[64];
+    snprintf(what, sizeof(what), "list item %zu", i);
+    err = decode(json_object_array_get_idx(items, i), what, &s, eb);
+    if(err)
+      goto out;
+    err = ensure_finalizer(k, &s, eb);
+    if(err) {
+      session_free(s);
+      goto out;
+    }
+    if(!s)
+      continue;
+    if(s->meta.deletion_timestamp && !opts->include_deleted) {
+      session_free(s);
+      continue;
+    }
+    out->items[out->n++] = s;
+  }
+  qsort(out->items, out->n, sizeof(*out->items), cmp_sess);
+out:
+  json_object_put(resp);
+  if(err)
+    store_list_result_free(out);
+  return err;
+}
+
+static sc_err k_get(store *st, const char *ns, const char *name,
+                    session **out, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  json_object *raw = NULL;
+  sc_err err = get_raw(k, ns, name, &raw, out, eb);
+  json_object_put(raw);
+  if(!err)
+    err = ensure_finalizer(k, out, eb);
+  if(!err && !*out)
+    err = sc_errf(eb, SC_ERR_NOT_FOUND, "kube: get %s/%s: not found", ns,
+                  name);
+  if(err) {
+    session_free(*out);
+    *out = NULL;
+  }
+  return err;
+}
+
+/* the JSON of part `key` ("spec") of s's encoding, or NULL */
+static json_object *part_of(const session *s, const char *key,
+                            json_object **whole)
+{
+  json_object *v;
+  *whole = session_to_json_object(s);
+  if(*whole && json_object_object_get_ex(*whole, key, &v))
+    return v;
+  return NULL;
+}
+
+static void set_or_del(json_object *o, const char *key, json_object *v)
+{
+  if(v)
+    json_object_object_add(o, key, json_object_get(v));
+  else
+    json_object_object_del(o, key);
+}
+
+static sc_err put_obj(kube_store *k, json_object *raw, const char *ns,
+                      const char *name, const char *sub, const char *op,
+                      char **new_version, sc_errbuf *eb)
+{
+  char path[1200];
+  long code;
+  json_object *resp = NULL, *m, *rv;
+  sc_err err;
+  obj_path(path, sizeof(path), ns, name, sub);
+  err = kreq(k, "PUT", path, "application/json",
+             json_object_to_json_string_ext(raw, JSON_C_TO_STRING_PLAIN),
+             &code, &resp, eb);
+  if(!err && code != 200 && code != 201)
+    err = http_err(code, resp, op, ns, name, eb);
+  if(!err && new_version) {
+    if(json_object_object_get_ex(resp, "metadata", &m) &&
+       json_object_object_get_ex(m, "resourceVersion", &rv))
+      *new_version = strdup(json_object_get_string(rv));
+    else
+      err = sc_errf(eb, SC_ERR_PROTOCOL, "kube: %s %s/%s: the reply has no "
+                    "metadata.resourceVersion", op, ns, name);
+  }
+  json_object_put(resp);
+  return err;
+}
+
+static sc_err apply_one(kube_store *k, const session *o,
+                        store_apply_outcome *outcome, sc_errbuf *eb)
+{
+  const char *ns = o->meta.namespace_, *name = o->meta.name;
+  json_object *raw = NULL, *whole = NULL, *meta, *spec;
+  session *cur = NULL;
+  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
+  if(err == SC_ERR_NOT_FOUND) {
+    /* create: apiVersion, kind, metadata (name, namespace, labels,
+     * annotations) and spec only */
+    char path[1200];
+    long code;
+    json_object *resp = NULL, *body = json_object_new_object(), *m;
+    json_object *nm = json_object_new_object(), *v;
+    spec = part_of(o, "spec", &whole);
+    json_object_object_add(body, "apiVersion",
+                           json_object_new_string(SESSION_API_VERSION));
+    json_object_object_add(body, "kind", json_object_new_string(SESSION_KIND));
+    json_object_object_add(nm, "name", json_object_new_string(name));
+    json_object_object_add(nm, "namespace", json_object_new_string(ns));
+    if(json_object_object_get_ex(whole, "metadata", &m)) {
+      if(json_object_object_get_ex(m, "labels", &v))
+        json_object_object_add(nm, "labels", json_object_get(v));
+      if(json_object_object_get_ex(m, "annotations", &v))
+        json_object_object_add(nm, "annotations", json_object_get(v));
+    }
+    json_object_object_add(body, "metadata", nm);
+    set_or_del(body, "spec", spec);
+    obj_path(path, sizeof(path), ns, NULL, NULL);
+    err = kreq(k, "POST", path, "application/json",
+               json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+               &code, &resp, eb);
+    if(!err && code != 201 && code != 200)
+      err = http_err(code, resp, "create", ns, name, eb);
+    json_object_put(resp);
+    json_object_put(body);
+    json_object_put(whole);
+    *outcome = STORE_APPLY_CREATED;
+    return err;
+  }
+  if(err)
+    return err;
+  if(cur->meta.deletion_timestamp) {
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: apply %s/%s: the object is "
+                  "being deleted (it waits for its sandbox to go); apply "
+                  "again once it is gone", ns, name);
+    goto out;
+  }
+  if(session_spec_equal(&cur->spec, &o->spec) &&
+     sc_kvlist_equal(&cur->meta.labels, &o->meta.labels) &&
+     sc_kvlist_equal(&cur->meta.annotations, &o->meta.annotations)) {
+    *outcome = STORE_APPLY_UNCHANGED;
+    goto out;
+  }
+  spec = part_of(o, "spec", &whole);
+  set_or_del(raw, "spec", spec);
+  if(json_object_object_get_ex(raw, "metadata", &meta)) {
+    json_object *m, *v;
+    json_object_object_get_ex(whole, "metadata", &m);
+    set_or_del(meta, "labels",
+               json_object_object_get_ex(m, "labels", &v) ? v : NULL);
+    set_or_del(meta, "annotations",
+               json_object_object_get_ex(m, "annotations", &v) ? v : NULL);
+  }
+  err = put_obj(k, raw, ns, name, NULL, "apply", NULL, eb);
+  *outcome = STORE_APPLY_CONFIGURED;
+out:
+  json_object_put(whole);
+  json_object_put(raw);
+  session_free(cur);
+  return err;
+}
+
+/* Kubernetes has no transaction over several objects: objects are applied
+ * one after the other (a conflict with a concurrent writer is retried);
+ * the first error stops the rest (docs/store.md). */
+static sc_err k_apply(store *st, session *const *objs, size_t n,
+                      store_apply_outcome *outcomes, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  size_t i;
+  for(i = 0; i < n; i++) {
+    store_apply_outcome oc = STORE_APPLY_UNCHANGED;
+    sc_err err = SC_ERR_CONFLICT;
+    int tries;
+    for(tries = 0; tries < 3 && (err == SC_ERR_CONFLICT ||
+                                 err == SC_ERR_EXISTS); tries++)
+      err = apply_one(k, objs[i], &oc, eb);
+    if(err)
+      return err;
+    if(outcomes)
+      outcomes[i] = oc;
+  }
+  return SC_OK;
+}
+
+static sc_err k_update_spec(store *st, const char *ns, const char *name,
+                            const char *expected_version,
+                            const session_spec *spec, char **new_version,
+                            sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  json_object *raw = NULL, *whole = NULL, *v;
+  session *cur = NULL, *tmp = NULL;
+  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
+  if(err)
+    return err;
+  if(cur->meta.deletion_timestamp) {
+    err = sc_errf(eb, SC_ERR_NOT_FOUND, "kube: update spec %s/%s: the object "
+                  "is being deleted", ns, name);
+    goto out;
+  }
+  if(strcmp(cur->meta.resource_version, expected_version)) {
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: update spec %s/%s: version %s "
+                  "is not the current %s", ns, name, expected_version,
+                  cur->meta.resource_version);
+    goto out;
+  }
+  if(session_spec_equal(&cur->spec, spec)) {
+    if(new_version && !(*new_version = strdup(cur->meta.resource_version)))
+      err = SC_ERR_NOMEM;
+    goto out;
+  }
+  tmp = session_new();
+  if(!tmp || session_spec_copy(&tmp->spec, spec)) {
+    err = SC_ERR_NOMEM;
+    goto out;
+  }
+  v = part_of(tmp, "spec", &whole);
+  set_or_del(raw, "spec", v);
+  err = put_obj(k, raw, ns, name, NULL, "update spec", new_version, eb);
+out:
+  json_object_put(whole);
+  json_object_put(raw);
+  session_free(cur);
+  session_free(tmp);
+  return err;
+}
+
+static sc_err k_update_status(store *st, const char *ns, const char *name,
+                              const char *expected_version,
+                              const session_status *status,
+                              char **new_version, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  json_object *raw = NULL, *whole = NULL, *v;
+  session *cur = NULL, *tmp = NULL;
+  int tries;
+  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
+  if(err)
+    return err;
+  if(strcmp(cur->meta.resource_version, expected_version)) {
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: update status %s/%s: version "
+                  "%s is not the current %s", ns, name, expected_version,
+                  cur->meta.resource_version);
+    goto out;
+  }
+  if(session_status_equal(&cur->status, status)) {
+    if(new_version && !(*new_version = strdup(cur->meta.resource_version)))
+      err = SC_ERR_NOMEM;
+    goto out;
+  }
+  tmp = session_new();
+  if(!tmp || session_status_copy(&tmp->status, status)) {
+    err = SC_ERR_NOMEM;
+    goto out;
+  }
+  v = part_of(tmp, "status", &whole);
+  set_or_del(raw, "status", v);
+  for(tries = 0; tries < 1; tries++)
+    err = put_obj(k, raw, ns, name, "/status", "update status", new_version,
+                  eb);
+out:
+  json_object_put(whole);
+  json_object_put(raw);
+  session_free(cur);
+  session_free(tmp);
+  return err;
+}
+
+static sc_err k_delete(store *st, const char *ns, const char *name,
+                       sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  char path[1200];
+  long code;
+  json_object *resp = NULL;
+  sc_err err;
+  obj_path(path, sizeof(path), ns, name, NULL);
+  err = kreq(k, "DELETE", path, NULL, NULL, &code, &resp, eb);
+  if(!err && code != 200 && code != 202)
+    err = http_err(code, resp, "delete", ns, name, eb);
+  json_object_put(resp);
+  return err;
+}
+
+static sc_err k_purge(store *st, const char *ns, const char *name,
+                      const char *expected_version, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  json_object *raw = NULL;
+  session *cur = NULL;
+  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
+  json_object_put(raw);
+  if(err)
+    return err;
+  if(strcmp(cur->meta.resource_version, expected_version))
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: purge %s/%s: version %s is not "
+                  "the current %s", ns, name, expected_version,
+                  cur->meta.resource_version);
+  else if(!cur->meta.deletion_timestamp)
+    err = sc_errf(eb, SC_ERR_INVALID, "kube: purge %s/%s: the object is not "
+                  "being deleted", ns, name);
+  else if(has_finalizer(cur))
+    err = patch_finalizers(k, cur, false, NULL, eb);
+  session_free(cur);
+  return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* watch */
+
+static void watch_begin(kube_watch *w);
+static void watch_free(kube_watch *w);
+
+static void watch_fail(kube_watch *w, sc_err err, const char *msg)
+{
+  struct timeval tv;
+  unsigned char r = 0;
+  if(!w->failing && w->err_cb) {
+    w->failing = true;
+    w->in_cb = true;
+    w->err_cb(err, msg, w->ud);
+    w->in_cb = false;
+    if(w->stopped)
+      return;
+  }
+  w->failing = true;
+  w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 200;
+  if(w->backoff_ms > 30000)
+    w->backoff_ms = 30000;
+  (void)RAND_bytes(&r, 1);
+  tv.tv_sec = 0;
+  tv.tv_usec = 0;
+  {
+    int ms = w->backoff_ms / 2 + (w->backoff_ms / 2) * r / 255;
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (ms % 1000) * 1000;
+  }
+  evtimer_add(w->retry, &tv);
+}
+
+static void watch_expire(kube_watch *w, const char *msg)
+{
+  w->expired = true;
+  if(w->err_cb) {
+    w->in_cb = true;
+    w->err_cb(SC_ERR_EXPIRED, msg, w->ud);
+    w->in_cb = false;
+  }
+}
+
+static bool deleted_seen(kube_watch *w, const char *uid, bool add,
+                         bool remove)
+{
+  size_t i;
+  for(i = 0; i < w->n_deleted; i++)
+    if(!strcmp(w->deleted[i], uid)) {
+      if(remove) {
+        free(w->deleted[i]);
+        w->deleted[i] = w->deleted[--w->n_deleted];
+      }
+      return true;
+    }
+  if(add) {
+    char **d = realloc(w->deleted, (w->n_deleted + 1) * sizeof(*d));
+    if(d) {
+      w->deleted = d;
+      d[w->n_deleted] = strdup(uid);
+      if(d[w->n_deleted])
+        w->n_deleted++;
+    }
+  }
+  return false;
+}
+
+/* one line of the stream */
+static void watch_line(kube_watch *w, const char *line)
+{
+  json_object *ev = json_tokener_parse(line), *t, *o, *m, *rv;
+  const char *type;
+  session *s = NULL;
+  sc_errbuf eb;
+  store_event se;
+  char msg[300];
+  eb.msg[0] = 0;
+  if(!ev || !json_object_object_get_ex(ev, "type", &t) ||
+     !json_object_object_get_ex(ev, "object", &o)) {
+    json_object_put(ev);
+    if(w->err_cb) {
+      w->in_cb = true;
+      w->err_cb(SC_ERR_PROTOCOL, "kube watch: a line that is not a watch "
+                "event", w->ud);
+      w->in_cb = false;
+    }
+    return;
+  }
+  type = json_object_get_string(t);
+  rv = NULL;
+  if(json_object_object_get_ex(o, "metadata", &m))
+    json_object_object_get_ex(m, "resourceVersion", &rv);
+  if(!strcmp(type, "ERROR")) {
+    json_object *c;
+    int code = json_object_object_get_ex(o, "code", &c) ?
+               json_object_get_int(c) : 0;
+    snprintf(msg, sizeof(msg), "kube watch from %s: %d %s", w->pos, code,
+             status_msg(o));
+    json_object_put(ev);
+    if(code == 410)
+      watch_expire(w, msg);
+    else
+      w->code = -code; /* ends in watch_fail when the stream ends */
+    return;
+  }
+  if(rv && json_object_is_type(rv, json_type_string)) {
+    char *p = strdup(json_object_get_string(rv));
+    if(p) {
+      free(w->pos);
+      w->pos = p;
+    }
+  }
+  if(!strcmp(type, "BOOKMARK")) {
+    json_object_put(ev);
+    return;
+  }
+  if(decode(o, "a watch event", &s, &eb)) {
+    snprintf(msg, sizeof(msg), "revision %s: %s", w->pos, eb.msg);
+    json_object_put(ev);
+    if(w->err_cb) {
+      w->in_cb = true;
+      w->err_cb(SC_ERR_PROTOCOL, msg, w->ud);
+      w->in_cb = false;
+    }
+    return;
+  }
+  json_object_put(ev);
+  se.obj = s;
+  se.revision = s->meta.resource_version ? s->meta.resource_version : "";
+  if(!strcmp(type, "ADDED"))
+    se.type = STORE_EVENT_ADDED;
+  else if(!strcmp(type, "MODIFIED")) {
+    se.type = STORE_EVENT_MODIFIED;
+    /* the first sight of deletionTimestamp is the store's DELETED */
+    if(s->meta.deletion_timestamp && s->meta.uid &&
+       !deleted_seen(w, s->meta.uid, true, false))
+      se.type = STORE_EVENT_DELETED;
+  }
+  else if(!strcmp(type, "DELETED")) {
+    if(s->meta.deletion_timestamp) {
+      /* the finalizer went: a purge, which watchers do not see */
+      if(s->meta.uid)
+        deleted_seen(w, s->meta.uid, false, true);
+      session_free(s);
+      return;
+    }
+    se.type = STORE_EVENT_DELETED;
+    s->meta.deletion_timestamp = sctime_wall_ms();
+  }
+  else {
+    session_free(s);
+    return;
+  }
+  w->in_cb = true;
+  w->cb(&se, w->ud);
+  w->in_cb = false;
+  session_free(s);
+}
+
+static void watch_drain(kube_watch *w)
+{
+  char *buf, *nl;
+  size_t off = 0, len = dynbuf_len(&w->line);
+  if(!len)
+    return;
+  buf = dynbuf_take(&w->line);
+  if(!buf)
+    return;
+  while(!w->stopped && !w->expired &&
+        (nl = memchr(buf + off, '\n', len - off))) {
+    *nl = 0;
+    if(nl > buf + off)
+      watch_line(w, buf + off);
+    off = (size_t)(nl - buf) + 1;
+  }
+  if(off < len && !w->stopped && !w->expired)
+    (void)dynbuf_add(&w->line, buf + off, len - off);
+  free(buf);
+}
+
+static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
+{
+  kube_watch *w = ud;
+  if(!w->code)
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->code);
+  if(w->code != 200)
+    return sz * n; /* a Status body; the code says it all */
+  if(dynbuf_add(&w->line, p, sz * n))
+    return 0; /* a line over the cap: fail the transfer */
+  return sz * n;
+}
+
+static void drain_all(kube_store *k)
+{
+  kube_watch *w, *next;
+  for(w = k->watches; w; w = next) {
+    next = w->next;
+    if(w->stopped)
+      continue;
+    watch_drain(w);
+  }
+  for(w = k->watches; w; w = next) {
+    next = w->next;
+    if(w->stopped && !w->in_cb)
+      watch_free(w);
+  }
+}
+
+static void watch_done(kube_watch *w, CURLcode cc)
+{
+  char msg[400];
+  long code = w->code;
+  if(!code)
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+  watch_drain(w);
+  if(w->stopped || w->expired)
+    return;
+  if(cc == CURLE_OK && code == 200) {
+    w->failing = false;
+    w->backoff_ms = 0;
+    watch_begin(w); /* timeoutSeconds ran out: go on from pos */
+    return;
+  }
+  if(code == 410) {
+    snprintf(msg, sizeof(msg), "kube watch from %s: 410 Gone", w->pos);
+    watch_expire(w, msg);
+    return;
+  }
+  if(code == 401)
+    w->k->token_read_ms = 0;
+  if(cc != CURLE_OK)
+    snprintf(msg, sizeof(msg), "kube watch: %s", curl_easy_strerror(cc));
+  else
+    snprintf(msg, sizeof(msg), "kube watch: HTTP %ld", code < 0 ? -code
+             : code);
+  watch_fail(w, SC_ERR_IO, msg);
+}
+
+static void check_done(kube_store *k)
+{
+  CURLMsg *m;
+  int left;
+  while((m = curl_multi_info_read(k->multi, &left))) {
+    kube_watch *w = NULL;
+    if(m->msg != CURLMSG_DONE)
+      continue;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+    curl_multi_remove_handle(k->multi, m->easy_handle);
+    watch_done(w, m->data.result);
+  }
+  drain_all(k);
+}
+
+static void on_socket(evutil_socket_t fd, short what, void *arg)
+{
+  kube_store *k = arg;
+  int running = 0;
+  int flags = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
+              ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+  curl_multi_socket_action(k->multi, fd, flags, &running);
+  check_done(k);
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+  kube_store *k = arg;
+  int running = 0;
+  (void)fd;
+  (void)what;
+  curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  check_done(k);
+}
+
+static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
+                   void *socketp)
+{
+  kube_store *k = userp;
+  struct event *ev = socketp;
+  short kind;
+  (void)e;
+  if(what == CURL_POLL_REMOVE) {
+    if(ev) {
+      event_free(ev);
+      curl_multi_assign(k->multi, s, NULL);
+    }
+    return 0;
+  }
+  kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+         ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+  if(!ev) {
+    ev = event_new(k->evbase, s, kind, on_socket, k);
+    if(!ev)
+      return -1;
+    curl_multi_assign(k->multi, s, ev);
+  }
+  else {
+    event_del(ev);
+    event_assign(ev, k->evbase, s, kind, on_socket, k);
+  }
+  event_add(ev, NULL);
+  return 0;
+}
+
+static int timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+  kube_store *k = userp;
+  struct timeval tv;
+  (void)m;
+  if(timeout_ms < 0) {
+    evtimer_del(k->timer);
+    return 0;
+  }
+  tv.tv_sec = timeout_ms / 1000;
+  tv.tv_usec = (timeout_ms % 1000) * 1000;
+  evtimer_add(k->timer, &tv);
+  return 0;
+}
+
+static void watch_begin(kube_watch *w)
+{
+  kube_store *k = w->k;
+  char url[2400], *epos;
+  unsigned char r[2] = {0, 0};
+  int timeout = k->watch_timeout_s;
+  sc_errbuf eb;
+  eb.msg[0] = 0;
+  if(!timeout) {
+    (void)RAND_bytes(r, 2);
+    timeout = 240 + (r[0] | r[1] << 8) % 120;
+  }
+  if(refresh_token(k, false, &eb)) {
+    watch_fail(w, SC_ERR_IO, eb.msg);
+    return;
+  }
+  epos = curl_easy_escape(NULL, w->pos, 0);
+  if(k->ns) {
+    char *ens = curl_easy_escape(NULL, k->ns, 0);
+    snprintf(url, sizeof(url), "%s" GROUP_PATH "/namespaces/%s/sessions?"
+             "watch=1&resourceVersion=%s&allowWatchBookmarks=true&"
+             "timeoutSeconds=%d", k->conn.server, ens ? ens : "",
+             epos ? epos : "", timeout);
+    curl_free(ens);
+  }
+  else
+    snprintf(url, sizeof(url), "%s" GROUP_PATH "/sessions?watch=1&"
+             "resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
+             k->conn.server, epos ? epos : "", timeout);
+  curl_free(epos);
+  curl_slist_free_all(w->hdrs);
+  w->hdrs = headers(k, NULL);
+  dynbuf_reset(&w->line);
+  w->code = 0;
+  curl_easy_reset(w->easy);
+  curl_easy_setopt(w->easy, CURLOPT_URL, url);
+  curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->hdrs);
+  curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+  curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+  curl_easy_setopt(w->easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(w->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  /* a silent stream (no bookmark, no event) for 2 timeouts is dead */
+  curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_TIME, (long)timeout * 2);
+  tls_opts(k, w->easy);
+  if(curl_multi_add_handle(k->multi, w->easy) != CURLM_OK)
+    watch_fail(w, SC_ERR_IO, "kube watch: cannot start the request");
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+  kube_watch *w = arg;
+  (void)fd;
+  (void)what;
+  if(!w->stopped && !w->expired)
+    watch_begin(w);
+}
+
+static void watch_free(kube_watch *w)
+{
+  kube_watch **pp;
+  size_t i;
+  for(pp = &w->k->watches; *pp; pp = &(*pp)->next)
+    if(*pp == w) {
+      *pp = w->next;
+      break;
+    }
+  if(w->easy) {
+    curl_multi_remove_handle(w->k->multi, w->easy);
+    curl_easy_cleanup(w->easy);
+  }
+  curl_slist_free_all(w->hdrs);
+  if(w->retry)
+    event_free(w->retry);
+  dynbuf_free(&w->line);
+  for(i = 0; i < w->n_deleted; i++)
+    free(w->deleted[i]);
+  free(w->deleted);
+  free(w->pos);
+  free(w);
+}
+
+static void k_watch_stop(store_watch *sw)
+{
+  kube_watch *w = (kube_watch *)sw;
+  w->stopped = true;
+  if(w->in_cb)
+    return; /* freed by drain_all once the callback returned */
+  {
+    /* outside a callback, but maybe inside drain: defer if any watch of
+     * this store is being delivered */
+    kube_watch *x;
+    for(x = w->k->watches; x; x = x->next)
+      if(x->in_cb)
+        return;
+  }
+  watch_free(w);
+}
+
+static sc_err k_watch_start(store *st, const char *from_revision,
+                            store_watch_cb cb, store_watch_err_cb err_cb,
+                            void *ud, store_watch **out, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  kube_watch *w;
+  if(!k->evbase)
+    return sc_errf(eb, SC_ERR_INVALID, "kube: watch needs an event loop "
+                   "(store_open_opts.base)");
+  w = calloc(1, sizeof(*w));
+  if(!w)
+    return SC_ERR_NOMEM;
+  w->base.ops = k->base.ops;
+  w->k = k;
+  w->cb = cb;
+  w->err_cb = err_cb;
+  w->ud = ud;
+  dynbuf_init(&w->line, LINE_MAX_);
+  w->easy = curl_easy_init();
+  w->retry = evtimer_new(k->evbase, on_retry, w);
+  if(from_revision && *from_revision)
+    w->pos = strdup(from_revision);
+  else {
+    /* "from now": the list's version */
+    store_list_result r;
+    store_list_opts lo = {NULL, false};
+    sc_err err;
+    memset(&r, 0, sizeof(r));
+    err = k_list(st, &lo, &r, eb);
+    if(err) {
+      store_list_result_free(&r);
+      w->next = NULL;
+      watch_free(w);
+      return err;
+    }
+    w->pos = r.revision;
+    r.revision = NULL;
+    store_list_result_free(&r);
+  }
+  if(!w->easy || !w->retry || !w->pos) {
+    watch_free(w);
+    return SC_ERR_NOMEM;
+  }
+  w->next = k->watches;
+  k->watches = w;
+  watch_begin(w);
+  *out = &w->base;
+  return SC_OK;
+}
+
+static void k_close(store *st)
+{
+  kube_store *k = (kube_store *)st;
+  while(k->watches)
+    watch_free(k->watches);
+  if(k->multi)
+    curl_multi_cleanup(k->multi);
+  if(k->timer)
+    event_free(k->timer);
+  if(k->easy)
+    curl_easy_cleanup(k->easy);
+  kube_conn_clear(&k->conn);
+  free(k->token);
+  free(k->ns);
+  free(k);
+}
+
+static const store_ops kube_ops = {
+  "kube", k_close, k_list, k_get, k_apply, k_update_spec, k_update_status,
+  k_delete, k_purge, k_watch_start, k_watch_stop
+};
+
+sc_err store_kube_open(const char *context, const store_open_opts *opts,
+                       store **out, sc_errbuf *eb)
+{
+  kube_store *k;
+  sc_err err;
+  *out = NULL;
+  if(curl_global_init(CURL_GLOBAL_DEFAULT))
+    return sc_errf(eb, SC_ERR_INTERNAL, "kube: curl_global_init failed");
+  k = calloc(1, sizeof(*k));
+  if(!k)
+    return SC_ERR_NOMEM;
+  k->base.ops = &kube_ops;
+  err = kube_conn_resolve(opts->kubeconfig, context, &k->conn, eb);
+  if(err) {
+    k_close(&k->base);
+    return err;
+  }
+  if(opts->namespace_ && *opts->namespace_) {
+    k->ns = strdup(opts->namespace_);
+    if(!k->ns) {
+      k_close(&k->base);
+      return SC_ERR_NOMEM;
+    }
+  }
+  k->add_finalizer = opts->add_finalizer;
+  k->watch_timeout_s = opts->watch_timeout_s;
+  k->evbase = opts->base;
+  k->easy = curl_easy_init();
+  if(!k->easy) {
+    k_close(&k->base);
+    return SC_ERR_NOMEM;
+  }
+  if(k->evbase) {
+    k->multi = curl_multi_init();
+    k->timer = evtimer_new(k->evbase, on_timeout, k);
+    if(!k->multi || !k->timer) {
+      k_close(&k->base);
+      return SC_ERR_NOMEM;
+    }
+    curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
+    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
+  }
+  err = refresh_token(k, true, eb);
+  if(err) {
+    k_close(&k->base);
+    return err;
+  }
+  *out = &k->base;
+  return SC_OK;
+}
