@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # session-controller image: session-controller (the entrypoint) and sessionctl.
 #
 #   docker build -t REGISTRY/session-controller:TAG .
