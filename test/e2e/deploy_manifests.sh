@@ -1,0 +1,227 @@
+#!/bin/sh
+# deploy_manifests.sh - the Kubernetes manifests of deploy/ and the Dockerfile,
+# checked without a cluster or a Docker engine.
+#
+# What is checked:
+#  1. `kubectl kustomize deploy/` renders every object (only when kubectl is
+#     installed; otherwise this is skipped and says so). kustomize's YAML
+#     reader refuses syntax errors and duplicate keys in the four resources.
+#  2. deploy/examples/ pass `sessionctl validate` (the strict manifest reader).
+#  3. The CRD's identity: group, version, scope, short name, status
+#     subresource, the printer columns.
+#  4. The CRD's schema against the C rules: the state and phase enums equal
+#     the C names (api/session.c); the defaults equal those the C code applies
+#     (test/data/good/02-defaults.json); the patterns and lengths of
+#     metadata.name, template, sessionID, tenantID, idleTimeout, reclaimAfter
+#     and state accept every value of test/data/good and deploy/examples and
+#     refuse the values of the test/data/bad files for those rules (grep -E,
+#     so RE2 and POSIX ERE must agree on them: they use no RE2-only syntax);
+#     the control-character pattern of envVars/sandboxMetadata values
+#     (grep -P: it uses \x escapes) against constructed values; the refused
+#     environment variable names of the CEL rule equal the C list; the
+#     sandboxMetadata cap equals the C constant; wake has minimum 0.
+#  5. RBAC grants exactly the resources/verbs the kube store calls.
+#  6. hack/check-image-deps.sh: the Dockerfile's runtime packages match ldd.
+# What is NOT checked here (no API server): that the API server accepts the
+# CRD, and the CEL rules' evaluation (duration bounds 1s..87600h, the "lea."
+# prefix, the denied names) - only their text is checked.
+. "$(dirname "$0")/lib/common.sh"
+D=deploy
+CRD=${CRD:-$D/crd.yaml}   # CRD=FILE: check another copy (mutation tests)
+export LC_ALL=C.UTF-8
+
+# ---- 1. kustomize
+if command -v kubectl >/dev/null 2>&1; then
+  if kubectl kustomize "$D" >"$T/render.yaml" 2>"$T/render.err"; then
+    ok "kubectl kustomize $D renders"
+    kinds=$(sed -n 's/^kind: //p' "$T/render.yaml" | sort | tr '\n' ' ')
+    want="ClusterRole ClusterRoleBinding ConfigMap CustomResourceDefinition Deployment Namespace PodDisruptionBudget Service ServiceAccount "
+    check "rendered kinds: $kinds" [ "$kinds" = "$want" ]
+  else
+    fail "kubectl kustomize $D renders" "$(head -n 3 "$T/render.err")"
+  fi
+else
+  echo "skip kubectl kustomize $D: kubectl is not installed"
+fi
+
+# ---- 2. examples
+check "sessionctl validate $D/examples" \
+  "$BINDIR/sessionctl" validate -f "$D/examples"
+for f in "$D"/*.yaml "$D"/examples/*.yaml; do
+  check "$f: no tab characters" sh -c "! grep -q '	' '$f'"
+done
+
+# ---- 3. CRD identity
+has() { grep -Eq "$2" "$1"; }
+check "crd: sessions.lea.io" has "$CRD" '^  name: sessions\.lea\.io$'
+check "crd: group lea.io, Namespaced" sh -c \
+  "grep -q '^  group: lea.io$' $CRD && grep -q '^  scope: Namespaced$' $CRD"
+check "crd: version v1alpha1 served and stored" sh -c \
+  "grep -q '^  - name: v1alpha1$' $CRD && grep -q '^    served: true$' $CRD && grep -q '^    storage: true$' $CRD"
+check "crd: short name sess" has "$CRD" '^    shortNames: \[sess\]$'
+check "crd: status subresource" sh -c "grep -A1 '^    subresources:' $CRD | grep -q 'status: {}'"
+cols=$(sed -n 's/^    - name: \([A-Z]*\)$/\1/p' "$CRD" | tr '\n' ' ')
+check "crd: printer columns ($cols)" [ "$cols" = "TENANT STATE PHASE SANDBOX AGE ENDAT OBSERVED " ]
+check "crd: ENDAT at priority 1" sh -c \
+  "sed -n '/- name: ENDAT/,/- name:/p' $CRD | grep -q 'priority: 1'"
+check "crd: the five default columns have no priority" sh -c \
+  "[ \"\$(sed -n '/- name: TENANT/,/- name: ENDAT/p' $CRD | grep -c priority)\" = 0 ]"
+
+# ---- 4. CRD schema
+# prop NAME ATTR: ATTR of the schema property NAME (the first "NAME:" key
+# line of the file), quotes removed
+prop() {
+  awk -v k="$1" -v a="$2" '
+    !found && $0 ~ "^ *" k ":$" { found = 1; ind = index($0, k); next }
+    found {
+      i = match($0, /[^ ]/)
+      if(i <= ind && $0 !~ /^ *$/) exit
+      if($0 ~ "^ *" a ": ") {
+        sub("^ *" a ": ", ""); sub(/^'\''/, ""); sub(/'\''$/, ""); print; exit
+      }
+    }' "$CRD"
+}
+enum_of() { prop "$1" enum | tr -d '[]' | sed 's/, */ /g'; }
+c_names() { sed -n "/$1\[\] = {/,/};/p" api/session.c | grep -o '"[A-Za-z][A-Za-z]*"' | tr -d '"' | tr '\n' ' ' | sed 's/ $//'; }
+check "crd: state enum = C state names ($(enum_of state))" \
+  [ "$(enum_of state)" = "$(c_names state_names)" ]
+check "crd: phase enum = C phase names ($(enum_of phase))" \
+  [ "$(enum_of phase)" = "$(c_names phase_names)" ]
+defs=$(jq -r '.spec | "\(.state) \(.idleTimeout) \(.reclaimAfter)"' test/data/good/02-defaults.json)
+check "crd: defaults = C defaults ($defs)" \
+  [ "$(prop state default) $(prop idleTimeout default) $(prop reclaimAfter default)" = "$defs" ]
+check "crd: wake default 0, minimum 0" \
+  [ "$(prop wake default) $(prop wake minimum)" = "0 0" ]
+
+# schema_ok FIELD VALUE: does VALUE pass FIELD's pattern, lengths and enum?
+schema_ok() {
+  pat=$(prop "$1" pattern); max=$(prop "$1" maxLength); min=$(prop "$1" minLength)
+  en=$(enum_of "$1")
+  len=$(printf '%s' "$2" | wc -m)
+  [ -z "$max" ] || [ "$len" -le "$max" ] || return 1
+  [ -z "$min" ] || [ "$len" -ge "$min" ] || return 1
+  [ -z "$pat" ] || printf '%s\n' "$2" | grep -Eq -- "$pat" || return 1
+  [ -z "$en" ] || printf '%s\n' $en | grep -qx -- "$2" || return 1
+  return 0
+}
+fields="name template state idleTimeout reclaimAfter sessionID tenantID"
+for f in $fields; do
+  [ -n "$(prop "$f" pattern)$(prop "$f" enum)" ] || fail "crd: $f has a pattern or enum"
+done
+# good values: the C reader's JSON of test/data/good, and the example YAML
+goodvals="$T/good.txt"
+for j in test/data/good/*.json; do
+  jq -r '.. | objects | select(.kind? == "Session") |
+    "name \(.metadata.name)", (.spec | to_entries[] |
+      select(.key | test("^(template|state|idleTimeout|reclaimAfter|sessionID|tenantID)$")) |
+      "\(.key) \(.value)")' "$j"
+done >"$goodvals"
+for y in "$D"/examples/*.yaml; do
+  sed -n 's/^ *\(name\|template\|state\|idleTimeout\|reclaimAfter\|sessionID\|tenantID\): *\([^ ]*\)$/\1 \2/p' "$y"
+done >>"$goodvals"
+n=0; bad=""
+while read -r f v; do
+  n=$((n + 1))
+  schema_ok "$f" "$v" || bad="$bad $f=$v"
+done <"$goodvals"
+check "crd: all $n good values pass the schema${bad:+ (refused:$bad)}" [ -z "$bad" ]
+# bad values: one test/data/bad file per rule; FILE FIELD
+for c in 14-name-uppercase:name 15-name-too-long:name 16-name-ends-with-dash:name \
+         19-template-bad-character:template 20-template-too-long:template \
+         21-state-unknown:state 22-duration-in-words:idleTimeout \
+         23-duration-negative:reclaimAfter 24-duration-without-unit:reclaimAfter \
+         28-session-id-invalid:sessionID 29-tenant-id-too-long:tenantID; do
+  file=test/data/bad/${c%%:*}.yaml; f=${c#*:}
+  v=$(grep -v '^#' "$file" | sed -n "s/^ *$f: *//p" | head -n 1 | sed 's/^"\(.*\)"$/\1/')
+  if [ -z "$v" ]; then fail "crd: $file: no $f value found"; continue; fi
+  if schema_ok "$f" "$v"; then fail "crd: $f \"$v\" ($file) refused by the schema"
+  else ok "crd: $f \"$(printf '%.40s' "$v")\" ($file) refused by the schema"; fi
+done
+# bounds the pattern lets through must be in a CEL rule
+for c in 25-duration-over-ten-years:reclaimAfter 26-idle-timeout-below-1s:idleTimeout \
+         27-idle-timeout-zero:idleTimeout; do
+  file=test/data/bad/${c%%:*}.yaml; f=${c#*:}
+  v=$(grep -v '^#' "$file" | sed -n "s/^ *$f: *//p" | head -n 1)
+  check "crd: $f \"$v\" ($file) is a duration (its bound is a CEL rule)" schema_ok "$f" "$v"
+done
+rules=$(sed -n '/^ *idleTimeout:$/,/^ *reclaimAfter:$/p' "$CRD")
+check "crd: idleTimeout CEL bounds 1s..87600h" sh -c \
+  "printf '%s' \"\$0\" | grep -q \"duration(self) >= duration('1s')\" && printf '%s' \"\$0\" | grep -q \"duration(self) <= duration('87600h')\"" "$rules"
+check "crd: reclaimAfter CEL bound 87600h" sh -c \
+  "sed -n '/^ *reclaimAfter:\$/,/^ *sessionID:\$/p' $CRD | grep -q \"duration(self) <= duration('87600h')\""
+# the denied environment variables: the C list, each in the CEL rule
+denied=$(sed -n '/env_denied\[\] = {/,/};/p' api/manifest.c | grep -o '"[A-Z_]*"' | tr -d '"')
+rule=$(sed -n '/^ *envVars:$/,/^ *sandboxMetadata:$/p' "$CRD" | tr -d '\n')
+missing=""
+for e in $denied; do
+  printf '%s' "$rule" | grep -q "!('$e' in self)" || missing="$missing $e"
+done
+check "crd: envVars CEL rule refuses all $(echo $denied | wc -w) C-denied names${missing:+ (missing:$missing)}" \
+  test -n "$denied" -a -z "$missing"
+cmax=$(sed -n 's/^#define META_MAX_ENTRIES \([0-9]*\)$/\1/p' api/manifest.c)
+check "crd: sandboxMetadata maxProperties = C META_MAX_ENTRIES ($cmax)" \
+  [ "$(prop sandboxMetadata maxProperties)" = "$cmax" ]
+check "crd: sandboxMetadata CEL refuses the lea. prefix" has "$CRD" \
+  "self.all\(k, !k.startsWith\('lea\.'\)\)"
+# values of envVars and sandboxMetadata: no control characters (C: U+0000-
+# U+001F, U+007F-U+009F), at most 4096 characters
+vpat=$(sed -n '/^ *envVars:$/,/^ *sandboxMetadata:$/p' "$CRD" | sed -n "s/^ *pattern: '\(.*\)'$/\1/p")
+mpat=$(sed -n '/^ *sandboxMetadata:$/,/^ *wake:$/p' "$CRD" | sed -n "s/^ *pattern: '\(.*\)'$/\1/p")
+check "crd: envVars and sandboxMetadata values share one pattern" \
+  test -n "$vpat" -a "$vpat" = "$mpat"
+# lbl V: a printf format as a one-line test name (backslashes shown as ^)
+lbl() { printf '%s' "$1" | tr '\\' '^'; }
+vok() { { printf "$1"; printf '\0'; } | grep -Pzq -- "$vpat"; }
+for v in 'C.UTF-8' 'Zo\303\253 \303\234nal' '' 'a b=c;d'; do
+  check "crd: value '$(lbl "$v")' passes" vok "$v"
+done
+for v in 'a\rb' 'a\nb' 'a\tb' 'a\001b' 'a\177b' 'a\302\205b' 'a\302\237b'; do
+  check "crd: value '$(lbl "$v")' refused" sh -c '! { printf "$1"; printf "\\0"; } | grep -Pzq -- "$2"' _ "$v" "$vpat"
+done
+check "crd: value maxLength 4096 (C VALUE_MAX_LEN $(sed -n 's/^#define VALUE_MAX_LEN //p' api/manifest.c))" \
+  [ "$(sed -n '/^ *envVars:$/,/^ *wake:$/p' "$CRD" | grep -c 'maxLength: 4096')" = 2 ]
+
+# ---- 5. RBAC: the grants equal the calls the controller makes through the
+# kube store (controller/store_kube.c: list/watch/get of Sessions, a merge
+# PATCH of metadata.finalizers, PUT of /status). When the store's source is
+# in the tree, each call is also looked for in it (grep-level: its path and
+# HTTP method appear; sessionctl's calls live in the same file), and a call
+# to Events, Leases or a /finalizers subresource without a grant fails.
+calls="lea.io/sessions/get lea.io/sessions/list lea.io/sessions/watch
+lea.io/sessions/patch lea.io/sessions/status/update"
+granted=$(grep -E '^- \{apiGroups:' "$D/rbac.yaml" |
+  sed 's/^- {apiGroups: \[\([^]]*\)\], resources: \[\([^]]*\)\], verbs: \[\([^]]*\)\]}$/\1|\2|\3/' |
+  while IFS='|' read -r g r vs; do
+    for v in $(echo "$vs" | tr ',' ' '); do echo "${g:-core}/$r/$v" | tr -d '"'; done
+  done | sort)
+check "rbac: grants = the controller's calls ($(echo $granted))" \
+  [ "$granted" = "$(printf '%s\n' $calls | sort)" ]
+check "rbac: bound to the controller's ServiceAccount only" sh -c \
+  "[ \"\$(grep -c '^- kind: ServiceAccount' $D/rbac.yaml)\" = 1 ] && ! grep -q '^kind: Role\$' $D/rbac.yaml"
+kube_src=${KUBE_SRC:-$(ls controller/store_kube.c 2>/dev/null || true)}   # KUBE_SRC=FILE: another copy
+if [ -n "$kube_src" ]; then
+  for gv in $calls; do
+    r=${gv#*/}; r=${r%/*}; v=${gv##*/}
+    case $r in sessions/status) path='"/status"' ;; *) path='/sessions' ;; esac
+    case $v in get|list) m='"GET"' ;; watch) m='watch=1' ;; patch) m='"PATCH"' ;;
+      update) m='"PUT"' ;; esac
+    check "rbac: $gv: $path and $m in $kube_src" sh -c \
+      "grep -qF -- '$path' $kube_src && grep -qF -- '$m' $kube_src"
+  done
+  for p in /events /leases /finalizers; do
+    check "rbac: $kube_src calls no $p (none granted)" sh -c "! grep -qF -- '$p' $kube_src"
+  done
+else
+  echo "skip rbac calls in controller/store_kube.c: not in this tree"
+fi
+
+# ---- 6. the image's runtime packages
+if command -v dpkg-query >/dev/null 2>&1; then
+  check "hack/check-image-deps.sh" sh hack/check-image-deps.sh
+else
+  echo "skip hack/check-image-deps.sh: not a Debian system"
+fi
+grep -q 'USER 65532:65532' Dockerfile && grep -q 'ENTRYPOINT \["/usr/local/bin/session-controller"\]' Dockerfile
+check "Dockerfile: non-root user, session-controller entrypoint" [ $? -eq 0 ]
+check "Dockerfile: sessionctl in the image" grep -q '/out/sessionctl /usr/local/bin/' Dockerfile
+finish
