@@ -455,6 +455,19 @@ static void list(sim_req *r, int v2)
     snprintf(tok, sizeof(tok), "sim-%" PRId64, next);
     sim_add_header(r, "X-Next-Token", tok);
   }
+  if(paging && (want & WANT_RUNNING)) {
+    /* e2b: running sandboxes matching the filters, before paging (and
+     * before the truncate fault, which loses rows on the way) */
+    char tot[32];
+    size_t running = 0;
+    for(i = 0; i < (int64_t)n; i++) {
+      const sim_sandbox *sb = sim_state_at(st, (size_t)i);
+      if(sb->state == SIM_RUNNING && meta_match(sb, &mf))
+        running++;
+    }
+    snprintf(tot, sizeof(tot), "%zu", running);
+    sim_add_header(r, "X-Total-Running", tot);
+  }
   sim_reply_json(r, 200);
 out:
   sim_meta_filter_free(&mf);

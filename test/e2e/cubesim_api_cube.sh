@@ -44,6 +44,7 @@ check "cube message" jqt '.message=="sandbox is already paused"'
 req GET "/v2/sandboxes?state=bogus&nextToken=abc&limit=1"
 check "bogus state: no filter, no paging" jqt 'length==2'
 check "no next token" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
+check "cube: no X-Total-Running" sh -c "! grep -qi '^X-Total-Running' '$HDR_FILE'"
 req GET "/v2/sandboxes?state=running"
 check "state running" jqt "length==1 and .[0].sandboxID==\"$B\""
 req POST /sandboxes/$A/timeout '{"timeout":120}'
