@@ -38,6 +38,9 @@ wait_until() {
 
 # start_cubesim [ARGS...]: sets SIM (base URL) and SIM_PID
 start_cubesim() {
+  # the previous server's "listening" line must not be read for this one's:
+  # the shell truncates sim.out only once the new process runs
+  rm -f "$T/sim.out"
   "$BINDIR/cubesim" --listen 127.0.0.1:0 "$@" >"$T/sim.out" 2>"$T/sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
