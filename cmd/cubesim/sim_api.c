@@ -296,7 +296,7 @@ static void write_listed(sim_req *r, sim_jw *w, const sim_sandbox *sb,
   sim_jw_kint(w, "memoryMB", SIM_MEMORY_MB);
   sim_jw_kint(w, "diskSizeMB", SIM_DISK_MB);
   write_meta(w, sb);
-  sim_jw_kstr(w, "state", sim_public_state(sb));
+  sim_jw_kstr(w, "state", sim_public_state(r->srv->state, sb));
   sim_jw_kstr(w, "envdVersion", SIM_ENVD_VERSION);
   if(detail) {
     sim_jw_kstr(w, "domain", SIM_DOMAIN);
@@ -322,6 +322,7 @@ static int meta_match(const sim_sandbox *sb, const sim_meta_filter *f)
 
 #define WANT_RUNNING 1
 #define WANT_PAUSED 2
+#define WANT_PAUSING 4   /* cube only: no state filter selects it alone */
 
 static int parse_state_e2b(sim_req *r, const char *v, int *want)
 {
@@ -368,7 +369,7 @@ static void list(sim_req *r, int v2)
   dynbuf param;
   sc_errbuf eb;
   sim_jw w;
-  int want = WANT_RUNNING | WANT_PAUSED, e2b_ua = e2b_agent(r);
+  int want = WANT_RUNNING | WANT_PAUSED | WANT_PAUSING, e2b_ua = e2b_agent(r);
   int paging = v2 && !is_cube(r), asc = 0;
   int64_t limit = INT64_MAX, start = -1;
   size_t n = sim_state_count(st), rows = 0;
@@ -428,7 +429,11 @@ static void list(sim_req *r, int v2)
     start = asc ? 0 : (int64_t)n - 1;
   for(i = start; asc ? i < (int64_t)n : i >= 0; i += asc ? 1 : -1) {
     const sim_sandbox *sb = sim_state_at(st, (size_t)i);
-    int bit = sb->state == SIM_RUNNING ? WANT_RUNNING : WANT_PAUSED;
+    /* e2b counts pausing as paused; cube's state=paused (or running)
+     * does not match a pausing sandbox, which Cube reports as such */
+    int bit = sb->state == SIM_RUNNING ? WANT_RUNNING :
+              sb->state == SIM_PAUSING && is_cube(r) ? WANT_PAUSING :
+              WANT_PAUSED;
     if(sb->state == SIM_DELETED || !(want & bit) || !meta_match(sb, &mf))
       continue;
     if((int64_t)rows == limit) {
@@ -449,6 +454,19 @@ static void list(sim_req *r, int v2)
     char tok[32];
     snprintf(tok, sizeof(tok), "sim-%" PRId64, next);
     sim_add_header(r, "X-Next-Token", tok);
+  }
+  if(paging && (want & WANT_RUNNING)) {
+    /* e2b: running sandboxes matching the filters, before paging (and
+     * before the truncate fault, which loses rows on the way) */
+    char tot[32];
+    size_t running = 0;
+    for(i = 0; i < (int64_t)n; i++) {
+      const sim_sandbox *sb = sim_state_at(st, (size_t)i);
+      if(sb->state == SIM_RUNNING && meta_match(sb, &mf))
+        running++;
+    }
+    snprintf(tot, sizeof(tot), "%zu", running);
+    sim_add_header(r, "X-Total-Running", tot);
   }
   sim_reply_json(r, 200);
 out:

@@ -136,11 +136,14 @@ static const char *reason(int status)
   case 409: return "Conflict";
   case 410: return "Gone";
   case 413: return "Payload Too Large";
+  case 431: return "Request Header Fields Too Large";
   case 429: return "Too Many Requests";
   case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
   case 502: return "Bad Gateway";
   case 503: return "Service Unavailable";
   case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
   }
   return status < 500 ? "Client Error" : "Server Error";
 }
@@ -272,6 +275,8 @@ static void send_reset(struct evhttp_request *req, int status,
   size_t blen = evbuffer_get_length(body), half = blen / 2;
   int n;
   struct linger lg;
+  if(fd < 0 && bev && bufferevent_get_underlying(bev))
+    fd = bufferevent_getfd(bufferevent_get_underlying(bev));
   if(fd < 0)
     return;
   n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: "
@@ -414,6 +419,24 @@ static void write_audit(sim_req *r)
   sim_audit_add(r->srv->audit, &rec);
 }
 
+/* The framer's verdict, "STATUS head|body message", for this stage:
+ * the JSON error is set and 1 returned. */
+static int framing_error(sim_req *r, const char *stage)
+{
+  const char *v = sim_req_header(r, SIM_CONN_ERROR_HEADER);
+  size_t sl = strlen(stage);
+  char *end;
+  long st;
+  if(!v)
+    return 0;
+  st = strtol(v, &end, 10);
+  if(end == v || *end != ' ' || st < 400 || st > 599 ||
+     strncmp(end + 1, stage, sl) || end[1 + sl] != ' ')
+    return 0;
+  sim_reply_error(r, (int)st, "%s", end + 2 + sl);
+  return 1;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
   sim_server *s = arg;
@@ -442,6 +465,9 @@ static void on_request(struct evhttp_request *req, void *arg)
   dynbuf_init(&r.body, s->body_cap);
   dynbuf_init(&r.out, (size_t)1 << 30);
 
+  /* the request framer (sim_conn.c) found the head malformed */
+  if(framing_error(&r, "head"))
+    goto done;
   for(i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
     char id[SIM_ID_MAX + 1] = "";
     int too_long = 0;
@@ -487,6 +513,8 @@ static void on_request(struct evhttp_request *req, void *arg)
                     " Authorization: Bearer)");
     goto done;
   }
+  if(framing_error(&r, "body"))
+    goto done;
   inlen = evbuffer_get_length(in);
   if(inlen > s->body_cap) {
     sim_reply_error(&r, 413, "request body of %zu bytes is over the %zu byte"
@@ -628,11 +656,16 @@ sc_err sim_server_new(struct event_base *base, const sim_server_opts *o,
   evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
                              EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-                             EVHTTP_REQ_PATCH);
+                             EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE |
+                             EVHTTP_REQ_CONNECT);
   evhttp_set_max_body_size(s->http, SIM_HARD_BODY_CAP);
   evhttp_set_max_headers_size(s->http, 64 * 1024);
   evhttp_set_timeout(s->http, 30);
   evhttp_set_gencb(s->http, on_request, s);
+  /* our own framing in front of evhttp's parser (sim_conn.h) */
+  s->limits.body_cap = s->body_cap;
+  s->limits.hard_cap = SIM_HARD_BODY_CAP;
+  evhttp_set_bevcb(s->http, sim_conn_bev, &s->limits);
   bs = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)o->port);
   if(!bs) {
     err = sc_errf(eb, SC_ERR_IO, "cannot listen on %s:%d: %s", host, o->port,

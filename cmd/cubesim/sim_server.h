@@ -21,6 +21,7 @@
 #include "lib/sctime.h"
 #include "sim_audit.h"
 #include "sim_clock.h"
+#include "sim_conn.h"
 #include "sim_faults.h"
 #include "sim_state.h"
 
@@ -64,6 +65,7 @@ struct sim_server {
   char *faults_cli;   /* the --faults spec, restored by /_sim/reset */
   uint64_t seed;
   size_t body_cap;
+  sim_conn_limits limits; /* the request framer's caps (sim_conn.h) */
   sim_clock clock;
   sim_state *state;
   sim_faults *faults;

@@ -612,8 +612,10 @@ const char *sim_state_name(sim_sbx_state s)
   return "unknown";
 }
 
-const char *sim_public_state(const sim_sandbox *sb)
+const char *sim_public_state(const sim_state *st, const sim_sandbox *sb)
 {
+  if(sb->state == SIM_PAUSING && is_cube(st))
+    return "pausing";
   return sb->state == SIM_RUNNING ? "running" : "paused";
 }
 

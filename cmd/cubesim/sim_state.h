@@ -149,8 +149,9 @@ sim_result sim_state_traffic(sim_state *st, sim_sandbox *sb, sc_time now);
 sc_time sim_sandbox_end_at(const sim_state *st, const sim_sandbox *sb);
 /* "running", "pausing", "paused", "deleted". */
 const char *sim_state_name(sim_sbx_state s);
-/* The public API's state: "running" or "paused" (pausing is paused). */
-const char *sim_public_state(const sim_sandbox *sb);
+/* The public API's state: "running" or "paused"; a pausing sandbox is
+ * "pausing" in the cube dialect (as Cube reports it), "paused" in e2b. */
+const char *sim_public_state(const sim_state *st, const sim_sandbox *sb);
 /* The value of metadata key k, or NULL. */
 const char *sim_sandbox_meta(const sim_sandbox *sb, const char *k);
 

@@ -88,7 +88,7 @@ TEST(e2b_autopause_endat_startedat)
   CHECK(sb);
   sim_state_advance(st, T0 + S(30));
   CHECK_INT(sb->state, SIM_PAUSING);
-  CHECK_STR(sim_public_state(sb), "paused");
+  CHECK_STR(sim_public_state(st, sb), "paused");
   CHECK_INT(sim_sandbox_end_at(st, sb), T0 + S(30));
   sim_state_advance(st, T0 + S(31));
   CHECK_INT(sb->state, SIM_PAUSED);
@@ -166,10 +166,12 @@ TEST(cube_kill_also_kills_manually_paused)
   CHECK(sb);
   CHECK_INT(sim_state_pause(st, sb, T0 + S(10)), SIM_R_OK);
   CHECK_INT(sim_state_pause(st, sb, T0 + S(10)), SIM_R_ALREADY_PAUSED);
-  /* cube refuses delete while pausing */
+  /* cube reports pausing as such; refuses delete while pausing */
+  CHECK_STR(sim_public_state(st, sb), "pausing");
   CHECK_INT(sim_state_delete(st, sb, T0 + S(10)), SIM_R_PAUSING);
   sim_state_advance(st, T0 + S(11));
   CHECK_INT(sb->state, SIM_PAUSED);
+  CHECK_STR(sim_public_state(st, sb), "paused");
   CHECK_INT(sim_state_traffic(st, sb, T0 + S(20)), SIM_R_NO_AUTORESUME);
   sim_state_advance(st, T0 + S(100));
   CHECK_INT(sb->state, SIM_DELETED);

@@ -28,7 +28,15 @@ req DELETE /sandboxes/$A
 check "delete while pausing 503" is_error 503
 check "retry-after 2" is "$(hdr Retry-After)" 2
 req GET "/v2/sandboxes?state=paused"
-check "pausing listed as paused" jqt "length==1 and .[0].state==\"paused\""
+check "pausing is not paused (state filter)" jqt "length==0"
+req GET "/v2/sandboxes?state=running"
+check "pausing is not running (state filter)" jqt "length==1 and .[0].sandboxID==\"$B\""
+req GET "/v2/sandboxes"
+check "pausing listed as pausing" jqt "length==2 and ([.[]|select(.sandboxID==\"$A\")|.state]==[\"pausing\"])"
+req GET /sandboxes
+check "v1 list: pausing" jqt "length==2 and ([.[]|select(.sandboxID==\"$A\")|.state]==[\"pausing\"])"
+req GET /sandboxes/$A
+check "get: pausing" jqt ".state==\"pausing\""
 advance 3
 req POST /sandboxes/$A/pause
 check "already paused 500" is_error 500
@@ -36,6 +44,7 @@ check "cube message" jqt '.message=="sandbox is already paused"'
 req GET "/v2/sandboxes?state=bogus&nextToken=abc&limit=1"
 check "bogus state: no filter, no paging" jqt 'length==2'
 check "no next token" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
+check "cube: no X-Total-Running" sh -c "! grep -qi '^X-Total-Running' '$HDR_FILE'"
 req GET "/v2/sandboxes?state=running"
 check "state running" jqt "length==1 and .[0].sandboxID==\"$B\""
 req POST /sandboxes/$A/timeout '{"timeout":120}'

@@ -138,6 +138,7 @@ req GET "/v2/sandboxes?$q"
 check "page 1" jqt 'length==3'
 t1=$(hdr X-Next-Token)
 check "next token" test -n "$t1"
+check "X-Total-Running: all 7 matches, before paging" is "$(hdr X-Total-Running)" 7
 ids1=$(jq -r '.[].sandboxID' "$BODY_FILE")
 req GET "/v2/sandboxes?$q&nextToken=$t1"
 check "page 2" jqt 'length==3'
@@ -146,6 +147,8 @@ ids2=$(jq -r '.[].sandboxID' "$BODY_FILE")
 req GET "/v2/sandboxes?$q&nextToken=$t2"
 check "page 3 last" jqt 'length==1'
 check "no token at end" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
+req GET "/v2/sandboxes?metadata=$(mq grp p)&state=paused"
+check "no X-Total-Running unless running asked for" sh -c "! grep -qi '^X-Total-Running' '$HDR_FILE'"
 ids3=$(jq -r '.[].sandboxID' "$BODY_FILE")
 check "pages disjoint, complete" is "$(printf '%s\n%s\n%s\n' "$ids1" "$ids2" "$ids3" | sort -u | wc -l | tr -d ' ')" 7
 req GET "/v2/sandboxes?limit=0"
