@@ -38,6 +38,9 @@ wait_until() {
 
 # start_cubesim [ARGS...]: sets SIM (base URL) and SIM_PID
 start_cubesim() {
+  # the old file goes first: the child truncates it only once it runs, and
+  # until then the loop below could read the previous cubesim's address
+  rm -f "$T/sim.out"
   "$BINDIR/cubesim" --listen 127.0.0.1:0 "$@" >"$T/sim.out" 2>"$T/sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
