@@ -86,6 +86,7 @@ struct reconciler {
   bool stopping;
   bool ready;
   bool done;
+  bool failed;         /* --once: the pass did not complete */
   bool full_pending;
   pass *full;
   int singles;
@@ -702,7 +703,14 @@ static void pass_finish(pass *ps)
     r->full = NULL;
     metrics_observe(r->o.m, "session_controller_pass_duration_seconds", NULL,
                     secs);
-    if(ps->fail_msg) {
+    if(ps->fail_msg && r->o.once) {
+      /* no resync timer in --once mode: waiting would hang for ever */
+      log_kv(r->o.lg, LOG_ERROR, "--once: full pass incomplete", "error",
+             ps->fail_msg, NULL);
+      r->done = true;
+      r->failed = true;
+    }
+    else if(ps->fail_msg) {
       log_kv(r->o.lg, LOG_WARN, "full pass incomplete, retried at the next "
              "resync", "error", ps->fail_msg, NULL);
     }
@@ -1039,6 +1047,11 @@ bool reconciler_idle(const reconciler *r)
 bool reconciler_done(const reconciler *r)
 {
   return r->done;
+}
+
+bool reconciler_failed(const reconciler *r)
+{
+  return r->failed;
 }
 
 bool reconciler_ready(const reconciler *r)

@@ -49,8 +49,10 @@ sc_err reconciler_start(reconciler *r, sc_errbuf *eb);
 void reconciler_stop(reconciler *r);
 /* Nothing in flight (after stop, or after a --once pass). */
 bool reconciler_idle(const reconciler *r);
-/* A --once pass completed with its actions. */
+/* A --once pass ended: completed with its actions, or failed (then
+ * reconciler_failed() is true; --once does not retry). */
 bool reconciler_done(const reconciler *r);
+bool reconciler_failed(const reconciler *r);
 
 /* For /readyz: the store answered and a first full pass completed. */
 bool reconciler_ready(const reconciler *r);

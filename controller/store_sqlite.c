@@ -231,6 +231,13 @@ static sc_err kv_from_json(const char *txt, sc_kvlist *out,
                     "metadata.%s.%s: not a string", field, key);
       break;
     }
+    if(strlen(json_object_get_string(v)) !=
+       (size_t)json_object_get_string_len(v)) {
+      /* an escaped NUL would silently cut the value short */
+      err = sc_errf(eb, SC_ERR_INVALID,
+                    "metadata.%s.%s: contains a NUL character", field, key);
+      break;
+    }
     err = sc_kvlist_set(out, key, json_object_get_string(v));
     if(err)
       break;

@@ -3,9 +3,11 @@
 # session-controller need. Idempotent: installs only what is missing, and
 # runs apt-get update only then. Works as root or through sudo.
 set -eu
+# libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for clang
+# (hack/fuzz.sh); clang only recommends it, and we install without those.
 pkgs="build-essential pkg-config libcurl4-openssl-dev libyaml-dev libjson-c-dev
 libevent-dev libssl-dev libsqlite3-dev clang valgrind faketime sqlite3 curl
-openssl procps jq"
+openssl procps jq libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then

@@ -217,7 +217,7 @@ int main(int argc, char **argv)
   }
   event_base_dispatch(a.base);
   log_kv(a.lg, LOG_INFO, "stopped", NULL);
-  rc = 0;
+  rc = reconciler_failed(a.rec) ? 1 : 0;
 
 out:
   httpd_stop(hd);

@@ -927,6 +927,40 @@ TEST(watch_expiry_and_relist)
   tmp_clean(&t);
 }
 
+/* A tampered row: labels whose value holds an escaped NUL are refused
+ * with the object's key, not cut short (found while writing the store's
+ * decoder fuzz target, test/fuzz/fuzz_store_decode.c). */
+TEST(tampered_row_with_nul_refused)
+{
+  tmp t;
+  store *st;
+  session *s, *got = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "a", "python");
+  apply1(st, s, &err);
+  session_free(s);
+  CHECK_OK(err);
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET labels = "
+                             "'{\"team\":\"blue\\u0000red\"}'"), SQLITE_OK);
+  eb.msg[0] = 0;
+  CHECK_INT(store_get(st, "ns", "a", &got, &eb), SC_ERR_INVALID);
+  CHECK(got == NULL);
+  CHECK_MSG(strstr(eb.msg, "stored object ns/a: labels: metadata.labels.team:"
+                           " contains a NUL character"), "%s", eb.msg);
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET labels = '{}', "
+                             "annotations = '{\"n\":\"x\\u0000\"}'"),
+            SQLITE_OK);
+  CHECK_INT(store_get(st, "ns", "a", &got, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "annotations: metadata.annotations.n: contains a "
+                           "NUL character"), "%s", eb.msg);
+  store_close(st);
+  tmp_clean(&t);
+}
+
 TEST(watch_undecodable_history_row)
 {
   tmp t;
@@ -1372,6 +1406,7 @@ TEST_LIST = {
   T(watch_callback_reentrancy),
   T(watch_expiry_and_relist),
   T(watch_undecodable_history_row),
+  T(tampered_row_with_nul_refused),
   T(two_writers_one_watcher),
   T(cas_across_processes_loses_no_update),
   T(concurrent_first_open),
