@@ -468,15 +468,23 @@ typedef struct want {
   char conflict_msg[320];
 } want;
 
+/* Would set_cond() change st? The same test as its early return. */
+static bool cond_differs(const session_status *st, const char *type,
+                         const char *status, const char *reason,
+                         const char *msg, int64_t gen)
+{
+  const session_condition *o = session_status_get_condition(st, type);
+  return !(o && o->observed_generation == gen && o->last_transition_time &&
+           str_eq0(o->status, status) && str_eq0(o->reason, reason) &&
+           str_eq0(o->message, msg));
+}
+
 static sc_err set_cond(session_status *st, const char *type,
                        const char *status, const char *reason,
                        const char *msg, int64_t gen, sc_time now)
 {
   session_condition c;
-  const session_condition *o = session_status_get_condition(st, type);
-  if(o && o->observed_generation == gen && o->last_transition_time &&
-     str_eq0(o->status, status) && str_eq0(o->reason, reason) &&
-     str_eq0(o->message, msg))
+  if(!cond_differs(st, type, status, reason, msg, gen))
     return SC_OK; /* unchanged: no copy */
   c.type = (char *)type;
   c.status = (char *)status;
@@ -550,6 +558,30 @@ static sc_err apply_want(const session *s, const want *w, sc_time now,
     err = set_cond(st, "Conflict", "False", "Resolved",
                    "no conflicting sandbox or session", og, now);
   return err;
+}
+
+/* Would apply_want() change anything in s->status? Mirrors it step by
+ * step without writing, so an unchanged status is never copied. */
+static bool want_differs(const session *s, const want *w)
+{
+  const session_status *st = &s->status;
+  int64_t og = s->meta.generation;
+  if(st->phase != w->phase || !str_eq0(st->sandbox_id, w->sandbox_id) ||
+     !str_eq0(st->sandbox_state, w->sandbox_state) ||
+     st->end_at != w->end_at || st->observed_generation != og ||
+     st->reclaimed_generation != w->reclaimed_generation ||
+     st->paused_by_controller != w->paused_by_controller ||
+     st->applied_idle_timeout_ms != w->applied_idle_timeout_ms)
+    return true;
+  if(w->ready_status && cond_differs(st, "Ready", w->ready_status,
+                                     w->ready_reason, w->ready_msg, og))
+    return true;
+  if(w->conflict)
+    return cond_differs(st, "Conflict", "True", w->conflict_reason,
+                        w->conflict_msg, og);
+  return session_status_get_condition(st, "Conflict") &&
+         cond_differs(st, "Conflict", "False", "Resolved",
+                      "no conflicting sandbox or session", og);
 }
 
 static void want_from_old(const session *s, want *w)
@@ -955,11 +987,21 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
 
   ps->s = s;
   ps->next_due = due;
-  if((err = session_status_copy(&ps->status, &s->status)))
+  /* Unchanged: a shallow view of the input's status (no copy). Changed:
+   * an owned deep copy. plan_free() tells them apart by status_changed. */
+  ps->status = s->status;
+  ps->status_changed = false;
+  if(!want_differs(s, &w))
+    return SC_OK;
+  memset(&ps->status, 0, sizeof(ps->status));
+  if((err = session_status_copy(&ps->status, &s->status)) ||
+     (err = apply_want(s, &w, pl->in->cube_now, &ps->status)) ||
+     session_status_equal(&ps->status, &s->status)) {
+    session_status_clear(&ps->status);
+    ps->status = s->status;
     return err;
-  if((err = apply_want(s, &w, pl->in->cube_now, &ps->status)))
-    return err;
-  ps->status_changed = !session_status_equal(&ps->status, &s->status);
+  }
+  ps->status_changed = true;
   return SC_OK;
 }
 
@@ -1316,7 +1358,8 @@ void plan_free(plan *p)
   }
   free(p->actions);
   for(i = 0; i < p->n_sessions; i++)
-    session_status_clear(&p->sessions[i].status);
+    if(p->sessions[i].status_changed) /* else it is the input's */
+      session_status_clear(&p->sessions[i].status);
   free(p->sessions);
   free(p->guard_message);
   free(p);
