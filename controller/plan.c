@@ -58,6 +58,10 @@ typedef struct sess_rec {
 typedef struct sb_rec {
   uint64_t h;           /* hash of the ID: sorts without touching strings */
   const cube_sandbox *b;
+  /* copies of b's fields, so the passes after the sort do not chase b */
+  const char *id;
+  cube_sb_state state;
+  sc_time started_at, end_at;
   const char *tenant, *sid, *mb;
   bool ours;
   bool linked;          /* some session's status records it */
@@ -247,6 +251,48 @@ static bool is_ended(const session *s)
          s->spec.state == SESSION_STATE_ENDED;
 }
 
+/* The three tags of a sandbox in one pass over its metadata: the same
+ * answers as sc_kvlist_get() (keys are unique in an sc_kvlist), touching
+ * each key once. */
+static void read_tags(sb_rec *sb, const sc_kvlist *md)
+{
+  static const char pfx[] = SESSION_TAG_PREFIX;
+  size_t i, np = sizeof(pfx) - 1;
+  for(i = 0; i < md->n; i++) {
+    const char *k = md->items[i].key;
+    if(strncmp(k, pfx, np))
+      continue;
+    if(!strcmp(k, SESSION_TAG_TENANT_ID))
+      sb->tenant = md->items[i].value;
+    else if(!strcmp(k, SESSION_TAG_SESSION_ID))
+      sb->sid = md->items[i].value;
+    else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
+      sb->mb = md->items[i].value;
+  }
+}
+
+/* Memory latency, not instructions, is the cost of reading 100k
+ * separately allocated sandboxes: the tags sit two pointer hops away
+ * (items array, then key strings). Ask for them a few iterations ahead:
+ * first the items arrays, then, once those have arrived, the strings. */
+#define PREFETCH_FAR 16
+#define PREFETCH_NEAR 8
+
+static void prefetch_sandbox(const plan_input *in, size_t i)
+{
+  size_t j;
+  if(i + PREFETCH_FAR < in->n_sandboxes)
+    __builtin_prefetch(in->sandboxes[i + PREFETCH_FAR].metadata.items);
+  if(i + PREFETCH_NEAR < in->n_sandboxes) {
+    const cube_sandbox *b = &in->sandboxes[i + PREFETCH_NEAR];
+    __builtin_prefetch(b->sandbox_id);
+    for(j = 0; j < b->metadata.n; j++) {
+      __builtin_prefetch(b->metadata.items[j].key);
+      __builtin_prefetch(b->metadata.items[j].value);
+    }
+  }
+}
+
 /* ---------- sorting ---------- */
 
 static int rec_cmp(const void *pa, const void *pb)
@@ -356,22 +402,102 @@ static size_t claim_find(const claim *v, size_t n, uint64_t h, const char *a,
   return SIZE_MAX;
 }
 
-static size_t sb_find(const planner *pl, uint64_t h, const char *id)
+/* Sorting by hash. Every sorted array here starts with a uint64_t hash
+ * that its comparator compares first: an LSD radix sort of (hash, index)
+ * pairs orders them, then each run of equal hashes (duplicates and the
+ * rare collision) is insertion-sorted with the full comparator. The
+ * result is what a stable sort by the comparator gives, in O(n) instead
+ * of O(n log n) indirect calls moving whole records. */
+typedef struct hkey {
+  uint64_t h;
+  size_t i;
+} hkey;
+
+#define RADIX_BITS 11
+#define RADIX_PASSES 6 /* 6 * 11 >= 64 */
+#define RADIX_SIZE (1u << RADIX_BITS)
+
+static void insertion_sort(char *base, size_t n, size_t sz, char *tmp,
+                           int (*cmp)(const void *, const void *))
 {
-  size_t lo = 0, hi = pl->n_sbs;
-  while(lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = pl->sbs[mid].h < h ? -1 : pl->sbs[mid].h > h;
-    if(!c)
-      c = strcmp(pl->sbs[mid].b->sandbox_id, id);
-    if(!c)
-      return mid;
-    if(c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+  size_t i, j;
+  for(i = 1; i < n; i++) {
+    if(cmp(base + (i - 1) * sz, base + i * sz) <= 0)
+      continue;
+    memcpy(tmp, base + i * sz, sz);
+    for(j = i; j > 0 && cmp(base + (j - 1) * sz, tmp) > 0; j--)
+      memcpy(base + j * sz, base + (j - 1) * sz, sz);
+    memcpy(base + j * sz, tmp, sz);
   }
-  return SIZE_MAX;
+}
+
+static sc_err hash_sort(void *vbase, size_t n, size_t sz,
+                        int (*cmp)(const void *, const void *))
+{
+  char *base = vbase, *out = NULL, *tmp;
+  hkey *k = NULL, *k2 = NULL;
+  size_t (*count)[RADIX_SIZE] = NULL;
+  size_t i, j, d;
+  if(n < 2)
+    return SC_OK;
+  if(!(tmp = malloc(sz)))
+    return SC_ERR_NOMEM;
+  if(n < 64) {
+    insertion_sort(base, n, sz, tmp, cmp);
+    free(tmp);
+    return SC_OK;
+  }
+  k = malloc(n * sizeof(*k));
+  k2 = malloc(n * sizeof(*k2));
+  count = calloc(RADIX_PASSES, sizeof(*count));
+  out = malloc(n * sz);
+  if(!k || !k2 || !count || !out) {
+    free(k);
+    free(k2);
+    free(count);
+    free(out);
+    free(tmp);
+    return SC_ERR_NOMEM;
+  }
+  for(i = 0; i < n; i++) {
+    uint64_t h;
+    memcpy(&h, base + i * sz, sizeof(h));
+    k[i].h = h;
+    k[i].i = i;
+    for(d = 0; d < RADIX_PASSES; d++)
+      count[d][(h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+  }
+  for(d = 0; d < RADIX_PASSES; d++) {
+    size_t sum = 0, *c = count[d];
+    hkey *t;
+    if(c[(k[0].h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)] == n)
+      continue; /* one bucket: this digit orders nothing */
+    for(j = 0; j < RADIX_SIZE; j++) {
+      size_t x = c[j];
+      c[j] = sum;
+      sum += x;
+    }
+    for(i = 0; i < n; i++)
+      k2[c[(k[i].h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)]++] = k[i];
+    t = k;
+    k = k2;
+    k2 = t;
+  }
+  for(i = 0; i < n; i++)
+    memcpy(out + i * sz, base + k[i].i * sz, sz);
+  memcpy(base, out, n * sz);
+  for(i = 0; i < n; i = j) {
+    for(j = i + 1; j < n && k[j].h == k[i].h; j++)
+      ;
+    if(j - i > 1)
+      insertion_sort(base + i * sz, j - i, sz, tmp, cmp);
+  }
+  free(k);
+  free(k2);
+  free(count);
+  free(out);
+  free(tmp);
+  return SC_OK;
 }
 
 static bool is_gone(const planner *pl, const char *id)
@@ -422,8 +548,8 @@ static sc_err add_action(planner *pl, plan_action_type type,
       return SC_ERR_NOMEM;
   }
   if(sb) {
-    a->end_at = sb->b->end_at;
-    if(!(a->sandbox_id = strdup(sb->b->sandbox_id)))
+    a->end_at = sb->end_at;
+    if(!(a->sandbox_id = strdup(sb->id)))
       return SC_ERR_NOMEM;
     if(type == PLAN_DELETE && sb->tenant &&
        !(a->expect_tenant = strdup(sb->tenant)))
@@ -615,13 +741,13 @@ static void want_ready(want *w, const char *status, const char *reason,
 static void want_sandbox(want *w, const session *s, const sb_rec *sb)
 {
   const session_status *o = &s->status;
-  bool same = str_eq0(o->sandbox_id, sb->b->sandbox_id);
-  w->sandbox_id = sb->b->sandbox_id;
-  w->sandbox_state = cube_sb_state_name(sb->b->state);
-  w->end_at = sb->b->end_at;
+  bool same = str_eq0(o->sandbox_id, sb->id);
+  w->sandbox_id = sb->id;
+  w->sandbox_state = cube_sb_state_name(sb->state);
+  w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
   w->paused_by_controller = same && o->paused_by_controller;
-  if(sb->b->state == CUBE_SB_RUNNING &&
+  if(sb->state == CUBE_SB_RUNNING &&
      s->spec.state != SESSION_STATE_PAUSED)
     w->paused_by_controller = false; /* someone resumed it */
 }
@@ -641,23 +767,23 @@ static bool reclaim_due(const planner *pl, const sess_rec *r,
                         const sb_rec *sb)
 {
   sc_time now = pl->in->cube_now;
-  return sb->b->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 &&
-         sb->b->end_at != 0 && now != 0 &&
-         now - sb->b->end_at >= r->reclaim_ms;
+  return sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 &&
+         sb->end_at != 0 && now != 0 &&
+         now - sb->end_at >= r->reclaim_ms;
 }
 
 static sc_err add_reclaim(planner *pl, const sess_rec *r, const sb_rec *sb)
 {
   char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32], ra[32];
   sc_err err;
-  fmt_time(sb->b->end_at, te, sizeof(te));
+  fmt_time(sb->end_at, te, sizeof(te));
   fmt_time(pl->in->cube_now, tn, sizeof(tn));
-  fmt_dur(pl->in->cube_now - sb->b->end_at, age, sizeof(age));
+  fmt_dur(pl->in->cube_now - sb->end_at, age, sizeof(age));
   fmt_dur(r->reclaim_ms, ra, sizeof(ra));
   err = add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
                    "sandbox %s paused for %s by Cube's clock (endAt %s, "
                    "now %s) >= reclaimAfter %s",
-                   sb->b->sandbox_id, age, te, tn, ra);
+                   sb->id, age, te, tn, ra);
   if(!err)
     pl->p->actions[pl->p->n_actions - 1].expect_paused = true;
   return err;
@@ -673,17 +799,17 @@ static size_t pick_winner(const planner *pl, const sess_rec *r)
     return r->link_sb;
   for(i = 0; i < r->sb_n; i++) {
     size_t k = pl->sblist[r->sb_first + i];
-    const cube_sandbox *b = pl->sbs[k].b, *w;
+    const sb_rec *b = &pl->sbs[k], *w;
     if(best == SIZE_MAX) {
       best = k;
       continue;
     }
-    w = pl->sbs[best].b;
+    w = &pl->sbs[best];
     if(b->started_at != w->started_at) {
       if(!w->started_at || (b->started_at && b->started_at < w->started_at))
         best = k;
     }
-    else if(strcmp(b->sandbox_id, w->sandbox_id) < 0)
+    else if(strcmp(b->id, w->id) < 0)
       best = k;
   }
   return best;
@@ -702,12 +828,12 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
     if(r->tomb)
       err = add_action(pl, PLAN_DELETE, kind, r, sb, 0,
                        "session deleted (deletionTimestamp %s): delete its "
-                       "sandbox %s (%s)", td, sb->b->sandbox_id,
-                       cube_sb_state_name(sb->b->state));
+                       "sandbox %s (%s)", td, sb->id,
+                       cube_sb_state_name(sb->state));
     else
       err = add_action(pl, PLAN_DELETE, kind, r, sb, 0,
                        "spec.state Ended: delete sandbox %s (%s)",
-                       sb->b->sandbox_id, cube_sb_state_name(sb->b->state));
+                       sb->id, cube_sb_state_name(sb->state));
     if(err)
       return err;
   }
@@ -757,10 +883,10 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
     err = add_action(pl, PLAN_DELETE, PLAN_DEL_DUPLICATE, r, &pl->sbs[k], 0,
                      "session has %zu sandboxes; keeping %s (%s): delete "
                      "duplicate %s",
-                     r->sb_n, pl->sbs[wi].b->sandbox_id,
+                     r->sb_n, pl->sbs[wi].id,
                      r->ls == LS_OWNED ? "status.sandboxID"
                                        : "oldest startedAt, then lowest ID",
-                     pl->sbs[k].b->sandbox_id);
+                     pl->sbs[k].id);
     if(err)
       return err;
   }
@@ -811,40 +937,40 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
 
   sb = &pl->sbs[wi];
   want_sandbox(w, s, sb);
-  switch(sb->b->state) {
+  switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
       w->phase = SESSION_PHASE_RUNNING;
       want_ready(w, "False", "Pausing",
                  "pausing sandbox %s: spec.state is Paused",
-                 sb->b->sandbox_id);
+                 sb->id);
       return add_action(pl, PLAN_PAUSE, PLAN_DEL_NONE, r, sb, 0,
                         "spec.state Paused and sandbox %s is running: pause",
-                        sb->b->sandbox_id);
+                        sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    msg_running(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
+    msg_running(w->ready_msg, sizeof(w->ready_msg), sb->id);
     w->ready_status = "True";
     w->ready_reason = "SandboxRunning";
     if(w->applied_idle_timeout_ms != r->idle_ms) {
       char ni[32], oi[32];
       fmt_dur(r->idle_ms, ni, sizeof(ni));
       fmt_dur(w->applied_idle_timeout_ms, oi, sizeof(oi));
-      if(state == SESSION_STATE_RUNNING && sb->b->end_at)
-        *due = sb->b->end_at - r->idle_ms / 2;
+      if(state == SESSION_STATE_RUNNING && sb->end_at)
+        *due = sb->end_at - r->idle_ms / 2;
       return add_action(pl, PLAN_SET_TIMEOUT, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "idleTimeout is %s but %s was applied to sandbox "
                         "%s: set its timeout to %" PRId64 "s",
                         ni, w->applied_idle_timeout_ms ? oi : "none known",
-                        sb->b->sandbox_id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(r->idle_ms));
     }
-    if(state == SESSION_STATE_RUNNING && sb->b->end_at) {
-      sc_time at = sb->b->end_at - r->idle_ms / 2;
+    if(state == SESSION_STATE_RUNNING && sb->end_at) {
+      sc_time at = sb->end_at - r->idle_ms / 2;
       *due = at;
       if(now && now >= at) {
         char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], hi[32];
-        fmt_time(sb->b->end_at, te, sizeof(te));
+        fmt_time(sb->end_at, te, sizeof(te));
         fmt_time(now, tn, sizeof(tn));
         fmt_dur(r->idle_ms / 2, hi, sizeof(hi));
         return add_action(pl, PLAN_KEEPALIVE, PLAN_DEL_NONE, r, sb,
@@ -852,7 +978,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                           "spec.state Running: sandbox %s would idle out at "
                           "endAt %s (now %s, within idleTimeout/2 = %s): "
                           "extend by %" PRId64 "s",
-                          sb->b->sandbox_id, te, tn, hi,
+                          sb->id, te, tn, hi,
                           timeout_secs(r->idle_ms));
       }
     }
@@ -862,52 +988,52 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   case CUBE_SB_PAUSING:
     w->phase = SESSION_PHASE_PAUSED;
     if(state == SESSION_STATE_RUNNING) {
-      if(sb->b->state == CUBE_SB_PAUSING) {
+      if(sb->state == CUBE_SB_PAUSING) {
         want_ready(w, "False", "SandboxPausing",
                    "sandbox %s is pausing; it is resumed once paused",
-                   sb->b->sandbox_id);
+                   sb->id);
         return SC_OK;
       }
       want_ready(w, "False", "Resuming",
                  "resuming sandbox %s: spec.state is Running",
-                 sb->b->sandbox_id);
+                 sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "spec.state Running and sandbox %s is %s: resume "
                         "with timeout %" PRId64 "s",
-                        sb->b->sandbox_id, cube_sb_state_name(sb->b->state),
+                        sb->id, cube_sb_state_name(sb->state),
                         timeout_secs(r->idle_ms));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller &&
-       sb->b->state == CUBE_SB_PAUSED) {
+       sb->state == CUBE_SB_PAUSED) {
       want_ready(w, "False", "Resuming",
                  "resuming sandbox %s: the controller paused it and "
-                 "spec.state is Active again", sb->b->sandbox_id);
+                 "spec.state is Active again", sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "sandbox %s was paused by the controller and "
                         "spec.state is Active again: resume with timeout "
                         "%" PRId64 "s",
-                        sb->b->sandbox_id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(r->idle_ms));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller)
       want_ready(w, "False", "Resuming",
                  "sandbox %s is pausing; it is resumed once paused",
-                 sb->b->sandbox_id);
+                 sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      msg_paused(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
+      msg_paused(w->ready_msg, sizeof(w->ready_msg), sb->id);
       w->ready_status = "True";
       w->ready_reason = "SandboxPaused";
     }
     else {
-      msg_idle(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
+      msg_idle(w->ready_msg, sizeof(w->ready_msg), sb->id);
       w->ready_status = "True";
       w->ready_reason = "IdlePaused";
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
-    if(sb->b->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->b->end_at)
-      *due = sb->b->end_at + r->reclaim_ms;
+    if(sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->end_at)
+      *due = sb->end_at + r->reclaim_ms;
     return SC_OK;
 
   default:
@@ -915,7 +1041,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       w->phase = SESSION_PHASE_PENDING;
     want_ready(w, "Unknown", "SandboxStateUnknown",
                "Cube reports an unknown state for sandbox %s",
-               sb->b->sandbox_id);
+               sb->id);
     return SC_OK;
   }
 }
@@ -938,7 +1064,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tenant tag %s, not %s: it is "
              "never adopted, paused, resumed or deleted for this session",
-             sb->b->sandbox_id, sb->tenant, r->tenant);
+             sb->id, sb->tenant, r->tenant);
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
@@ -946,7 +1072,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SandboxMismatch";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tags of another owner "
-             "(session %s, managed-by %s)", sb->b->sandbox_id,
+             "(session %s, managed-by %s)", sb->id,
              sb->sid ? sb->sid : "(none)", sb->mb ? sb->mb : "(none)");
   }
   else if(r->ls == LS_CLAIMED) {
@@ -1020,9 +1146,9 @@ static sc_err plan_orphans(planner *pl)
     sc_time at;
     if(!sb->ours || sb->linked || sb->owner != SIZE_MAX)
       continue;
-    if(sb->b->state != CUBE_SB_PAUSED || !sb->b->end_at || !now)
+    if(sb->state != CUBE_SB_PAUSED || !sb->end_at || !now)
       continue; /* running orphans are left to Cube's idle pause */
-    at = sb->b->end_at + pl->cfg->orphan_grace_ms;
+    at = sb->end_at + pl->cfg->orphan_grace_ms;
     if(now < at) {
       if(!p->next_orphan_due || at < p->next_orphan_due)
         p->next_orphan_due = at;
@@ -1033,9 +1159,9 @@ static sc_err plan_orphans(planner *pl)
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
       plan_action *a;
-      fmt_time(sb->b->end_at, te, sizeof(te));
+      fmt_time(sb->end_at, te, sizeof(te));
       fmt_time(now, tn, sizeof(tn));
-      fmt_dur(now - sb->b->end_at, age, sizeof(age));
+      fmt_dur(now - sb->end_at, age, sizeof(age));
       err = add_action(pl, PLAN_DELETE, PLAN_DEL_ORPHAN, NULL, sb, 0,
                        "orphan: no session or tombstone for tenant %s "
                        "session %s and no status links it; paused for %s by "
@@ -1098,7 +1224,8 @@ static int action_cmp(const void *pa, const void *pb)
 static sc_err build_join(planner *pl)
 {
   const plan_input *in = pl->in;
-  size_t i, j, n;
+  size_t i, j, n, m;
+  sc_err err;
   size_t *count;
 
   /* sessions */
@@ -1134,25 +1261,31 @@ static sc_err build_join(planner *pl)
     return SC_ERR_NOMEM;
   for(i = 0; i < in->n_sandboxes; i++) {
     const cube_sandbox *b = &in->sandboxes[i];
+    sb_rec *sb;
+    prefetch_sandbox(in, i);
     if(!b->sandbox_id || !*b->sandbox_id)
       continue; /* nothing can be done to a sandbox without an ID */
-    pl->sbs[pl->n_sbs].h = fnv(FNV_INIT, b->sandbox_id);
-    pl->sbs[pl->n_sbs++].b = b;
+    sb = &pl->sbs[pl->n_sbs++];
+    sb->h = fnv(FNV_INIT, b->sandbox_id);
+    sb->b = b;
+    sb->id = b->sandbox_id;
+    sb->state = b->state;
+    sb->started_at = b->started_at;
+    sb->end_at = b->end_at;
+    /* the tags, read here in input (memory) order */
+    read_tags(sb, &b->metadata);
   }
-  if(pl->n_sbs > 1)
-    qsort(pl->sbs, pl->n_sbs, sizeof(*pl->sbs), sb_cmp);
+  if((err = hash_sort(pl->sbs, pl->n_sbs, sizeof(*pl->sbs), sb_cmp)))
+    return err;
   for(i = 0, n = 0; i < pl->n_sbs; i++) {
     if(n && pl->sbs[n - 1].h == pl->sbs[i].h &&
-       !strcmp(pl->sbs[n - 1].b->sandbox_id, pl->sbs[i].b->sandbox_id))
+       !strcmp(pl->sbs[n - 1].id, pl->sbs[i].id))
       continue;
     pl->sbs[n++] = pl->sbs[i];
   }
   pl->n_sbs = n;
   for(i = 0; i < pl->n_sbs; i++) {
     sb_rec *sb = &pl->sbs[i];
-    sb->tenant = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_TENANT_ID);
-    sb->sid = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_SESSION_ID);
-    sb->mb = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_MANAGED_BY);
     sb->ours = sb->mb && !strcmp(sb->mb, pl->cname);
     sb->owner = SIZE_MAX;
     if(sb->ours)
@@ -1194,15 +1327,27 @@ static sc_err build_join(planner *pl)
       c->rec = i;
     }
   }
-  qsort(pl->links, pl->n_links, sizeof(*pl->links), claim_cmp);
-  qsort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs), claim_cmp);
+  if((err = hash_sort(pl->links, pl->n_links, sizeof(*pl->links),
+                      claim_cmp)) ||
+     (err = hash_sort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs),
+                      claim_cmp)))
+    return err;
 
   /* resolve links: the first claim of an ID owns it. Only an observed
    * sandbox can be contested: when the ID is gone or unconfirmed, every
    * claimant sees the same (gone, or confirm) */
-  for(i = 0; i < pl->n_links; i = j) {
+  for(i = 0, m = 0; i < pl->n_links; i = j) {
     sess_rec *owner = &pl->recs[pl->links[i].rec];
-    size_t k = sb_find(pl, pl->links[i].h, owner->link), q;
+    uint64_t h = pl->links[i].h;
+    size_t k = SIZE_MAX, q;
+    /* a merge: links and sandboxes are both in (hash, ID) order */
+    while(m < pl->n_sbs && pl->sbs[m].h < h)
+      m++;
+    for(q = m; q < pl->n_sbs && pl->sbs[q].h == h; q++)
+      if(!strcmp(pl->sbs[q].id, owner->link)) {
+        k = q;
+        break;
+      }
     enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
     for(j = i + 1; j < pl->n_links && claim_same(&pl->links[j],
                                                  &pl->links[i]); j++)
