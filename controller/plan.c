@@ -137,7 +137,7 @@ static int strcmp0(const char *a, const char *b)
 
 static bool str_eq0(const char *a, const char *b)
 {
-  return !strcmp0(a, b);
+  return a == b || !strcmp0(a, b);
 }
 
 /* FNV-1a, 64 bits: a fixed function, so every replica sorts alike. The
@@ -290,6 +290,27 @@ static void prefetch_sandbox(const plan_input *in, size_t i)
       __builtin_prefetch(b->metadata.items[j].key);
       __builtin_prefetch(b->metadata.items[j].value);
     }
+  }
+}
+
+/* The same for sessions: the struct, then the strings the join hashes. */
+static void prefetch_session(const plan_input *in, size_t i)
+{
+  if(i + PREFETCH_FAR < in->n_sessions) {
+    const char *s = (const char *)in->sessions[i + PREFETCH_FAR];
+    __builtin_prefetch(s);
+    __builtin_prefetch(s + 64);
+    __builtin_prefetch(s + 128);
+    __builtin_prefetch(s + 192);
+    __builtin_prefetch(s + 256);
+  }
+  if(i + PREFETCH_NEAR < in->n_sessions) {
+    const session *s = in->sessions[i + PREFETCH_NEAR];
+    __builtin_prefetch(s->meta.name);
+    __builtin_prefetch(s->meta.namespace_);
+    __builtin_prefetch(s->spec.tenant_id);
+    __builtin_prefetch(s->spec.session_id);
+    __builtin_prefetch(s->status.sandbox_id);
   }
 }
 
@@ -508,6 +529,44 @@ static bool is_gone(const planner *pl, const char *id)
 
 /* ---------- actions ---------- */
 
+/* The actions' strings live in a chain of chunks the plan owns: a few
+ * mallocs per pass instead of five per action, and one free each. */
+#define PLAN_ARENA_CHUNK (64 * 1024)
+#define PLAN_REASON_MAX 512
+
+struct plan_arena {
+  struct plan_arena *next;
+  size_t used, cap;
+  char buf[];
+};
+
+/* room for n bytes at p->arena->buf + used (not yet taken) */
+static char *arena_reserve(plan *p, size_t n)
+{
+  plan_arena *c = p->arena;
+  if(!c || c->cap - c->used < n) {
+    size_t cap = n > PLAN_ARENA_CHUNK ? n : PLAN_ARENA_CHUNK;
+    if(!(c = malloc(sizeof(*c) + cap)))
+      return NULL;
+    c->next = p->arena;
+    c->used = 0;
+    c->cap = cap;
+    p->arena = c;
+  }
+  return c->buf + c->used;
+}
+
+static char *arena_strdup(plan *p, const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = arena_reserve(p, n);
+  if(!d)
+    return NULL;
+  memcpy(d, s, n);
+  p->arena->used += n;
+  return d;
+}
+
 static sc_err add_action(planner *pl, plan_action_type type,
                          plan_delete_kind kind, const sess_rec *r,
                          const sb_rec *sb, int64_t timeout_s,
@@ -521,7 +580,8 @@ static sc_err add_action(planner *pl, plan_action_type type,
 {
   plan *p = pl->p;
   plan_action *a;
-  char reason[512];
+  char *reason;
+  size_t len;
   va_list ap;
   if(p->n_actions == pl->cap_actions) {
     size_t ncap = pl->cap_actions ? pl->cap_actions * 2 : 64;
@@ -531,9 +591,16 @@ static sc_err add_action(planner *pl, plan_action_type type,
     p->actions = na;
     pl->cap_actions = ncap;
   }
+  /* the reason is formatted straight into the arena, at most 511
+   * characters (as a 512-byte buffer would) */
+  if(!(reason = arena_reserve(p, PLAN_REASON_MAX)))
+    return SC_ERR_NOMEM;
   va_start(ap, fmt);
-  vsnprintf(reason, sizeof(reason), fmt, ap);
+  len = (size_t)vsnprintf(reason, PLAN_REASON_MAX, fmt, ap);
   va_end(ap);
+  if(len >= PLAN_REASON_MAX)
+    len = PLAN_REASON_MAX - 1;
+  p->arena->used += len + 1;
   a = &p->actions[p->n_actions];
   memset(a, 0, sizeof(*a));
   p->n_actions++;
@@ -543,20 +610,20 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->cube_now = pl->in->cube_now;
   if(r) {
     a->s = r->s;
-    if(!(a->ns = strdup(r->ns ? r->ns : SESSION_DEFAULT_NAMESPACE)) ||
-       !(a->name = strdup(r->name ? r->name : "")))
+    if(!(a->ns = arena_strdup(p, r->ns ? r->ns
+                                        : SESSION_DEFAULT_NAMESPACE)) ||
+       !(a->name = arena_strdup(p, r->name ? r->name : "")))
       return SC_ERR_NOMEM;
   }
   if(sb) {
     a->end_at = sb->end_at;
-    if(!(a->sandbox_id = strdup(sb->id)))
+    if(!(a->sandbox_id = arena_strdup(p, sb->id)))
       return SC_ERR_NOMEM;
     if(type == PLAN_DELETE && sb->tenant &&
-       !(a->expect_tenant = strdup(sb->tenant)))
+       !(a->expect_tenant = arena_strdup(p, sb->tenant)))
       return SC_ERR_NOMEM;
   }
-  if(!(a->reason = strdup(reason)))
-    return SC_ERR_NOMEM;
+  a->reason = reason;
   return SC_OK;
 }
 
@@ -569,7 +636,7 @@ static sc_err add_confirm(planner *pl, const sess_rec *r)
                           "(absence is not evidence)", r->link);
   if(!err) {
     plan_action *a = &pl->p->actions[pl->p->n_actions - 1];
-    if(!(a->sandbox_id = strdup(r->link)))
+    if(!(a->sandbox_id = arena_strdup(pl->p, r->link)))
       err = SC_ERR_NOMEM;
   }
   return err;
@@ -738,11 +805,15 @@ static void want_ready(want *w, const char *status, const char *reason,
   va_end(ap);
 }
 
-static void want_sandbox(want *w, const session *s, const sb_rec *sb)
+/* linked: sb is the one status.sandboxID names (the join compared the
+ * strings already, so the status's own copy of the ID can stand in for
+ * sb->id, which saves a cache miss per session). */
+static void want_sandbox(want *w, const session *s, const sb_rec *sb,
+                         bool linked)
 {
   const session_status *o = &s->status;
-  bool same = str_eq0(o->sandbox_id, sb->id);
-  w->sandbox_id = sb->id;
+  bool same = linked || str_eq0(o->sandbox_id, sb->id);
+  w->sandbox_id = linked ? o->sandbox_id : sb->id;
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
@@ -936,7 +1007,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 
   sb = &pl->sbs[wi];
-  want_sandbox(w, s, sb);
+  want_sandbox(w, s, sb, r->ls == LS_OWNED && wi == r->link_sb);
   switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
@@ -949,7 +1020,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                         sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    msg_running(w->ready_msg, sizeof(w->ready_msg), sb->id);
+    msg_running(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
     w->ready_status = "True";
     w->ready_reason = "SandboxRunning";
     if(w->applied_idle_timeout_ms != r->idle_ms) {
@@ -1021,12 +1092,12 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "sandbox %s is pausing; it is resumed once paused",
                  sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      msg_paused(w->ready_msg, sizeof(w->ready_msg), sb->id);
+      msg_paused(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
       w->ready_status = "True";
       w->ready_reason = "SandboxPaused";
     }
     else {
-      msg_idle(w->ready_msg, sizeof(w->ready_msg), sb->id);
+      msg_idle(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
       w->ready_status = "True";
       w->ready_reason = "IdlePaused";
     }
@@ -1043,6 +1114,31 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                "Cube reports an unknown state for sandbox %s",
                sb->id);
     return SC_OK;
+  }
+}
+
+/* Ahead of the per-session pass: the status a few sessions on (its
+ * strings, its conditions and their strings) and the sandbox it links. */
+static void prefetch_rec(const planner *pl, size_t i)
+{
+  size_t j;
+  if(i + PREFETCH_FAR < pl->n_recs) {
+    const sess_rec *r = &pl->recs[i + PREFETCH_FAR];
+    __builtin_prefetch(r->s->status.conditions);
+    __builtin_prefetch(r->s->status.sandbox_state);
+    __builtin_prefetch(r->s->spec.template_id);
+    if(r->link_sb != SIZE_MAX)
+      __builtin_prefetch(&pl->sbs[r->link_sb]);
+  }
+  if(i + PREFETCH_NEAR < pl->n_recs) {
+    const sess_rec *r = &pl->recs[i + PREFETCH_NEAR];
+    const session_status *st = &r->s->status;
+    for(j = 0; j < st->n_conditions; j++) {
+      __builtin_prefetch(st->conditions[j].type);
+      __builtin_prefetch(st->conditions[j].message);
+    }
+    if(r->link_sb != SIZE_MAX)
+      __builtin_prefetch(pl->sbs[r->link_sb].id);
   }
 }
 
@@ -1189,15 +1285,8 @@ static sc_err plan_orphans(planner *pl)
     if(!(p->guard_message = strdup(msg)))
       return SC_ERR_NOMEM;
     p->guard_tripped = true;
-    for(i = first; i < p->n_actions; i++) {
-      plan_action *a = &p->actions[i];
-      free(a->ns);
-      free(a->name);
-      free(a->sandbox_id);
-      free(a->expect_tenant);
-      free(a->reason);
-    }
-    p->n_actions = first;
+    p->n_actions = first; /* their strings stay in the arena until
+                             plan_free() */
   }
   return SC_OK;
 }
@@ -1235,6 +1324,7 @@ static sc_err build_join(planner *pl)
   for(i = 0; i < in->n_sessions; i++) {
     const session *s = in->sessions[i];
     sess_rec *r = &pl->recs[pl->n_recs++];
+    prefetch_session(in, i);
     r->s = s;
     r->in_idx = i;
     r->tomb = s->meta.deletion_timestamp != 0;
@@ -1465,9 +1555,11 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
   }
   if((err = build_join(&pl)))
     goto out;
-  for(i = 0; i < pl.n_recs; i++)
+  for(i = 0; i < pl.n_recs; i++) {
+    prefetch_rec(&pl, i);
     if((err = plan_session_one(&pl, &pl.recs[i])))
       goto out;
+  }
   if((err = plan_orphans(&pl)))
     goto out;
   if(p->n_actions > 1)
@@ -1493,13 +1585,10 @@ void plan_free(plan *p)
   size_t i;
   if(!p)
     return;
-  for(i = 0; i < p->n_actions; i++) {
-    plan_action *a = &p->actions[i];
-    free(a->ns);
-    free(a->name);
-    free(a->sandbox_id);
-    free(a->expect_tenant);
-    free(a->reason);
+  while(p->arena) {
+    plan_arena *next = p->arena->next;
+    free(p->arena);
+    p->arena = next;
   }
   free(p->actions);
   for(i = 0; i < p->n_sessions; i++)

@@ -92,6 +92,8 @@ typedef struct plan_session {
                                 look (reclaim, keep-alive); 0 = none */
 } plan_session;
 
+typedef struct plan_arena plan_arena;
+
 typedef struct plan {
   plan_action *actions;
   size_t n_actions;
@@ -103,6 +105,7 @@ typedef struct plan {
   char *guard_message;       /* why, when tripped */
   sc_time next_orphan_due;   /* Cube time the next paused orphan passes
                                 its grace; 0 = none */
+  struct plan_arena *arena;  /* private: holds the actions' strings */
 } plan;
 
 sc_err plan_compute(const plan_input *in, const plan_config *cfg,

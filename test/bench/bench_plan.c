@@ -62,6 +62,13 @@ static double copy_floor_ms(session **ss, long long n)
   return t1 - t0;
 }
 
+static long minflt(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
 static long peak_rss_kb(void)
 {
   struct rusage ru;
@@ -125,7 +132,7 @@ int main(int argc, char **argv)
   plan_input in;
   plan_config cfg;
   double *t;
-  long rss0, in_cold, hwm_cold, in_steady, hwm_steady;
+  long flt0, flt, rss0, in_cold, hwm_cold, in_steady, hwm_steady;
   long long changed = 0, still = 0;
   double cold;
   plan *p = NULL;
@@ -255,6 +262,7 @@ int main(int argc, char **argv)
   p = NULL;
   reset_peak();
   in_steady = proc_kb("VmRSS");
+  flt0 = minflt();
   for(i = 0; i < rounds; i++) {
     double t0 = now_ms();
     if(plan_compute(&in, &cfg, &p))
@@ -266,6 +274,7 @@ int main(int argc, char **argv)
     }
   }
   hwm_steady = proc_kb("VmHWM");
+  flt = (minflt() - flt0) / rounds;
   for(i = 0; i < n; i++)
     if(p->sessions[i].status_changed)
       still++;
@@ -275,10 +284,10 @@ int main(int argc, char **argv)
          "median=%.1fms (statuses changing %lld; status-copy floor %.1fms) "
          "rss_input=%ldKB rss_peak=%ldKB\n"
          "  memory: input %ldKB; cold pass peak %+ldKB over it; settled input "
-         "%ldKB, steady pass peak %+ldKB over it (the planner's own)\n",
+         "%ldKB, steady pass peak %+ldKB over it (the planner's own); %ld page faults per steady pass\n",
          n, nb, p->n_actions, p->n_orphans, cold, changed, t[0],
          t[rounds / 2], still, copy_floor_ms(ss, n), rss0, peak_rss_kb(),
-         in_cold, hwm_cold - in_cold, in_steady, hwm_steady - in_steady);
+         in_cold, hwm_cold - in_cold, in_steady, hwm_steady - in_steady, flt);
   plan_free(p);
   for(i = 0; i < n; i++)
     session_free(ss[i]);
