@@ -425,8 +425,9 @@ static size_t claim_find(const claim *v, size_t n, uint64_t h, const char *a,
 
 /* Sorting by hash. Every sorted array here starts with a uint64_t hash
  * that its comparator compares first: an LSD radix sort of (hash, index)
- * pairs orders them, then each run of equal hashes (duplicates and the
- * rare collision) is insertion-sorted with the full comparator. The
+ * pairs on the top 33 bits of the hash orders them, then each run equal
+ * in those bits (duplicates and the rare partial collision) is
+ * insertion-sorted with the full comparator. The
  * result is what a stable sort by the comparator gives, in O(n) instead
  * of O(n log n) indirect calls moving whole records. */
 typedef struct hkey {
@@ -435,7 +436,10 @@ typedef struct hkey {
 } hkey;
 
 #define RADIX_BITS 11
-#define RADIX_PASSES 6 /* 6 * 11 >= 64 */
+#define RADIX_PASSES 3 /* the top 33 bits; runs equal there are rare */
+#define RADIX_SHIFT (64 - RADIX_PASSES * RADIX_BITS)
+#define DIGIT(h, d) \
+  (((h) >> (RADIX_SHIFT + (d) * RADIX_BITS)) & (RADIX_SIZE - 1))
 #define RADIX_SIZE (1u << RADIX_BITS)
 
 static void insertion_sort(char *base, size_t n, size_t sz, char *tmp,
@@ -455,7 +459,7 @@ static void insertion_sort(char *base, size_t n, size_t sz, char *tmp,
 static sc_err hash_sort(void *vbase, size_t n, size_t sz,
                         int (*cmp)(const void *, const void *))
 {
-  char *base = vbase, *out = NULL, *tmp;
+  char *base = vbase, *tmp;
   hkey *k = NULL, *k2 = NULL;
   size_t (*count)[RADIX_SIZE] = NULL;
   size_t i, j, d;
@@ -471,12 +475,10 @@ static sc_err hash_sort(void *vbase, size_t n, size_t sz,
   k = malloc(n * sizeof(*k));
   k2 = malloc(n * sizeof(*k2));
   count = calloc(RADIX_PASSES, sizeof(*count));
-  out = malloc(n * sz);
-  if(!k || !k2 || !count || !out) {
+  if(!k || !k2 || !count) {
     free(k);
     free(k2);
     free(count);
-    free(out);
     free(tmp);
     return SC_ERR_NOMEM;
   }
@@ -486,12 +488,12 @@ static sc_err hash_sort(void *vbase, size_t n, size_t sz,
     k[i].h = h;
     k[i].i = i;
     for(d = 0; d < RADIX_PASSES; d++)
-      count[d][(h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+      count[d][DIGIT(h, d)]++;
   }
   for(d = 0; d < RADIX_PASSES; d++) {
     size_t sum = 0, *c = count[d];
     hkey *t;
-    if(c[(k[0].h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)] == n)
+    if(c[DIGIT(k[0].h, d)] == n)
       continue; /* one bucket: this digit orders nothing */
     for(j = 0; j < RADIX_SIZE; j++) {
       size_t x = c[j];
@@ -499,16 +501,32 @@ static sc_err hash_sort(void *vbase, size_t n, size_t sz,
       sum += x;
     }
     for(i = 0; i < n; i++)
-      k2[c[(k[i].h >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)]++] = k[i];
+      k2[c[DIGIT(k[i].h, d)]++] = k[i];
     t = k;
     k = k2;
     k2 = t;
   }
-  for(i = 0; i < n; i++)
-    memcpy(out + i * sz, base + k[i].i * sz, sz);
-  memcpy(base, out, n * sz);
+  /* permute in place, cycle by cycle (k[i].i: where element i comes
+   * from; SIZE_MAX once placed), so no second copy of the array */
+  for(i = 0; i < n; i++) {
+    size_t cur = i, src = k[i].i;
+    if(src == i || src == SIZE_MAX)
+      continue;
+    memcpy(tmp, base + i * sz, sz);
+    for(;;) {
+      k[cur].i = SIZE_MAX;
+      if(src == i) {
+        memcpy(base + cur * sz, tmp, sz);
+        break;
+      }
+      memcpy(base + cur * sz, base + src * sz, sz);
+      cur = src;
+      src = k[cur].i;
+    }
+  }
   for(i = 0; i < n; i = j) {
-    for(j = i + 1; j < n && k[j].h == k[i].h; j++)
+    for(j = i + 1;
+        j < n && (k[j].h >> RADIX_SHIFT) == (k[i].h >> RADIX_SHIFT); j++)
       ;
     if(j - i > 1)
       insertion_sort(base + i * sz, j - i, sz, tmp, cmp);
@@ -516,7 +534,6 @@ static sc_err hash_sort(void *vbase, size_t n, size_t sz,
   free(k);
   free(k2);
   free(count);
-  free(out);
   free(tmp);
   return SC_OK;
 }
