@@ -64,16 +64,17 @@ typedef struct sb_rec {
   sc_time started_at, end_at;
   const char *tenant, *sid, *mb;
   bool ours;
+  bool dup;             /* a second report of an ID: ignored */
   bool linked;          /* some session's status records it */
   size_t owner;         /* rec index, or SIZE_MAX */
 } sb_rec;
 
-typedef struct claim {
-  uint64_t h;           /* hash of the key */
-  const char *a, *b;    /* id / (tenant, sid) */
-  const struct sess_rec *r;
-  size_t rec;
-} claim;
+/* A sort key: a 64-bit hash and the index of the record it stands for
+ * (a sandbox in sbs, a session in recs). */
+typedef struct hkey {
+  uint64_t h;
+  size_t i;
+} hkey;
 
 typedef struct planner {
   const plan_input *in;
@@ -81,13 +82,15 @@ typedef struct planner {
   const char *cname;
   sess_rec *recs;       /* in input order */
   size_t n_recs;
-  sb_rec *sbs;          /* sorted by (hash, ID), deduplicated */
+  sb_rec *sbs;          /* in input order (those with an ID) */
   size_t n_sbs;
+  hkey *order;          /* sbs by (hash, ID, sb_cmp), one per ID */
+  size_t n_order;
   const char **gone;    /* sorted */
   size_t n_gone;
-  claim *links;         /* sorted by (hash, id, priority) */
+  hkey *links;          /* recs by (hash, link, priority) */
   size_t n_links;
-  claim *pairs;         /* sorted by (hash, tenant, sid, priority) */
+  hkey *pairs;          /* recs by (hash, tenant, sid, priority) */
   size_t n_pairs;
   size_t *sblist;       /* per-session sandbox indexes, by rec */
   plan *p;
@@ -383,113 +386,121 @@ static int str_cmp(const void *pa, const void *pb)
   return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
+/* The key of a link claim: status.sandboxID (a) and no second part; of
+ * a pair claim: (tenant, sessionID). */
+static const char *key_a(const planner *pl, bool pair, size_t rec)
+{
+  return pair ? pl->recs[rec].tenant : pl->recs[rec].link;
+}
+
+static const char *key_b(const planner *pl, bool pair, size_t rec)
+{
+  return pair ? pl->recs[rec].sid : NULL;
+}
+
 /* Within one key, claims sort by priority: live before tombstones, then
  * the lowest namespace/name (rec_cmp). */
-static int claim_cmp(const void *pa, const void *pb)
+static int claim_cmp(const planner *pl, bool pair, const hkey *x,
+                     const hkey *y)
 {
-  const claim *a = pa, *b = pb;
   int c;
-  if(a->h != b->h)
-    return a->h < b->h ? -1 : 1;
-  if((c = strcmp(a->a, b->a)) || (c = strcmp0(a->b, b->b)))
+  if(x->h != y->h)
+    return x->h < y->h ? -1 : 1;
+  if((c = strcmp(key_a(pl, pair, x->i), key_a(pl, pair, y->i))) ||
+     (c = strcmp0(key_b(pl, pair, x->i), key_b(pl, pair, y->i))))
     return c;
-  return rec_cmp(a->r, b->r);
+  return rec_cmp(&pl->recs[x->i], &pl->recs[y->i]);
 }
 
-static bool claim_same(const claim *x, const claim *y)
+static bool claim_same(const planner *pl, bool pair, const hkey *x,
+                       const hkey *y)
 {
-  return x->h == y->h && !strcmp(x->a, y->a) && !strcmp0(x->b, y->b);
+  return x->h == y->h &&
+         !strcmp(key_a(pl, pair, x->i), key_a(pl, pair, y->i)) &&
+         !strcmp0(key_b(pl, pair, x->i), key_b(pl, pair, y->i));
 }
 
-/* first claim with key (h, a, b), or SIZE_MAX */
-static size_t claim_find(const claim *v, size_t n, uint64_t h, const char *a,
-                         const char *b)
+/* first pair claim with key (h, a, b), or SIZE_MAX */
+static size_t pair_find(const planner *pl, uint64_t h, const char *a,
+                        const char *b)
 {
-  size_t lo = 0, hi = n;
+  const hkey *v = pl->pairs;
+  size_t lo = 0, hi = pl->n_pairs;
   while(lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     int c = v[mid].h < h ? -1 : v[mid].h > h;
     if(!c)
-      c = strcmp(v[mid].a, a);
+      c = strcmp(pl->recs[v[mid].i].tenant, a);
     if(!c)
-      c = strcmp0(v[mid].b, b);
+      c = strcmp0(pl->recs[v[mid].i].sid, b);
     if(c < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if(lo < n && v[lo].h == h && !strcmp(v[lo].a, a) && !strcmp0(v[lo].b, b))
+  if(lo < pl->n_pairs && v[lo].h == h && !strcmp(pl->recs[v[lo].i].tenant, a)
+     && !strcmp0(pl->recs[v[lo].i].sid, b))
     return lo;
   return SIZE_MAX;
 }
 
-/* Sorting by hash. Every sorted array here starts with a uint64_t hash
- * that its comparator compares first: an LSD radix sort of (hash, index)
- * pairs on the top 33 bits of the hash orders them, then each run equal
- * in those bits (duplicates and the rare partial collision) is
- * insertion-sorted with the full comparator. The
- * result is what a stable sort by the comparator gives, in O(n) instead
- * of O(n log n) indirect calls moving whole records. */
-typedef struct hkey {
-  uint64_t h;
-  size_t i;
-} hkey;
+/* The order of sandboxes: sb_cmp on the records the keys stand for. */
+static int sbkey_cmp(const planner *pl, bool unused, const hkey *x,
+                     const hkey *y)
+{
+  (void)unused;
+  return sb_cmp(&pl->sbs[x->i], &pl->sbs[y->i]);
+}
 
+typedef int (*key_cmp)(const planner *pl, bool pair, const hkey *x,
+                       const hkey *y);
+
+/* Sorting by hash. Each comparator above compares the hash first. An LSD
+ * radix sort on the top 33 bits of the hash orders the keys, then each
+ * run equal in those bits (duplicates and the rare partial collision) is
+ * insertion-sorted with the full comparator. The result is what a stable
+ * sort by the comparator gives, in O(n) instead of O(n log n) indirect
+ * calls, and only 16-byte keys move: records stay where they are. */
 #define RADIX_BITS 11
-#define RADIX_PASSES 3 /* the top 33 bits; runs equal there are rare */
+#define RADIX_PASSES 3
 #define RADIX_SHIFT (64 - RADIX_PASSES * RADIX_BITS)
+#define RADIX_SIZE (1u << RADIX_BITS)
 #define DIGIT(h, d) \
   (((h) >> (RADIX_SHIFT + (d) * RADIX_BITS)) & (RADIX_SIZE - 1))
-#define RADIX_SIZE (1u << RADIX_BITS)
 
-static void insertion_sort(char *base, size_t n, size_t sz, char *tmp,
-                           int (*cmp)(const void *, const void *))
+static void key_insertion_sort(const planner *pl, bool pair, hkey *v,
+                               size_t n, key_cmp cmp)
 {
   size_t i, j;
   for(i = 1; i < n; i++) {
-    if(cmp(base + (i - 1) * sz, base + i * sz) <= 0)
-      continue;
-    memcpy(tmp, base + i * sz, sz);
-    for(j = i; j > 0 && cmp(base + (j - 1) * sz, tmp) > 0; j--)
-      memcpy(base + j * sz, base + (j - 1) * sz, sz);
-    memcpy(base + j * sz, tmp, sz);
+    hkey t = v[i];
+    for(j = i; j > 0 && cmp(pl, pair, &v[j - 1], &t) > 0; j--)
+      v[j] = v[j - 1];
+    v[j] = t;
   }
 }
 
-static sc_err hash_sort(void *vbase, size_t n, size_t sz,
-                        int (*cmp)(const void *, const void *))
+/* sorts *pk (n keys), which may be replaced by another allocation */
+static sc_err sort_keys(const planner *pl, bool pair, hkey **pk, size_t n,
+                        key_cmp cmp)
 {
-  char *base = vbase, *tmp;
-  hkey *k = NULL, *k2 = NULL;
-  size_t (*count)[RADIX_SIZE] = NULL;
+  hkey *k = *pk, *k2;
+  size_t (*count)[RADIX_SIZE];
   size_t i, j, d;
-  if(n < 2)
-    return SC_OK;
-  if(!(tmp = malloc(sz)))
-    return SC_ERR_NOMEM;
   if(n < 64) {
-    insertion_sort(base, n, sz, tmp, cmp);
-    free(tmp);
+    key_insertion_sort(pl, pair, k, n, cmp);
     return SC_OK;
   }
-  k = malloc(n * sizeof(*k));
   k2 = malloc(n * sizeof(*k2));
   count = calloc(RADIX_PASSES, sizeof(*count));
-  if(!k || !k2 || !count) {
-    free(k);
+  if(!k2 || !count) {
     free(k2);
     free(count);
-    free(tmp);
     return SC_ERR_NOMEM;
   }
-  for(i = 0; i < n; i++) {
-    uint64_t h;
-    memcpy(&h, base + i * sz, sizeof(h));
-    k[i].h = h;
-    k[i].i = i;
+  for(i = 0; i < n; i++)
     for(d = 0; d < RADIX_PASSES; d++)
-      count[d][DIGIT(h, d)]++;
-  }
+      count[d][DIGIT(k[i].h, d)]++;
   for(d = 0; d < RADIX_PASSES; d++) {
     size_t sum = 0, *c = count[d];
     hkey *t;
@@ -506,35 +517,16 @@ static sc_err hash_sort(void *vbase, size_t n, size_t sz,
     k = k2;
     k2 = t;
   }
-  /* permute in place, cycle by cycle (k[i].i: where element i comes
-   * from; SIZE_MAX once placed), so no second copy of the array */
-  for(i = 0; i < n; i++) {
-    size_t cur = i, src = k[i].i;
-    if(src == i || src == SIZE_MAX)
-      continue;
-    memcpy(tmp, base + i * sz, sz);
-    for(;;) {
-      k[cur].i = SIZE_MAX;
-      if(src == i) {
-        memcpy(base + cur * sz, tmp, sz);
-        break;
-      }
-      memcpy(base + cur * sz, base + src * sz, sz);
-      cur = src;
-      src = k[cur].i;
-    }
-  }
+  free(k2);
+  free(count);
+  *pk = k;
   for(i = 0; i < n; i = j) {
     for(j = i + 1;
         j < n && (k[j].h >> RADIX_SHIFT) == (k[i].h >> RADIX_SHIFT); j++)
       ;
     if(j - i > 1)
-      insertion_sort(base + i * sz, j - i, sz, tmp, cmp);
+      key_insertion_sort(pl, pair, k + i, j - i, cmp);
   }
-  free(k);
-  free(k2);
-  free(count);
-  free(tmp);
   return SC_OK;
 }
 
@@ -1381,23 +1373,32 @@ static sc_err build_join(planner *pl)
     sb->end_at = b->end_at;
     /* the tags, read here in input (memory) order */
     read_tags(sb, &b->metadata);
-  }
-  if((err = hash_sort(pl->sbs, pl->n_sbs, sizeof(*pl->sbs), sb_cmp)))
-    return err;
-  for(i = 0, n = 0; i < pl->n_sbs; i++) {
-    if(n && pl->sbs[n - 1].h == pl->sbs[i].h &&
-       !strcmp(pl->sbs[n - 1].id, pl->sbs[i].id))
-      continue;
-    pl->sbs[n++] = pl->sbs[i];
-  }
-  pl->n_sbs = n;
-  for(i = 0; i < pl->n_sbs; i++) {
-    sb_rec *sb = &pl->sbs[i];
     sb->ours = sb->mb && !strcmp(sb->mb, pl->cname);
     sb->owner = SIZE_MAX;
+  }
+  pl->order = malloc((pl->n_sbs ? pl->n_sbs : 1) * sizeof(*pl->order));
+  if(!pl->order)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < pl->n_sbs; i++) {
+    pl->order[i].h = pl->sbs[i].h;
+    pl->order[i].i = i;
+  }
+  if((err = sort_keys(pl, false, &pl->order, pl->n_sbs, sbkey_cmp)))
+    return err;
+  /* one record per ID: the first in sb_cmp order */
+  for(i = 0, n = 0; i < pl->n_sbs; i++) {
+    sb_rec *sb = &pl->sbs[pl->order[i].i];
+    if(n && pl->order[n - 1].h == pl->order[i].h &&
+       !strcmp(pl->sbs[pl->order[n - 1].i].id, sb->id)) {
+      sb->dup = true;
+      sb->ours = false;
+      continue;
+    }
+    pl->order[n++] = pl->order[i];
     if(sb->ours)
       pl->p->n_managed++;
   }
+  pl->n_order = n;
 
   /* gone */
   if(in->n_gone) {
@@ -1418,50 +1419,42 @@ static sc_err build_join(planner *pl)
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i];
     if(r->link) {
-      claim *c = &pl->links[pl->n_links++];
+      hkey *c = &pl->links[pl->n_links++];
       c->h = fnv(FNV_INIT, r->link);
-      c->a = r->link;
-      c->b = NULL;
-      c->r = r;
-      c->rec = i;
+      c->i = i;
     }
     if(r->tenant && r->sid) {
-      claim *c = &pl->pairs[pl->n_pairs++];
+      hkey *c = &pl->pairs[pl->n_pairs++];
       c->h = pair_hash(r->tenant, r->sid);
-      c->a = r->tenant;
-      c->b = r->sid;
-      c->r = r;
-      c->rec = i;
+      c->i = i;
     }
   }
-  if((err = hash_sort(pl->links, pl->n_links, sizeof(*pl->links),
-                      claim_cmp)) ||
-     (err = hash_sort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs),
-                      claim_cmp)))
+  if((err = sort_keys(pl, false, &pl->links, pl->n_links, claim_cmp)) ||
+     (err = sort_keys(pl, true, &pl->pairs, pl->n_pairs, claim_cmp)))
     return err;
 
   /* resolve links: the first claim of an ID owns it. Only an observed
    * sandbox can be contested: when the ID is gone or unconfirmed, every
    * claimant sees the same (gone, or confirm) */
   for(i = 0, m = 0; i < pl->n_links; i = j) {
-    sess_rec *owner = &pl->recs[pl->links[i].rec];
+    sess_rec *owner = &pl->recs[pl->links[i].i];
     uint64_t h = pl->links[i].h;
     size_t k = SIZE_MAX, q;
     /* a merge: links and sandboxes are both in (hash, ID) order */
-    while(m < pl->n_sbs && pl->sbs[m].h < h)
+    while(m < pl->n_order && pl->order[m].h < h)
       m++;
-    for(q = m; q < pl->n_sbs && pl->sbs[q].h == h; q++)
-      if(!strcmp(pl->sbs[q].id, owner->link)) {
-        k = q;
+    for(q = m; q < pl->n_order && pl->order[q].h == h; q++)
+      if(!strcmp(pl->sbs[pl->order[q].i].id, owner->link)) {
+        k = pl->order[q].i;
         break;
       }
     enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
-    for(j = i + 1; j < pl->n_links && claim_same(&pl->links[j],
+    for(j = i + 1; j < pl->n_links && claim_same(pl, false, &pl->links[j],
                                                  &pl->links[i]); j++)
       ;
     for(q = i + 1; q < j; q++) {
-      sess_rec *r = &pl->recs[pl->links[q].rec];
-      r->other_link = pl->links[i].rec;
+      sess_rec *r = &pl->recs[pl->links[q].i];
+      r->other_link = pl->links[i].i;
       if(k == SIZE_MAX)
         r->ls = unseen;
       else
@@ -1478,7 +1471,7 @@ static sc_err build_join(planner *pl)
         owner->ls = LS_CONFLICT_SB;
       else {
         owner->ls = LS_OWNED;
-        sb->owner = pl->links[i].rec;
+        sb->owner = pl->links[i].i;
       }
     }
     else
@@ -1487,12 +1480,12 @@ static sc_err build_join(planner *pl)
 
   /* resolve pairs: live non-owners are in conflict */
   for(i = 0; i < pl->n_pairs; i = j) {
-    for(j = i + 1; j < pl->n_pairs && claim_same(&pl->pairs[j],
+    for(j = i + 1; j < pl->n_pairs && claim_same(pl, true, &pl->pairs[j],
                                                  &pl->pairs[i]); j++) {
-      sess_rec *r = &pl->recs[pl->pairs[j].rec];
+      sess_rec *r = &pl->recs[pl->pairs[j].i];
       if(!r->tomb) {
         r->pair_conflict = true;
-        r->other_pair = pl->pairs[i].rec;
+        r->other_pair = pl->pairs[i].i;
       }
     }
   }
@@ -1503,10 +1496,9 @@ static sc_err build_join(planner *pl)
     size_t c;
     if(sb->linked || !sb->ours || !sb->tenant || !sb->sid)
       continue;
-    c = claim_find(pl->pairs, pl->n_pairs, pair_hash(sb->tenant, sb->sid),
-                   sb->tenant, sb->sid);
+    c = pair_find(pl, pair_hash(sb->tenant, sb->sid), sb->tenant, sb->sid);
     if(c != SIZE_MAX)
-      sb->owner = pl->pairs[c].rec;
+      sb->owner = pl->pairs[c].i;
   }
 
   /* per-session lists (counting sort; each list stays in ID order) */
@@ -1516,18 +1508,18 @@ static sc_err build_join(planner *pl)
     free(count);
     return SC_ERR_NOMEM;
   }
-  for(i = 0; i < pl->n_sbs; i++)
-    if(pl->sbs[i].owner != SIZE_MAX)
-      count[pl->sbs[i].owner]++;
+  for(i = 0; i < pl->n_order; i++)
+    if(pl->sbs[pl->order[i].i].owner != SIZE_MAX)
+      count[pl->sbs[pl->order[i].i].owner]++;
   for(i = 0, n = 0; i < pl->n_recs; i++) {
     pl->recs[i].sb_first = n;
     n += count[i];
     count[i] = pl->recs[i].sb_first;
   }
-  for(i = 0; i < pl->n_sbs; i++) {
-    size_t o = pl->sbs[i].owner;
+  for(i = 0; i < pl->n_order; i++) {
+    size_t o = pl->sbs[pl->order[i].i].owner;
     if(o != SIZE_MAX) {
-      pl->sblist[count[o]++] = i;
+      pl->sblist[count[o]++] = pl->order[i].i;
       pl->recs[o].sb_n++;
     }
   }
@@ -1585,6 +1577,7 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
 out:
   free(pl.recs);
   free(pl.sbs);
+  free(pl.order);
   free(pl.gone);
   free(pl.links);
   free(pl.pairs);
