@@ -1319,6 +1319,20 @@ static int action_cmp(const void *pa, const void *pb)
 
 /* ---------- the join ---------- */
 
+/* The link merge walks both key arrays in hash order, which is random
+ * order for the records and strings behind them: fetch those ahead. */
+static void prefetch_merge(const planner *pl, size_t i, size_t m)
+{
+  if(i + PREFETCH_FAR < pl->n_links)
+    __builtin_prefetch(&pl->recs[pl->links[i + PREFETCH_FAR].i].link);
+  if(i + PREFETCH_NEAR < pl->n_links)
+    __builtin_prefetch(pl->recs[pl->links[i + PREFETCH_NEAR].i].link);
+  if(m + PREFETCH_FAR < pl->n_order)
+    __builtin_prefetch(&pl->sbs[pl->order[m + PREFETCH_FAR].i].id);
+  if(m + PREFETCH_NEAR < pl->n_order)
+    __builtin_prefetch(pl->sbs[pl->order[m + PREFETCH_NEAR].i].id);
+}
+
 static sc_err build_join(planner *pl)
 {
   const plan_input *in = pl->in;
@@ -1438,6 +1452,7 @@ static sc_err build_join(planner *pl)
    * claimant sees the same (gone, or confirm) */
   for(i = 0, m = 0; i < pl->n_links; i = j) {
     sess_rec *owner = &pl->recs[pl->links[i].i];
+    prefetch_merge(pl, i, m);
     uint64_t h = pl->links[i].h;
     size_t k = SIZE_MAX, q;
     /* a merge: links and sandboxes are both in (hash, ID) order */
@@ -1461,21 +1476,34 @@ static sc_err build_join(planner *pl)
         r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
     }
     if(k != SIZE_MAX) {
-      sb_rec *sb = &pl->sbs[k];
-      sb->linked = true;
+      pl->sbs[k].linked = true;
       owner->link_sb = k;
-      if(sb->tenant && strcmp(sb->tenant, owner->tenant))
-        owner->ls = LS_CONFLICT_TENANT;
-      else if((sb->sid && owner->sid && strcmp(sb->sid, owner->sid)) ||
-              (sb->mb && !sb->ours))
-        owner->ls = LS_CONFLICT_SB;
-      else {
-        owner->ls = LS_OWNED;
-        sb->owner = pl->links[i].i;
-      }
+      owner->ls = LS_OWNED; /* until the tags say otherwise, below */
     }
     else
       owner->ls = unseen;
+  }
+
+  /* the tags of each linked sandbox, checked in session (memory) order */
+  for(i = 0; i < pl->n_recs; i++) {
+    sess_rec *r = &pl->recs[i];
+    sb_rec *sb;
+    if(i + PREFETCH_NEAR < pl->n_recs &&
+       pl->recs[i + PREFETCH_NEAR].ls == LS_OWNED) {
+      const sb_rec *x = &pl->sbs[pl->recs[i + PREFETCH_NEAR].link_sb];
+      __builtin_prefetch(x->tenant);
+      __builtin_prefetch(x->sid);
+    }
+    if(r->ls != LS_OWNED)
+      continue;
+    sb = &pl->sbs[r->link_sb];
+    if(sb->tenant && strcmp(sb->tenant, r->tenant))
+      r->ls = LS_CONFLICT_TENANT;
+    else if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
+            (sb->mb && !sb->ours))
+      r->ls = LS_CONFLICT_SB;
+    else
+      sb->owner = i;
   }
 
   /* resolve pairs: live non-owners are in conflict */
