@@ -1529,25 +1529,27 @@ static sc_err build_join(planner *pl)
       sb->owner = pl->pairs[c].i;
   }
 
-  /* per-session lists (counting sort; each list stays in ID order) */
+  /* per-session lists (counting sort, in input order: nothing depends on
+   * the order within a list, pick_winner() is a total order and the
+   * actions are sorted at the end; a duplicate report owns nothing) */
   count = calloc(pl->n_recs + 1, sizeof(*count));
   pl->sblist = calloc(pl->n_sbs ? pl->n_sbs : 1, sizeof(*pl->sblist));
   if(!count || !pl->sblist) {
     free(count);
     return SC_ERR_NOMEM;
   }
-  for(i = 0; i < pl->n_order; i++)
-    if(pl->sbs[pl->order[i].i].owner != SIZE_MAX)
-      count[pl->sbs[pl->order[i].i].owner]++;
+  for(i = 0; i < pl->n_sbs; i++)
+    if(pl->sbs[i].owner != SIZE_MAX)
+      count[pl->sbs[i].owner]++;
   for(i = 0, n = 0; i < pl->n_recs; i++) {
     pl->recs[i].sb_first = n;
     n += count[i];
     count[i] = pl->recs[i].sb_first;
   }
-  for(i = 0; i < pl->n_order; i++) {
-    size_t o = pl->sbs[pl->order[i].i].owner;
+  for(i = 0; i < pl->n_sbs; i++) {
+    size_t o = pl->sbs[i].owner;
     if(o != SIZE_MAX) {
-      pl->sblist[count[o]++] = pl->order[i].i;
+      pl->sblist[count[o]++] = i;
       pl->recs[o].sb_n++;
     }
   }
