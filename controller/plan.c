@@ -1319,24 +1319,108 @@ static int action_cmp(const void *pa, const void *pb)
 
 /* ---------- the join ---------- */
 
-/* The link merge walks both key arrays in hash order, which is random
- * order for the records and strings behind them: fetch those ahead. */
-static void prefetch_merge(const planner *pl, size_t i, size_t m)
+/* Resolve links: the first claim of an ID owns it. Only an observed
+ * sandbox can be contested: when the ID is gone or unconfirmed, every
+ * claimant sees the same (gone, or confirm).
+ *
+ * A merge of the links with the sandboxes, both in hash order. When
+ * exactly one sandbox has the link's hash, the ID strings are not
+ * compared here (that would be two cache misses per session in random
+ * order): check_links() compares them afterwards in session order, and
+ * on a mismatch (a 64-bit collision) the merge runs again with exact
+ * comparisons. */
+static void merge_links(planner *pl, bool exact)
 {
-  if(i + PREFETCH_FAR < pl->n_links)
-    __builtin_prefetch(&pl->recs[pl->links[i + PREFETCH_FAR].i].link);
-  if(i + PREFETCH_NEAR < pl->n_links)
-    __builtin_prefetch(pl->recs[pl->links[i + PREFETCH_NEAR].i].link);
-  if(m + PREFETCH_FAR < pl->n_order)
-    __builtin_prefetch(&pl->sbs[pl->order[m + PREFETCH_FAR].i].id);
-  if(m + PREFETCH_NEAR < pl->n_order)
-    __builtin_prefetch(pl->sbs[pl->order[m + PREFETCH_NEAR].i].id);
+  size_t i, j, m, q;
+  for(i = 0, m = 0; i < pl->n_links; i = j) {
+    sess_rec *owner = &pl->recs[pl->links[i].i];
+    uint64_t h = pl->links[i].h;
+    size_t k = SIZE_MAX;
+    enum link_state unseen;
+    if(i + PREFETCH_FAR < pl->n_links)
+      __builtin_prefetch(&pl->recs[pl->links[i + PREFETCH_FAR].i].ls);
+    while(m < pl->n_order && pl->order[m].h < h)
+      m++;
+    if(!exact && m < pl->n_order && pl->order[m].h == h &&
+       (m + 1 == pl->n_order || pl->order[m + 1].h != h))
+      k = pl->order[m].i; /* the only candidate: verified later */
+    else
+      for(q = m; q < pl->n_order && pl->order[q].h == h; q++)
+        if(!strcmp(pl->sbs[pl->order[q].i].id, owner->link)) {
+          k = pl->order[q].i;
+          break;
+        }
+    unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
+    for(j = i + 1; j < pl->n_links && claim_same(pl, false, &pl->links[j],
+                                                 &pl->links[i]); j++)
+      ;
+    for(q = i + 1; q < j; q++) {
+      sess_rec *r = &pl->recs[pl->links[q].i];
+      r->other_link = pl->links[i].i;
+      if(k == SIZE_MAX)
+        r->ls = unseen;
+      else
+        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
+    }
+    if(k != SIZE_MAX) {
+      pl->sbs[k].linked = true;
+      owner->link_sb = k;
+      owner->ls = LS_OWNED; /* until the tags say otherwise */
+    }
+    else
+      owner->ls = unseen;
+  }
+}
+
+static void reset_links(planner *pl)
+{
+  size_t i;
+  for(i = 0; i < pl->n_recs; i++) {
+    pl->recs[i].ls = LS_NONE;
+    pl->recs[i].link_sb = SIZE_MAX;
+    pl->recs[i].other_link = SIZE_MAX;
+  }
+  for(i = 0; i < pl->n_sbs; i++) {
+    pl->sbs[i].linked = false;
+    pl->sbs[i].owner = SIZE_MAX;
+  }
+}
+
+/* In session (memory) order: each owner's link really is its sandbox's
+ * ID (false when not: merge again exactly), then the sandbox's tags. */
+static bool check_links(planner *pl)
+{
+  size_t i;
+  for(i = 0; i < pl->n_recs; i++) {
+    sess_rec *r = &pl->recs[i];
+    sb_rec *sb;
+    if(i + PREFETCH_NEAR < pl->n_recs &&
+       pl->recs[i + PREFETCH_NEAR].ls == LS_OWNED) {
+      const sb_rec *x = &pl->sbs[pl->recs[i + PREFETCH_NEAR].link_sb];
+      __builtin_prefetch(x->id);
+      __builtin_prefetch(x->tenant);
+      __builtin_prefetch(x->sid);
+    }
+    if(r->ls != LS_OWNED)
+      continue;
+    sb = &pl->sbs[r->link_sb];
+    if(strcmp(sb->id, r->link))
+      return false;
+    if(sb->tenant && strcmp(sb->tenant, r->tenant))
+      r->ls = LS_CONFLICT_TENANT;
+    else if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
+            (sb->mb && !sb->ours))
+      r->ls = LS_CONFLICT_SB;
+    else
+      sb->owner = i;
+  }
+  return true;
 }
 
 static sc_err build_join(planner *pl)
 {
   const plan_input *in = pl->in;
-  size_t i, j, n, m;
+  size_t i, j, n;
   sc_err err;
   size_t *count;
 
@@ -1447,63 +1531,11 @@ static sc_err build_join(planner *pl)
      (err = sort_keys(pl, true, &pl->pairs, pl->n_pairs, claim_cmp)))
     return err;
 
-  /* resolve links: the first claim of an ID owns it. Only an observed
-   * sandbox can be contested: when the ID is gone or unconfirmed, every
-   * claimant sees the same (gone, or confirm) */
-  for(i = 0, m = 0; i < pl->n_links; i = j) {
-    sess_rec *owner = &pl->recs[pl->links[i].i];
-    prefetch_merge(pl, i, m);
-    uint64_t h = pl->links[i].h;
-    size_t k = SIZE_MAX, q;
-    /* a merge: links and sandboxes are both in (hash, ID) order */
-    while(m < pl->n_order && pl->order[m].h < h)
-      m++;
-    for(q = m; q < pl->n_order && pl->order[q].h == h; q++)
-      if(!strcmp(pl->sbs[pl->order[q].i].id, owner->link)) {
-        k = pl->order[q].i;
-        break;
-      }
-    enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
-    for(j = i + 1; j < pl->n_links && claim_same(pl, false, &pl->links[j],
-                                                 &pl->links[i]); j++)
-      ;
-    for(q = i + 1; q < j; q++) {
-      sess_rec *r = &pl->recs[pl->links[q].i];
-      r->other_link = pl->links[i].i;
-      if(k == SIZE_MAX)
-        r->ls = unseen;
-      else
-        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
-    }
-    if(k != SIZE_MAX) {
-      pl->sbs[k].linked = true;
-      owner->link_sb = k;
-      owner->ls = LS_OWNED; /* until the tags say otherwise, below */
-    }
-    else
-      owner->ls = unseen;
-  }
-
-  /* the tags of each linked sandbox, checked in session (memory) order */
-  for(i = 0; i < pl->n_recs; i++) {
-    sess_rec *r = &pl->recs[i];
-    sb_rec *sb;
-    if(i + PREFETCH_NEAR < pl->n_recs &&
-       pl->recs[i + PREFETCH_NEAR].ls == LS_OWNED) {
-      const sb_rec *x = &pl->sbs[pl->recs[i + PREFETCH_NEAR].link_sb];
-      __builtin_prefetch(x->tenant);
-      __builtin_prefetch(x->sid);
-    }
-    if(r->ls != LS_OWNED)
-      continue;
-    sb = &pl->sbs[r->link_sb];
-    if(sb->tenant && strcmp(sb->tenant, r->tenant))
-      r->ls = LS_CONFLICT_TENANT;
-    else if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
-            (sb->mb && !sb->ours))
-      r->ls = LS_CONFLICT_SB;
-    else
-      sb->owner = i;
+  merge_links(pl, false);
+  if(!check_links(pl)) {
+    reset_links(pl);
+    merge_links(pl, true);
+    check_links(pl); /* exact now: cannot fail */
   }
 
   /* resolve pairs: live non-owners are in conflict */
