@@ -664,21 +664,61 @@ typedef struct want {
   bool paused_by_controller;
   int64_t applied_idle_timeout_ms;
   const char *ready_status, *ready_reason;
-  char ready_msg[320];
+  /* The Ready message: ready_msg, or, when lazy, the concatenation of
+   * msg3[] (cat3), built only if the status changes. */
+  bool lazy;
+  const char *msg3[3];
   bool conflict;            /* Conflict True */
   const char *conflict_reason;
+  /* the buffers last: want_from_old() clears only what comes before */
+  char ready_msg[320];
   char conflict_msg[320];
 } want;
 
-/* Would set_cond() change st? The same test as its early return. */
+/* st's condition of this type when all but its message already say
+ * this, else NULL: the test of set_cond()'s early return */
+static const session_condition *cond_match(const session_status *st,
+                                           const char *type,
+                                           const char *status,
+                                           const char *reason, int64_t gen)
+{
+  const session_condition *o = session_status_get_condition(st, type);
+  if(o && o->observed_generation == gen && o->last_transition_time &&
+     str_eq0(o->status, status) && str_eq0(o->reason, reason))
+    return o;
+  return NULL;
+}
+
+/* Would set_cond() change st? */
 static bool cond_differs(const session_status *st, const char *type,
                          const char *status, const char *reason,
                          const char *msg, int64_t gen)
 {
-  const session_condition *o = session_status_get_condition(st, type);
-  return !(o && o->observed_generation == gen && o->last_transition_time &&
-           str_eq0(o->status, status) && str_eq0(o->reason, reason) &&
-           str_eq0(o->message, msg));
+  const session_condition *o = cond_match(st, type, status, reason, gen);
+  return !(o && str_eq0(o->message, msg));
+}
+
+/* Does m equal what cat3(buf, cap, a, b, c) would write? */
+static bool cat3_eq(const char *m, size_t cap, const char *a, const char *b,
+                    const char *c)
+{
+  const char *parts[3];
+  size_t i, left = cap - 1;
+  if(!m)
+    return false;
+  parts[0] = a;
+  parts[1] = b;
+  parts[2] = c;
+  for(i = 0; i < 3; i++) {
+    size_t n = strlen(parts[i]);
+    if(n > left)
+      n = left;
+    if(strncmp(m, parts[i], n)) /* stops at the end of m */
+      return false;
+    m += n;
+    left -= n;
+  }
+  return !*m;
 }
 
 static sc_err set_cond(session_status *st, const char *type,
@@ -710,20 +750,33 @@ static sc_err set_str(char **dst, const char *src)
 }
 
 /* Shared texts, so plan_status_after() and the next pass agree. */
+#define MSG_SANDBOX "sandbox "
+#define MSG_RUNNING " is running"
+#define MSG_PAUSED " is paused as spec.state Paused asks"
+#define MSG_IDLE " was paused by Cube for idleness; the next request " \
+                 "resumes it"
+
 static void msg_running(char *b, size_t n, const char *id)
 {
-  cat3(b, n, "sandbox ", id, " is running");
+  cat3(b, n, MSG_SANDBOX, id, MSG_RUNNING);
 }
 
 static void msg_paused(char *b, size_t n, const char *id)
 {
-  cat3(b, n, "sandbox ", id, " is paused as spec.state Paused asks");
+  cat3(b, n, MSG_SANDBOX, id, MSG_PAUSED);
 }
 
-static void msg_idle(char *b, size_t n, const char *id)
+/* Ready with the message "sandbox <id><tail>", built only if needed */
+static void want_sandbox_msg(struct want *w, const char *status,
+                             const char *reason, const char *id,
+                             const char *tail)
 {
-  cat3(b, n, "sandbox ", id,
-       " was paused by Cube for idleness; the next request resumes it");
+  w->ready_status = status;
+  w->ready_reason = reason;
+  w->lazy = true;
+  w->msg3[0] = MSG_SANDBOX;
+  w->msg3[1] = id;
+  w->msg3[2] = tail;
 }
 
 static void msg_reclaimed(char *b, size_t n, int64_t rg)
@@ -735,11 +788,16 @@ static void msg_reclaimed(char *b, size_t n, int64_t rg)
 
 static const char msg_ended[] = "spec.state Ended: no sandbox left";
 
-static sc_err apply_want(const session *s, const want *w, sc_time now,
+static sc_err apply_want(const session *s, want *w, sc_time now,
                          session_status *st)
 {
   sc_err err;
   int64_t og = s->meta.generation;
+  if(w->lazy) {
+    cat3(w->ready_msg, sizeof(w->ready_msg), w->msg3[0], w->msg3[1],
+         w->msg3[2]);
+    w->lazy = false;
+  }
   st->phase = w->phase;
   if((err = set_str(&st->sandbox_id, w->sandbox_id)) ||
      (err = set_str(&st->sandbox_state, w->sandbox_state)))
@@ -775,9 +833,16 @@ static bool want_differs(const session *s, const want *w)
      st->paused_by_controller != w->paused_by_controller ||
      st->applied_idle_timeout_ms != w->applied_idle_timeout_ms)
     return true;
-  if(w->ready_status && cond_differs(st, "Ready", w->ready_status,
-                                     w->ready_reason, w->ready_msg, og))
-    return true;
+  if(w->ready_status) {
+    const session_condition *o = cond_match(st, "Ready", w->ready_status,
+                                            w->ready_reason, og);
+    if(!o)
+      return true;
+    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3[0],
+                          w->msg3[1], w->msg3[2])
+               : !str_eq0(o->message, w->ready_msg))
+      return true;
+  }
   if(w->conflict)
     return cond_differs(st, "Conflict", "True", w->conflict_reason,
                         w->conflict_msg, og);
@@ -789,7 +854,9 @@ static bool want_differs(const session *s, const want *w)
 static void want_from_old(const session *s, want *w)
 {
   const session_status *o = &s->status;
-  memset(w, 0, sizeof(*w));
+  memset(w, 0, offsetof(want, ready_msg));
+  w->ready_msg[0] = 0;
+  w->conflict_msg[0] = 0;
   w->phase = o->phase;
   w->sandbox_id = o->sandbox_id;
   w->sandbox_state = o->sandbox_state;
@@ -809,6 +876,7 @@ static void want_ready(want *w, const char *status, const char *reason,
   va_list ap;
   w->ready_status = status;
   w->ready_reason = reason;
+  w->lazy = false;
   va_start(ap, fmt);
   vsnprintf(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
   va_end(ap);
@@ -980,6 +1048,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                       s->status.reclaimed_generation);
         w->ready_status = "False";
         w->ready_reason = "Reclaimed";
+        w->lazy = false;
       }
       else {
         w->phase = SESSION_PHASE_PAUSED;
@@ -994,6 +1063,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                     s->status.reclaimed_generation);
       w->ready_status = "False";
       w->ready_reason = "Reclaimed";
+      w->lazy = false;
       return SC_OK;
     }
     if(!s->spec.template_id || !*s->spec.template_id) {
@@ -1029,9 +1099,8 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                         sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    msg_running(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
-    w->ready_status = "True";
-    w->ready_reason = "SandboxRunning";
+    want_sandbox_msg(w, "True", "SandboxRunning", w->sandbox_id,
+                     MSG_RUNNING);
     if(w->applied_idle_timeout_ms != r->idle_ms) {
       char ni[32], oi[32];
       fmt_dur(r->idle_ms, ni, sizeof(ni));
@@ -1101,14 +1170,11 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "sandbox %s is pausing; it is resumed once paused",
                  sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      msg_paused(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
-      w->ready_status = "True";
-      w->ready_reason = "SandboxPaused";
+      want_sandbox_msg(w, "True", "SandboxPaused", w->sandbox_id,
+                       MSG_PAUSED);
     }
     else {
-      msg_idle(w->ready_msg, sizeof(w->ready_msg), w->sandbox_id);
-      w->ready_status = "True";
-      w->ready_reason = "IdlePaused";
+      want_sandbox_msg(w, "True", "IdlePaused", w->sandbox_id, MSG_IDLE);
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
