@@ -280,6 +280,7 @@ static void read_tags(sb_rec *sb, const sc_kvlist *md)
  * first the items arrays, then, once those have arrived, the strings. */
 #define PREFETCH_FAR 16
 #define PREFETCH_NEAR 8
+#define PREFETCH_FARTHEST 24
 
 static void prefetch_sandbox(const plan_input *in, size_t i)
 {
@@ -1197,6 +1198,12 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
 static void prefetch_rec(const planner *pl, size_t i)
 {
   size_t j;
+  if(i + PREFETCH_FARTHEST < pl->n_recs) {
+    const session *s = pl->recs[i + PREFETCH_FARTHEST].s;
+    __builtin_prefetch(&s->status);
+    __builtin_prefetch(&s->status.conditions);
+    __builtin_prefetch(&s->spec.template_id);
+  }
   if(i + PREFETCH_FAR < pl->n_recs) {
     const sess_rec *r = &pl->recs[i + PREFETCH_FAR];
     __builtin_prefetch(r->s->status.conditions);
@@ -1212,8 +1219,6 @@ static void prefetch_rec(const planner *pl, size_t i)
       __builtin_prefetch(st->conditions[j].type);
       __builtin_prefetch(st->conditions[j].message);
     }
-    if(r->link_sb != SIZE_MAX)
-      __builtin_prefetch(pl->sbs[r->link_sb].id);
   }
 }
 
