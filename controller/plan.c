@@ -2,8 +2,13 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. Everything is joined through sorted arrays
- * and binary search, so a pass costs O((S + B) log(S + B)).
+ * No I/O, no clock, no globals. Everything is joined through arrays of
+ * (64-bit hash, index) keys radix-sorted on the hash (ties fall back to
+ * the strings) and merged, so a pass costs O(S + B) plus O(log) binary
+ * searches for the few tag joins. At 100k sessions memory latency, not
+ * instructions, is the cost: the passes over the input run in its order
+ * and prefetch ahead, unchanged statuses are not copied, and the actions'
+ * strings share one arena (docs/planner.md, "Cost").
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
