@@ -11,7 +11,9 @@
  * plus N/100 orphans. Prints the CPU time of the cold pass (statuses not
  * yet in the form this controller writes), then, with those statuses
  * written back, the best and median of ROUNDS steady passes (the resync
- * of a settled cluster), and the peak RSS (getrusage) before and after.
+ * of a settled cluster), the peak RSS (getrusage) before and after, and
+ * the memory of each pass on top of the input (VmHWM, reset through
+ * /proc/self/clear_refs) with the page faults of a steady pass.
  */
 #include <malloc.h>
 #include <stdio.h>
