@@ -228,7 +228,8 @@ sc_err metrics_render(const metrics *m, dynbuf *out)
   static const char *const types[] = {"counter", "gauge", "histogram"};
   for(i = 0; i < m->n_f; i++) {
     family *f = &m->f[i];
-    qsort(f->s, f->n_s, sizeof(series), cmp_series);
+    if(f->n_s > 1) /* f->s may be NULL when empty */
+      qsort(f->s, f->n_s, sizeof(series), cmp_series);
     dynbuf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help,
                   f->name, types[f->type]);
     if(f->type != METRIC_HISTOGRAM && !f->n_s &&

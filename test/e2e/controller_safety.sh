@@ -134,8 +134,10 @@ for d in cube e2b; do
       rm -f "$T/sessions.db"*
       start_cubesim --dialect "$d"
       printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: fk1}\nspec: {template: shell, idleTimeout: 1m, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
-      # libfaketime preloaded directly, so $! is the controller itself
-      FAKETIME="$skew" LD_PRELOAD="$ftlib" "$BINDIR/session-controller" --store "$STORE" --cube-url "$SIM" \
+      # libfaketime preloaded directly, so $! is the controller itself (an
+      # ASan build must be told that its runtime need not come first)
+      ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        FAKETIME="$skew" LD_PRELOAD="$ftlib" "$BINDIR/session-controller" --store "$STORE" --cube-url "$SIM" \
         --metrics-addr 127.0.0.1:0 --resync 1s --replica "fk$skew" 2>"$T/fk-$d.log" &
       fpid=$!
       PIDS="$PIDS $fpid"
