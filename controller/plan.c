@@ -2,8 +2,13 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. Everything is joined through sorted arrays
- * and binary search, so a pass costs O((S + B) log(S + B)).
+ * No I/O, no clock, no globals. Everything is joined through arrays of
+ * (64-bit hash, index) keys radix-sorted on the hash (ties fall back to
+ * the strings) and merged, so a pass costs O(S + B) plus O(log) binary
+ * searches for the few tag joins. At 100k sessions memory latency, not
+ * instructions, is the cost: the passes over the input run in its order
+ * and prefetch ahead, unchanged statuses are not copied, and the actions'
+ * strings share one arena (docs/planner.md, "Cost").
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
@@ -58,18 +63,23 @@ typedef struct sess_rec {
 typedef struct sb_rec {
   uint64_t h;           /* hash of the ID: sorts without touching strings */
   const cube_sandbox *b;
+  /* copies of b's fields, so the passes after the sort do not chase b */
+  const char *id;
+  cube_sb_state state;
+  sc_time started_at, end_at;
   const char *tenant, *sid, *mb;
   bool ours;
+  bool dup;             /* a second report of an ID: ignored */
   bool linked;          /* some session's status records it */
   size_t owner;         /* rec index, or SIZE_MAX */
 } sb_rec;
 
-typedef struct claim {
-  uint64_t h;           /* hash of the key */
-  const char *a, *b;    /* id / (tenant, sid) */
-  const struct sess_rec *r;
-  size_t rec;
-} claim;
+/* A sort key: a 64-bit hash and the index of the record it stands for
+ * (a sandbox in sbs, a session in recs). */
+typedef struct hkey {
+  uint64_t h;
+  size_t i;
+} hkey;
 
 typedef struct planner {
   const plan_input *in;
@@ -77,13 +87,15 @@ typedef struct planner {
   const char *cname;
   sess_rec *recs;       /* in input order */
   size_t n_recs;
-  sb_rec *sbs;          /* sorted by (hash, ID), deduplicated */
+  sb_rec *sbs;          /* in input order (those with an ID) */
   size_t n_sbs;
+  hkey *order;          /* sbs by (hash, ID, sb_cmp), one per ID */
+  size_t n_order;
   const char **gone;    /* sorted */
   size_t n_gone;
-  claim *links;         /* sorted by (hash, id, priority) */
+  hkey *links;          /* recs by (hash, link, priority) */
   size_t n_links;
-  claim *pairs;         /* sorted by (hash, tenant, sid, priority) */
+  hkey *pairs;          /* recs by (hash, tenant, sid, priority) */
   size_t n_pairs;
   size_t *sblist;       /* per-session sandbox indexes, by rec */
   plan *p;
@@ -133,7 +145,7 @@ static int strcmp0(const char *a, const char *b)
 
 static bool str_eq0(const char *a, const char *b)
 {
-  return !strcmp0(a, b);
+  return a == b || !strcmp0(a, b);
 }
 
 /* FNV-1a, 64 bits: a fixed function, so every replica sorts alike. The
@@ -247,6 +259,70 @@ static bool is_ended(const session *s)
          s->spec.state == SESSION_STATE_ENDED;
 }
 
+/* The three tags of a sandbox in one pass over its metadata: the same
+ * answers as sc_kvlist_get() (keys are unique in an sc_kvlist), touching
+ * each key once. */
+static void read_tags(sb_rec *sb, const sc_kvlist *md)
+{
+  static const char pfx[] = SESSION_TAG_PREFIX;
+  size_t i, np = sizeof(pfx) - 1;
+  for(i = 0; i < md->n; i++) {
+    const char *k = md->items[i].key;
+    if(strncmp(k, pfx, np))
+      continue;
+    if(!strcmp(k, SESSION_TAG_TENANT_ID))
+      sb->tenant = md->items[i].value;
+    else if(!strcmp(k, SESSION_TAG_SESSION_ID))
+      sb->sid = md->items[i].value;
+    else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
+      sb->mb = md->items[i].value;
+  }
+}
+
+/* Memory latency, not instructions, is the cost of reading 100k
+ * separately allocated sandboxes: the tags sit two pointer hops away
+ * (items array, then key strings). Ask for them a few iterations ahead:
+ * first the items arrays, then, once those have arrived, the strings. */
+#define PREFETCH_FAR 16
+#define PREFETCH_NEAR 8
+#define PREFETCH_FARTHEST 24
+
+static void prefetch_sandbox(const plan_input *in, size_t i)
+{
+  size_t j;
+  if(i + PREFETCH_FAR < in->n_sandboxes)
+    __builtin_prefetch(in->sandboxes[i + PREFETCH_FAR].metadata.items);
+  if(i + PREFETCH_NEAR < in->n_sandboxes) {
+    const cube_sandbox *b = &in->sandboxes[i + PREFETCH_NEAR];
+    __builtin_prefetch(b->sandbox_id);
+    for(j = 0; j < b->metadata.n; j++) {
+      __builtin_prefetch(b->metadata.items[j].key);
+      __builtin_prefetch(b->metadata.items[j].value);
+    }
+  }
+}
+
+/* The same for sessions: the struct, then the strings the join hashes. */
+static void prefetch_session(const plan_input *in, size_t i)
+{
+  if(i + PREFETCH_FAR < in->n_sessions) {
+    const char *s = (const char *)in->sessions[i + PREFETCH_FAR];
+    __builtin_prefetch(s);
+    __builtin_prefetch(s + 64);
+    __builtin_prefetch(s + 128);
+    __builtin_prefetch(s + 192);
+    __builtin_prefetch(s + 256);
+  }
+  if(i + PREFETCH_NEAR < in->n_sessions) {
+    const session *s = in->sessions[i + PREFETCH_NEAR];
+    __builtin_prefetch(s->meta.name);
+    __builtin_prefetch(s->meta.namespace_);
+    __builtin_prefetch(s->spec.tenant_id);
+    __builtin_prefetch(s->spec.session_id);
+    __builtin_prefetch(s->status.sandbox_id);
+  }
+}
+
 /* ---------- sorting ---------- */
 
 static int rec_cmp(const void *pa, const void *pb)
@@ -316,62 +392,148 @@ static int str_cmp(const void *pa, const void *pb)
   return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
+/* The key of a link claim: status.sandboxID (a) and no second part; of
+ * a pair claim: (tenant, sessionID). */
+static const char *key_a(const planner *pl, bool pair, size_t rec)
+{
+  return pair ? pl->recs[rec].tenant : pl->recs[rec].link;
+}
+
+static const char *key_b(const planner *pl, bool pair, size_t rec)
+{
+  return pair ? pl->recs[rec].sid : NULL;
+}
+
 /* Within one key, claims sort by priority: live before tombstones, then
  * the lowest namespace/name (rec_cmp). */
-static int claim_cmp(const void *pa, const void *pb)
+static int claim_cmp(const planner *pl, bool pair, const hkey *x,
+                     const hkey *y)
 {
-  const claim *a = pa, *b = pb;
   int c;
-  if(a->h != b->h)
-    return a->h < b->h ? -1 : 1;
-  if((c = strcmp(a->a, b->a)) || (c = strcmp0(a->b, b->b)))
+  if(x->h != y->h)
+    return x->h < y->h ? -1 : 1;
+  if((c = strcmp(key_a(pl, pair, x->i), key_a(pl, pair, y->i))) ||
+     (c = strcmp0(key_b(pl, pair, x->i), key_b(pl, pair, y->i))))
     return c;
-  return rec_cmp(a->r, b->r);
+  return rec_cmp(&pl->recs[x->i], &pl->recs[y->i]);
 }
 
-static bool claim_same(const claim *x, const claim *y)
+static bool claim_same(const planner *pl, bool pair, const hkey *x,
+                       const hkey *y)
 {
-  return x->h == y->h && !strcmp(x->a, y->a) && !strcmp0(x->b, y->b);
+  return x->h == y->h &&
+         !strcmp(key_a(pl, pair, x->i), key_a(pl, pair, y->i)) &&
+         !strcmp0(key_b(pl, pair, x->i), key_b(pl, pair, y->i));
 }
 
-/* first claim with key (h, a, b), or SIZE_MAX */
-static size_t claim_find(const claim *v, size_t n, uint64_t h, const char *a,
-                         const char *b)
+/* first pair claim with key (h, a, b), or SIZE_MAX */
+static size_t pair_find(const planner *pl, uint64_t h, const char *a,
+                        const char *b)
 {
-  size_t lo = 0, hi = n;
+  const hkey *v = pl->pairs;
+  size_t lo = 0, hi = pl->n_pairs;
   while(lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     int c = v[mid].h < h ? -1 : v[mid].h > h;
     if(!c)
-      c = strcmp(v[mid].a, a);
+      c = strcmp(pl->recs[v[mid].i].tenant, a);
     if(!c)
-      c = strcmp0(v[mid].b, b);
+      c = strcmp0(pl->recs[v[mid].i].sid, b);
     if(c < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if(lo < n && v[lo].h == h && !strcmp(v[lo].a, a) && !strcmp0(v[lo].b, b))
+  if(lo < pl->n_pairs && v[lo].h == h && !strcmp(pl->recs[v[lo].i].tenant, a)
+     && !strcmp0(pl->recs[v[lo].i].sid, b))
     return lo;
   return SIZE_MAX;
 }
 
-static size_t sb_find(const planner *pl, uint64_t h, const char *id)
+/* The order of sandboxes: sb_cmp on the records the keys stand for. */
+static int sbkey_cmp(const planner *pl, bool unused, const hkey *x,
+                     const hkey *y)
 {
-  size_t lo = 0, hi = pl->n_sbs;
-  while(lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = pl->sbs[mid].h < h ? -1 : pl->sbs[mid].h > h;
-    if(!c)
-      c = strcmp(pl->sbs[mid].b->sandbox_id, id);
-    if(!c)
-      return mid;
-    if(c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+  (void)unused;
+  return sb_cmp(&pl->sbs[x->i], &pl->sbs[y->i]);
+}
+
+typedef int (*key_cmp)(const planner *pl, bool pair, const hkey *x,
+                       const hkey *y);
+
+/* Sorting by hash. Each comparator above compares the hash first. An LSD
+ * radix sort on the top 33 bits of the hash orders the keys, then each
+ * run equal in those bits (duplicates and the rare partial collision) is
+ * insertion-sorted with the full comparator. The result is what a stable
+ * sort by the comparator gives, in O(n) instead of O(n log n) indirect
+ * calls, and only 16-byte keys move: records stay where they are. */
+#define RADIX_BITS 11
+#define RADIX_PASSES 3
+#define RADIX_SHIFT (64 - RADIX_PASSES * RADIX_BITS)
+#define RADIX_SIZE (1u << RADIX_BITS)
+#define DIGIT(h, d) \
+  (((h) >> (RADIX_SHIFT + (d) * RADIX_BITS)) & (RADIX_SIZE - 1))
+
+static void key_insertion_sort(const planner *pl, bool pair, hkey *v,
+                               size_t n, key_cmp cmp)
+{
+  size_t i, j;
+  for(i = 1; i < n; i++) {
+    hkey t = v[i];
+    for(j = i; j > 0 && cmp(pl, pair, &v[j - 1], &t) > 0; j--)
+      v[j] = v[j - 1];
+    v[j] = t;
   }
-  return SIZE_MAX;
+}
+
+/* sorts *pk (n keys), which may be replaced by another allocation */
+static sc_err sort_keys(const planner *pl, bool pair, hkey **pk, size_t n,
+                        key_cmp cmp)
+{
+  hkey *k = *pk, *k2;
+  size_t (*count)[RADIX_SIZE];
+  size_t i, j, d;
+  if(n < 64) {
+    key_insertion_sort(pl, pair, k, n, cmp);
+    return SC_OK;
+  }
+  k2 = malloc(n * sizeof(*k2));
+  count = calloc(RADIX_PASSES, sizeof(*count));
+  if(!k2 || !count) {
+    free(k2);
+    free(count);
+    return SC_ERR_NOMEM;
+  }
+  for(i = 0; i < n; i++)
+    for(d = 0; d < RADIX_PASSES; d++)
+      count[d][DIGIT(k[i].h, d)]++;
+  for(d = 0; d < RADIX_PASSES; d++) {
+    size_t sum = 0, *c = count[d];
+    hkey *t;
+    if(c[DIGIT(k[0].h, d)] == n)
+      continue; /* one bucket: this digit orders nothing */
+    for(j = 0; j < RADIX_SIZE; j++) {
+      size_t x = c[j];
+      c[j] = sum;
+      sum += x;
+    }
+    for(i = 0; i < n; i++)
+      k2[c[DIGIT(k[i].h, d)]++] = k[i];
+    t = k;
+    k = k2;
+    k2 = t;
+  }
+  free(k2);
+  free(count);
+  *pk = k;
+  for(i = 0; i < n; i = j) {
+    for(j = i + 1;
+        j < n && (k[j].h >> RADIX_SHIFT) == (k[i].h >> RADIX_SHIFT); j++)
+      ;
+    if(j - i > 1)
+      key_insertion_sort(pl, pair, k + i, j - i, cmp);
+  }
+  return SC_OK;
 }
 
 static bool is_gone(const planner *pl, const char *id)
@@ -381,6 +543,44 @@ static bool is_gone(const planner *pl, const char *id)
 }
 
 /* ---------- actions ---------- */
+
+/* The actions' strings live in a chain of chunks the plan owns: a few
+ * mallocs per pass instead of five per action, and one free each. */
+#define PLAN_ARENA_CHUNK (64 * 1024)
+#define PLAN_REASON_MAX 512
+
+struct plan_arena {
+  struct plan_arena *next;
+  size_t used, cap;
+  char buf[];
+};
+
+/* room for n bytes at p->arena->buf + used (not yet taken) */
+static char *arena_reserve(plan *p, size_t n)
+{
+  plan_arena *c = p->arena;
+  if(!c || c->cap - c->used < n) {
+    size_t cap = n > PLAN_ARENA_CHUNK ? n : PLAN_ARENA_CHUNK;
+    if(!(c = malloc(sizeof(*c) + cap)))
+      return NULL;
+    c->next = p->arena;
+    c->used = 0;
+    c->cap = cap;
+    p->arena = c;
+  }
+  return c->buf + c->used;
+}
+
+static char *arena_strdup(plan *p, const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = arena_reserve(p, n);
+  if(!d)
+    return NULL;
+  memcpy(d, s, n);
+  p->arena->used += n;
+  return d;
+}
 
 static sc_err add_action(planner *pl, plan_action_type type,
                          plan_delete_kind kind, const sess_rec *r,
@@ -395,7 +595,8 @@ static sc_err add_action(planner *pl, plan_action_type type,
 {
   plan *p = pl->p;
   plan_action *a;
-  char reason[512];
+  char *reason;
+  size_t len;
   va_list ap;
   if(p->n_actions == pl->cap_actions) {
     size_t ncap = pl->cap_actions ? pl->cap_actions * 2 : 64;
@@ -405,9 +606,16 @@ static sc_err add_action(planner *pl, plan_action_type type,
     p->actions = na;
     pl->cap_actions = ncap;
   }
+  /* the reason is formatted straight into the arena, at most 511
+   * characters (as a 512-byte buffer would) */
+  if(!(reason = arena_reserve(p, PLAN_REASON_MAX)))
+    return SC_ERR_NOMEM;
   va_start(ap, fmt);
-  vsnprintf(reason, sizeof(reason), fmt, ap);
+  len = (size_t)vsnprintf(reason, PLAN_REASON_MAX, fmt, ap);
   va_end(ap);
+  if(len >= PLAN_REASON_MAX)
+    len = PLAN_REASON_MAX - 1;
+  p->arena->used += len + 1;
   a = &p->actions[p->n_actions];
   memset(a, 0, sizeof(*a));
   p->n_actions++;
@@ -417,20 +625,20 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->cube_now = pl->in->cube_now;
   if(r) {
     a->s = r->s;
-    if(!(a->ns = strdup(r->ns ? r->ns : SESSION_DEFAULT_NAMESPACE)) ||
-       !(a->name = strdup(r->name ? r->name : "")))
+    if(!(a->ns = arena_strdup(p, r->ns ? r->ns
+                                        : SESSION_DEFAULT_NAMESPACE)) ||
+       !(a->name = arena_strdup(p, r->name ? r->name : "")))
       return SC_ERR_NOMEM;
   }
   if(sb) {
-    a->end_at = sb->b->end_at;
-    if(!(a->sandbox_id = strdup(sb->b->sandbox_id)))
+    a->end_at = sb->end_at;
+    if(!(a->sandbox_id = arena_strdup(p, sb->id)))
       return SC_ERR_NOMEM;
     if(type == PLAN_DELETE && sb->tenant &&
-       !(a->expect_tenant = strdup(sb->tenant)))
+       !(a->expect_tenant = arena_strdup(p, sb->tenant)))
       return SC_ERR_NOMEM;
   }
-  if(!(a->reason = strdup(reason)))
-    return SC_ERR_NOMEM;
+  a->reason = reason;
   return SC_OK;
 }
 
@@ -443,7 +651,7 @@ static sc_err add_confirm(planner *pl, const sess_rec *r)
                           "(absence is not evidence)", r->link);
   if(!err) {
     plan_action *a = &pl->p->actions[pl->p->n_actions - 1];
-    if(!(a->sandbox_id = strdup(r->link)))
+    if(!(a->sandbox_id = arena_strdup(pl->p, r->link)))
       err = SC_ERR_NOMEM;
   }
   return err;
@@ -462,21 +670,69 @@ typedef struct want {
   bool paused_by_controller;
   int64_t applied_idle_timeout_ms;
   const char *ready_status, *ready_reason;
-  char ready_msg[320];
+  /* The Ready message: ready_msg, or, when lazy, the concatenation of
+   * msg3[] (cat3), built only if the status changes. */
+  bool lazy;
+  const char *msg3[3];
   bool conflict;            /* Conflict True */
   const char *conflict_reason;
+  /* the buffers last: want_from_old() clears only what comes before */
+  char ready_msg[320];
   char conflict_msg[320];
 } want;
+
+/* st's condition of this type when all but its message already say
+ * this, else NULL: the test of set_cond()'s early return */
+static const session_condition *cond_match(const session_status *st,
+                                           const char *type,
+                                           const char *status,
+                                           const char *reason, int64_t gen)
+{
+  const session_condition *o = session_status_get_condition(st, type);
+  if(o && o->observed_generation == gen && o->last_transition_time &&
+     str_eq0(o->status, status) && str_eq0(o->reason, reason))
+    return o;
+  return NULL;
+}
+
+/* Would set_cond() change st? */
+static bool cond_differs(const session_status *st, const char *type,
+                         const char *status, const char *reason,
+                         const char *msg, int64_t gen)
+{
+  const session_condition *o = cond_match(st, type, status, reason, gen);
+  return !(o && str_eq0(o->message, msg));
+}
+
+/* Does m equal what cat3(buf, cap, a, b, c) would write? */
+static bool cat3_eq(const char *m, size_t cap, const char *a, const char *b,
+                    const char *c)
+{
+  const char *parts[3];
+  size_t i, left = cap - 1;
+  if(!m)
+    return false;
+  parts[0] = a;
+  parts[1] = b;
+  parts[2] = c;
+  for(i = 0; i < 3; i++) {
+    size_t n = strlen(parts[i]);
+    if(n > left)
+      n = left;
+    if(strncmp(m, parts[i], n)) /* stops at the end of m */
+      return false;
+    m += n;
+    left -= n;
+  }
+  return !*m;
+}
 
 static sc_err set_cond(session_status *st, const char *type,
                        const char *status, const char *reason,
                        const char *msg, int64_t gen, sc_time now)
 {
   session_condition c;
-  const session_condition *o = session_status_get_condition(st, type);
-  if(o && o->observed_generation == gen && o->last_transition_time &&
-     str_eq0(o->status, status) && str_eq0(o->reason, reason) &&
-     str_eq0(o->message, msg))
+  if(!cond_differs(st, type, status, reason, msg, gen))
     return SC_OK; /* unchanged: no copy */
   c.type = (char *)type;
   c.status = (char *)status;
@@ -500,20 +756,33 @@ static sc_err set_str(char **dst, const char *src)
 }
 
 /* Shared texts, so plan_status_after() and the next pass agree. */
+#define MSG_SANDBOX "sandbox "
+#define MSG_RUNNING " is running"
+#define MSG_PAUSED " is paused as spec.state Paused asks"
+#define MSG_IDLE " was paused by Cube for idleness; the next request " \
+                 "resumes it"
+
 static void msg_running(char *b, size_t n, const char *id)
 {
-  cat3(b, n, "sandbox ", id, " is running");
+  cat3(b, n, MSG_SANDBOX, id, MSG_RUNNING);
 }
 
 static void msg_paused(char *b, size_t n, const char *id)
 {
-  cat3(b, n, "sandbox ", id, " is paused as spec.state Paused asks");
+  cat3(b, n, MSG_SANDBOX, id, MSG_PAUSED);
 }
 
-static void msg_idle(char *b, size_t n, const char *id)
+/* Ready with the message "sandbox <id><tail>", built only if needed */
+static void want_sandbox_msg(struct want *w, const char *status,
+                             const char *reason, const char *id,
+                             const char *tail)
 {
-  cat3(b, n, "sandbox ", id,
-       " was paused by Cube for idleness; the next request resumes it");
+  w->ready_status = status;
+  w->ready_reason = reason;
+  w->lazy = true;
+  w->msg3[0] = MSG_SANDBOX;
+  w->msg3[1] = id;
+  w->msg3[2] = tail;
 }
 
 static void msg_reclaimed(char *b, size_t n, int64_t rg)
@@ -525,11 +794,16 @@ static void msg_reclaimed(char *b, size_t n, int64_t rg)
 
 static const char msg_ended[] = "spec.state Ended: no sandbox left";
 
-static sc_err apply_want(const session *s, const want *w, sc_time now,
+static sc_err apply_want(const session *s, want *w, sc_time now,
                          session_status *st)
 {
   sc_err err;
   int64_t og = s->meta.generation;
+  if(w->lazy) {
+    cat3(w->ready_msg, sizeof(w->ready_msg), w->msg3[0], w->msg3[1],
+         w->msg3[2]);
+    w->lazy = false;
+  }
   st->phase = w->phase;
   if((err = set_str(&st->sandbox_id, w->sandbox_id)) ||
      (err = set_str(&st->sandbox_state, w->sandbox_state)))
@@ -552,10 +826,43 @@ static sc_err apply_want(const session *s, const want *w, sc_time now,
   return err;
 }
 
+/* Would apply_want() change anything in s->status? Mirrors it step by
+ * step without writing, so an unchanged status is never copied. */
+static bool want_differs(const session *s, const want *w)
+{
+  const session_status *st = &s->status;
+  int64_t og = s->meta.generation;
+  if(st->phase != w->phase || !str_eq0(st->sandbox_id, w->sandbox_id) ||
+     !str_eq0(st->sandbox_state, w->sandbox_state) ||
+     st->end_at != w->end_at || st->observed_generation != og ||
+     st->reclaimed_generation != w->reclaimed_generation ||
+     st->paused_by_controller != w->paused_by_controller ||
+     st->applied_idle_timeout_ms != w->applied_idle_timeout_ms)
+    return true;
+  if(w->ready_status) {
+    const session_condition *o = cond_match(st, "Ready", w->ready_status,
+                                            w->ready_reason, og);
+    if(!o)
+      return true;
+    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3[0],
+                          w->msg3[1], w->msg3[2])
+               : !str_eq0(o->message, w->ready_msg))
+      return true;
+  }
+  if(w->conflict)
+    return cond_differs(st, "Conflict", "True", w->conflict_reason,
+                        w->conflict_msg, og);
+  return session_status_get_condition(st, "Conflict") &&
+         cond_differs(st, "Conflict", "False", "Resolved",
+                      "no conflicting sandbox or session", og);
+}
+
 static void want_from_old(const session *s, want *w)
 {
   const session_status *o = &s->status;
-  memset(w, 0, sizeof(*w));
+  memset(w, 0, offsetof(want, ready_msg));
+  w->ready_msg[0] = 0;
+  w->conflict_msg[0] = 0;
   w->phase = o->phase;
   w->sandbox_id = o->sandbox_id;
   w->sandbox_state = o->sandbox_state;
@@ -575,21 +882,26 @@ static void want_ready(want *w, const char *status, const char *reason,
   va_list ap;
   w->ready_status = status;
   w->ready_reason = reason;
+  w->lazy = false;
   va_start(ap, fmt);
   vsnprintf(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
   va_end(ap);
 }
 
-static void want_sandbox(want *w, const session *s, const sb_rec *sb)
+/* linked: sb is the one status.sandboxID names (the join compared the
+ * strings already, so the status's own copy of the ID can stand in for
+ * sb->id, which saves a cache miss per session). */
+static void want_sandbox(want *w, const session *s, const sb_rec *sb,
+                         bool linked)
 {
   const session_status *o = &s->status;
-  bool same = str_eq0(o->sandbox_id, sb->b->sandbox_id);
-  w->sandbox_id = sb->b->sandbox_id;
-  w->sandbox_state = cube_sb_state_name(sb->b->state);
-  w->end_at = sb->b->end_at;
+  bool same = linked || str_eq0(o->sandbox_id, sb->id);
+  w->sandbox_id = linked ? o->sandbox_id : sb->id;
+  w->sandbox_state = cube_sb_state_name(sb->state);
+  w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
   w->paused_by_controller = same && o->paused_by_controller;
-  if(sb->b->state == CUBE_SB_RUNNING &&
+  if(sb->state == CUBE_SB_RUNNING &&
      s->spec.state != SESSION_STATE_PAUSED)
     w->paused_by_controller = false; /* someone resumed it */
 }
@@ -609,23 +921,23 @@ static bool reclaim_due(const planner *pl, const sess_rec *r,
                         const sb_rec *sb)
 {
   sc_time now = pl->in->cube_now;
-  return sb->b->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 &&
-         sb->b->end_at != 0 && now != 0 &&
-         now - sb->b->end_at >= r->reclaim_ms;
+  return sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 &&
+         sb->end_at != 0 && now != 0 &&
+         now - sb->end_at >= r->reclaim_ms;
 }
 
 static sc_err add_reclaim(planner *pl, const sess_rec *r, const sb_rec *sb)
 {
   char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32], ra[32];
   sc_err err;
-  fmt_time(sb->b->end_at, te, sizeof(te));
+  fmt_time(sb->end_at, te, sizeof(te));
   fmt_time(pl->in->cube_now, tn, sizeof(tn));
-  fmt_dur(pl->in->cube_now - sb->b->end_at, age, sizeof(age));
+  fmt_dur(pl->in->cube_now - sb->end_at, age, sizeof(age));
   fmt_dur(r->reclaim_ms, ra, sizeof(ra));
   err = add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
                    "sandbox %s paused for %s by Cube's clock (endAt %s, "
                    "now %s) >= reclaimAfter %s",
-                   sb->b->sandbox_id, age, te, tn, ra);
+                   sb->id, age, te, tn, ra);
   if(!err)
     pl->p->actions[pl->p->n_actions - 1].expect_paused = true;
   return err;
@@ -641,17 +953,17 @@ static size_t pick_winner(const planner *pl, const sess_rec *r)
     return r->link_sb;
   for(i = 0; i < r->sb_n; i++) {
     size_t k = pl->sblist[r->sb_first + i];
-    const cube_sandbox *b = pl->sbs[k].b, *w;
+    const sb_rec *b = &pl->sbs[k], *w;
     if(best == SIZE_MAX) {
       best = k;
       continue;
     }
-    w = pl->sbs[best].b;
+    w = &pl->sbs[best];
     if(b->started_at != w->started_at) {
       if(!w->started_at || (b->started_at && b->started_at < w->started_at))
         best = k;
     }
-    else if(strcmp(b->sandbox_id, w->sandbox_id) < 0)
+    else if(strcmp(b->id, w->id) < 0)
       best = k;
   }
   return best;
@@ -670,12 +982,12 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
     if(r->tomb)
       err = add_action(pl, PLAN_DELETE, kind, r, sb, 0,
                        "session deleted (deletionTimestamp %s): delete its "
-                       "sandbox %s (%s)", td, sb->b->sandbox_id,
-                       cube_sb_state_name(sb->b->state));
+                       "sandbox %s (%s)", td, sb->id,
+                       cube_sb_state_name(sb->state));
     else
       err = add_action(pl, PLAN_DELETE, kind, r, sb, 0,
                        "spec.state Ended: delete sandbox %s (%s)",
-                       sb->b->sandbox_id, cube_sb_state_name(sb->b->state));
+                       sb->id, cube_sb_state_name(sb->state));
     if(err)
       return err;
   }
@@ -725,10 +1037,10 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
     err = add_action(pl, PLAN_DELETE, PLAN_DEL_DUPLICATE, r, &pl->sbs[k], 0,
                      "session has %zu sandboxes; keeping %s (%s): delete "
                      "duplicate %s",
-                     r->sb_n, pl->sbs[wi].b->sandbox_id,
+                     r->sb_n, pl->sbs[wi].id,
                      r->ls == LS_OWNED ? "status.sandboxID"
                                        : "oldest startedAt, then lowest ID",
-                     pl->sbs[k].b->sandbox_id);
+                     pl->sbs[k].id);
     if(err)
       return err;
   }
@@ -742,6 +1054,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                       s->status.reclaimed_generation);
         w->ready_status = "False";
         w->ready_reason = "Reclaimed";
+        w->lazy = false;
       }
       else {
         w->phase = SESSION_PHASE_PAUSED;
@@ -756,6 +1069,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                     s->status.reclaimed_generation);
       w->ready_status = "False";
       w->ready_reason = "Reclaimed";
+      w->lazy = false;
       return SC_OK;
     }
     if(!s->spec.template_id || !*s->spec.template_id) {
@@ -778,41 +1092,40 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 
   sb = &pl->sbs[wi];
-  want_sandbox(w, s, sb);
-  switch(sb->b->state) {
+  want_sandbox(w, s, sb, r->ls == LS_OWNED && wi == r->link_sb);
+  switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
       w->phase = SESSION_PHASE_RUNNING;
       want_ready(w, "False", "Pausing",
                  "pausing sandbox %s: spec.state is Paused",
-                 sb->b->sandbox_id);
+                 sb->id);
       return add_action(pl, PLAN_PAUSE, PLAN_DEL_NONE, r, sb, 0,
                         "spec.state Paused and sandbox %s is running: pause",
-                        sb->b->sandbox_id);
+                        sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    msg_running(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
-    w->ready_status = "True";
-    w->ready_reason = "SandboxRunning";
+    want_sandbox_msg(w, "True", "SandboxRunning", w->sandbox_id,
+                     MSG_RUNNING);
     if(w->applied_idle_timeout_ms != r->idle_ms) {
       char ni[32], oi[32];
       fmt_dur(r->idle_ms, ni, sizeof(ni));
       fmt_dur(w->applied_idle_timeout_ms, oi, sizeof(oi));
-      if(state == SESSION_STATE_RUNNING && sb->b->end_at)
-        *due = sb->b->end_at - r->idle_ms / 2;
+      if(state == SESSION_STATE_RUNNING && sb->end_at)
+        *due = sb->end_at - r->idle_ms / 2;
       return add_action(pl, PLAN_SET_TIMEOUT, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "idleTimeout is %s but %s was applied to sandbox "
                         "%s: set its timeout to %" PRId64 "s",
                         ni, w->applied_idle_timeout_ms ? oi : "none known",
-                        sb->b->sandbox_id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(r->idle_ms));
     }
-    if(state == SESSION_STATE_RUNNING && sb->b->end_at) {
-      sc_time at = sb->b->end_at - r->idle_ms / 2;
+    if(state == SESSION_STATE_RUNNING && sb->end_at) {
+      sc_time at = sb->end_at - r->idle_ms / 2;
       *due = at;
       if(now && now >= at) {
         char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], hi[32];
-        fmt_time(sb->b->end_at, te, sizeof(te));
+        fmt_time(sb->end_at, te, sizeof(te));
         fmt_time(now, tn, sizeof(tn));
         fmt_dur(r->idle_ms / 2, hi, sizeof(hi));
         return add_action(pl, PLAN_KEEPALIVE, PLAN_DEL_NONE, r, sb,
@@ -820,7 +1133,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                           "spec.state Running: sandbox %s would idle out at "
                           "endAt %s (now %s, within idleTimeout/2 = %s): "
                           "extend by %" PRId64 "s",
-                          sb->b->sandbox_id, te, tn, hi,
+                          sb->id, te, tn, hi,
                           timeout_secs(r->idle_ms));
       }
     }
@@ -830,52 +1143,49 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   case CUBE_SB_PAUSING:
     w->phase = SESSION_PHASE_PAUSED;
     if(state == SESSION_STATE_RUNNING) {
-      if(sb->b->state == CUBE_SB_PAUSING) {
+      if(sb->state == CUBE_SB_PAUSING) {
         want_ready(w, "False", "SandboxPausing",
                    "sandbox %s is pausing; it is resumed once paused",
-                   sb->b->sandbox_id);
+                   sb->id);
         return SC_OK;
       }
       want_ready(w, "False", "Resuming",
                  "resuming sandbox %s: spec.state is Running",
-                 sb->b->sandbox_id);
+                 sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "spec.state Running and sandbox %s is %s: resume "
                         "with timeout %" PRId64 "s",
-                        sb->b->sandbox_id, cube_sb_state_name(sb->b->state),
+                        sb->id, cube_sb_state_name(sb->state),
                         timeout_secs(r->idle_ms));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller &&
-       sb->b->state == CUBE_SB_PAUSED) {
+       sb->state == CUBE_SB_PAUSED) {
       want_ready(w, "False", "Resuming",
                  "resuming sandbox %s: the controller paused it and "
-                 "spec.state is Active again", sb->b->sandbox_id);
+                 "spec.state is Active again", sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
                         timeout_secs(r->idle_ms),
                         "sandbox %s was paused by the controller and "
                         "spec.state is Active again: resume with timeout "
                         "%" PRId64 "s",
-                        sb->b->sandbox_id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(r->idle_ms));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller)
       want_ready(w, "False", "Resuming",
                  "sandbox %s is pausing; it is resumed once paused",
-                 sb->b->sandbox_id);
+                 sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      msg_paused(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
-      w->ready_status = "True";
-      w->ready_reason = "SandboxPaused";
+      want_sandbox_msg(w, "True", "SandboxPaused", w->sandbox_id,
+                       MSG_PAUSED);
     }
     else {
-      msg_idle(w->ready_msg, sizeof(w->ready_msg), sb->b->sandbox_id);
-      w->ready_status = "True";
-      w->ready_reason = "IdlePaused";
+      want_sandbox_msg(w, "True", "IdlePaused", w->sandbox_id, MSG_IDLE);
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
-    if(sb->b->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->b->end_at)
-      *due = sb->b->end_at + r->reclaim_ms;
+    if(sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->end_at)
+      *due = sb->end_at + r->reclaim_ms;
     return SC_OK;
 
   default:
@@ -883,8 +1193,37 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       w->phase = SESSION_PHASE_PENDING;
     want_ready(w, "Unknown", "SandboxStateUnknown",
                "Cube reports an unknown state for sandbox %s",
-               sb->b->sandbox_id);
+               sb->id);
     return SC_OK;
+  }
+}
+
+/* Ahead of the per-session pass: the status a few sessions on (its
+ * strings, its conditions and their strings) and the sandbox it links. */
+static void prefetch_rec(const planner *pl, size_t i)
+{
+  size_t j;
+  if(i + PREFETCH_FARTHEST < pl->n_recs) {
+    const session *s = pl->recs[i + PREFETCH_FARTHEST].s;
+    __builtin_prefetch(&s->status);
+    __builtin_prefetch(&s->status.conditions);
+    __builtin_prefetch(&s->spec.template_id);
+  }
+  if(i + PREFETCH_FAR < pl->n_recs) {
+    const sess_rec *r = &pl->recs[i + PREFETCH_FAR];
+    __builtin_prefetch(r->s->status.conditions);
+    __builtin_prefetch(r->s->status.sandbox_state);
+    __builtin_prefetch(r->s->spec.template_id);
+    if(r->link_sb != SIZE_MAX)
+      __builtin_prefetch(&pl->sbs[r->link_sb]);
+  }
+  if(i + PREFETCH_NEAR < pl->n_recs) {
+    const sess_rec *r = &pl->recs[i + PREFETCH_NEAR];
+    const session_status *st = &r->s->status;
+    for(j = 0; j < st->n_conditions; j++) {
+      __builtin_prefetch(st->conditions[j].type);
+      __builtin_prefetch(st->conditions[j].message);
+    }
   }
 }
 
@@ -906,7 +1245,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tenant tag %s, not %s: it is "
              "never adopted, paused, resumed or deleted for this session",
-             sb->b->sandbox_id, sb->tenant, r->tenant);
+             sb->id, sb->tenant, r->tenant);
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
@@ -914,7 +1253,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SandboxMismatch";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tags of another owner "
-             "(session %s, managed-by %s)", sb->b->sandbox_id,
+             "(session %s, managed-by %s)", sb->id,
              sb->sid ? sb->sid : "(none)", sb->mb ? sb->mb : "(none)");
   }
   else if(r->ls == LS_CLAIMED) {
@@ -955,11 +1294,21 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
 
   ps->s = s;
   ps->next_due = due;
-  if((err = session_status_copy(&ps->status, &s->status)))
+  /* Unchanged: a shallow view of the input's status (no copy). Changed:
+   * an owned deep copy. plan_free() tells them apart by status_changed. */
+  ps->status = s->status;
+  ps->status_changed = false;
+  if(!want_differs(s, &w))
+    return SC_OK;
+  memset(&ps->status, 0, sizeof(ps->status));
+  if((err = session_status_copy(&ps->status, &s->status)) ||
+     (err = apply_want(s, &w, pl->in->cube_now, &ps->status)) ||
+     session_status_equal(&ps->status, &s->status)) {
+    session_status_clear(&ps->status);
+    ps->status = s->status;
     return err;
-  if((err = apply_want(s, &w, pl->in->cube_now, &ps->status)))
-    return err;
-  ps->status_changed = !session_status_equal(&ps->status, &s->status);
+  }
+  ps->status_changed = true;
   return SC_OK;
 }
 
@@ -978,9 +1327,9 @@ static sc_err plan_orphans(planner *pl)
     sc_time at;
     if(!sb->ours || sb->linked || sb->owner != SIZE_MAX)
       continue;
-    if(sb->b->state != CUBE_SB_PAUSED || !sb->b->end_at || !now)
+    if(sb->state != CUBE_SB_PAUSED || !sb->end_at || !now)
       continue; /* running orphans are left to Cube's idle pause */
-    at = sb->b->end_at + pl->cfg->orphan_grace_ms;
+    at = sb->end_at + pl->cfg->orphan_grace_ms;
     if(now < at) {
       if(!p->next_orphan_due || at < p->next_orphan_due)
         p->next_orphan_due = at;
@@ -991,9 +1340,9 @@ static sc_err plan_orphans(planner *pl)
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
       plan_action *a;
-      fmt_time(sb->b->end_at, te, sizeof(te));
+      fmt_time(sb->end_at, te, sizeof(te));
       fmt_time(now, tn, sizeof(tn));
-      fmt_dur(now - sb->b->end_at, age, sizeof(age));
+      fmt_dur(now - sb->end_at, age, sizeof(age));
       err = add_action(pl, PLAN_DELETE, PLAN_DEL_ORPHAN, NULL, sb, 0,
                        "orphan: no session or tombstone for tenant %s "
                        "session %s and no status links it; paused for %s by "
@@ -1021,15 +1370,8 @@ static sc_err plan_orphans(planner *pl)
     if(!(p->guard_message = strdup(msg)))
       return SC_ERR_NOMEM;
     p->guard_tripped = true;
-    for(i = first; i < p->n_actions; i++) {
-      plan_action *a = &p->actions[i];
-      free(a->ns);
-      free(a->name);
-      free(a->sandbox_id);
-      free(a->expect_tenant);
-      free(a->reason);
-    }
-    p->n_actions = first;
+    p->n_actions = first; /* their strings stay in the arena until
+                             plan_free() */
   }
   return SC_OK;
 }
@@ -1053,10 +1395,109 @@ static int action_cmp(const void *pa, const void *pb)
 
 /* ---------- the join ---------- */
 
+/* Resolve links: the first claim of an ID owns it. Only an observed
+ * sandbox can be contested: when the ID is gone or unconfirmed, every
+ * claimant sees the same (gone, or confirm).
+ *
+ * A merge of the links with the sandboxes, both in hash order. When
+ * exactly one sandbox has the link's hash, the ID strings are not
+ * compared here (that would be two cache misses per session in random
+ * order): check_links() compares them afterwards in session order, and
+ * on a mismatch (a 64-bit collision) the merge runs again with exact
+ * comparisons. */
+static void merge_links(planner *pl, bool exact)
+{
+  size_t i, j, m, q;
+  for(i = 0, m = 0; i < pl->n_links; i = j) {
+    sess_rec *owner = &pl->recs[pl->links[i].i];
+    uint64_t h = pl->links[i].h;
+    size_t k = SIZE_MAX;
+    enum link_state unseen;
+    if(i + PREFETCH_FAR < pl->n_links)
+      __builtin_prefetch(&pl->recs[pl->links[i + PREFETCH_FAR].i].ls);
+    while(m < pl->n_order && pl->order[m].h < h)
+      m++;
+    if(!exact && m < pl->n_order && pl->order[m].h == h &&
+       (m + 1 == pl->n_order || pl->order[m + 1].h != h))
+      k = pl->order[m].i; /* the only candidate: verified later */
+    else
+      for(q = m; q < pl->n_order && pl->order[q].h == h; q++)
+        if(!strcmp(pl->sbs[pl->order[q].i].id, owner->link)) {
+          k = pl->order[q].i;
+          break;
+        }
+    unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
+    for(j = i + 1; j < pl->n_links && claim_same(pl, false, &pl->links[j],
+                                                 &pl->links[i]); j++)
+      ;
+    for(q = i + 1; q < j; q++) {
+      sess_rec *r = &pl->recs[pl->links[q].i];
+      r->other_link = pl->links[i].i;
+      if(k == SIZE_MAX)
+        r->ls = unseen;
+      else
+        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
+    }
+    if(k != SIZE_MAX) {
+      pl->sbs[k].linked = true;
+      owner->link_sb = k;
+      owner->ls = LS_OWNED; /* until the tags say otherwise */
+    }
+    else
+      owner->ls = unseen;
+  }
+}
+
+static void reset_links(planner *pl)
+{
+  size_t i;
+  for(i = 0; i < pl->n_recs; i++) {
+    pl->recs[i].ls = LS_NONE;
+    pl->recs[i].link_sb = SIZE_MAX;
+    pl->recs[i].other_link = SIZE_MAX;
+  }
+  for(i = 0; i < pl->n_sbs; i++) {
+    pl->sbs[i].linked = false;
+    pl->sbs[i].owner = SIZE_MAX;
+  }
+}
+
+/* In session (memory) order: each owner's link really is its sandbox's
+ * ID (false when not: merge again exactly), then the sandbox's tags. */
+static bool check_links(planner *pl)
+{
+  size_t i;
+  for(i = 0; i < pl->n_recs; i++) {
+    sess_rec *r = &pl->recs[i];
+    sb_rec *sb;
+    if(i + PREFETCH_NEAR < pl->n_recs &&
+       pl->recs[i + PREFETCH_NEAR].ls == LS_OWNED) {
+      const sb_rec *x = &pl->sbs[pl->recs[i + PREFETCH_NEAR].link_sb];
+      __builtin_prefetch(x->id);
+      __builtin_prefetch(x->tenant);
+      __builtin_prefetch(x->sid);
+    }
+    if(r->ls != LS_OWNED)
+      continue;
+    sb = &pl->sbs[r->link_sb];
+    if(strcmp(sb->id, r->link))
+      return false;
+    if(sb->tenant && strcmp(sb->tenant, r->tenant))
+      r->ls = LS_CONFLICT_TENANT;
+    else if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
+            (sb->mb && !sb->ours))
+      r->ls = LS_CONFLICT_SB;
+    else
+      sb->owner = i;
+  }
+  return true;
+}
+
 static sc_err build_join(planner *pl)
 {
   const plan_input *in = pl->in;
   size_t i, j, n;
+  sc_err err;
   size_t *count;
 
   /* sessions */
@@ -1066,6 +1507,7 @@ static sc_err build_join(planner *pl)
   for(i = 0; i < in->n_sessions; i++) {
     const session *s = in->sessions[i];
     sess_rec *r = &pl->recs[pl->n_recs++];
+    prefetch_session(in, i);
     r->s = s;
     r->in_idx = i;
     r->tomb = s->meta.deletion_timestamp != 0;
@@ -1092,30 +1534,45 @@ static sc_err build_join(planner *pl)
     return SC_ERR_NOMEM;
   for(i = 0; i < in->n_sandboxes; i++) {
     const cube_sandbox *b = &in->sandboxes[i];
+    sb_rec *sb;
+    prefetch_sandbox(in, i);
     if(!b->sandbox_id || !*b->sandbox_id)
       continue; /* nothing can be done to a sandbox without an ID */
-    pl->sbs[pl->n_sbs].h = fnv(FNV_INIT, b->sandbox_id);
-    pl->sbs[pl->n_sbs++].b = b;
-  }
-  if(pl->n_sbs > 1)
-    qsort(pl->sbs, pl->n_sbs, sizeof(*pl->sbs), sb_cmp);
-  for(i = 0, n = 0; i < pl->n_sbs; i++) {
-    if(n && pl->sbs[n - 1].h == pl->sbs[i].h &&
-       !strcmp(pl->sbs[n - 1].b->sandbox_id, pl->sbs[i].b->sandbox_id))
-      continue;
-    pl->sbs[n++] = pl->sbs[i];
-  }
-  pl->n_sbs = n;
-  for(i = 0; i < pl->n_sbs; i++) {
-    sb_rec *sb = &pl->sbs[i];
-    sb->tenant = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_TENANT_ID);
-    sb->sid = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_SESSION_ID);
-    sb->mb = sc_kvlist_get(&sb->b->metadata, SESSION_TAG_MANAGED_BY);
+    sb = &pl->sbs[pl->n_sbs++];
+    sb->h = fnv(FNV_INIT, b->sandbox_id);
+    sb->b = b;
+    sb->id = b->sandbox_id;
+    sb->state = b->state;
+    sb->started_at = b->started_at;
+    sb->end_at = b->end_at;
+    /* the tags, read here in input (memory) order */
+    read_tags(sb, &b->metadata);
     sb->ours = sb->mb && !strcmp(sb->mb, pl->cname);
     sb->owner = SIZE_MAX;
+  }
+  pl->order = malloc((pl->n_sbs ? pl->n_sbs : 1) * sizeof(*pl->order));
+  if(!pl->order)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < pl->n_sbs; i++) {
+    pl->order[i].h = pl->sbs[i].h;
+    pl->order[i].i = i;
+  }
+  if((err = sort_keys(pl, false, &pl->order, pl->n_sbs, sbkey_cmp)))
+    return err;
+  /* one record per ID: the first in sb_cmp order */
+  for(i = 0, n = 0; i < pl->n_sbs; i++) {
+    sb_rec *sb = &pl->sbs[pl->order[i].i];
+    if(n && pl->order[n - 1].h == pl->order[i].h &&
+       !strcmp(pl->sbs[pl->order[n - 1].i].id, sb->id)) {
+      sb->dup = true;
+      sb->ours = false;
+      continue;
+    }
+    pl->order[n++] = pl->order[i];
     if(sb->ours)
       pl->p->n_managed++;
   }
+  pl->n_order = n;
 
   /* gone */
   if(in->n_gone) {
@@ -1136,69 +1593,35 @@ static sc_err build_join(planner *pl)
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i];
     if(r->link) {
-      claim *c = &pl->links[pl->n_links++];
+      hkey *c = &pl->links[pl->n_links++];
       c->h = fnv(FNV_INIT, r->link);
-      c->a = r->link;
-      c->b = NULL;
-      c->r = r;
-      c->rec = i;
+      c->i = i;
     }
     if(r->tenant && r->sid) {
-      claim *c = &pl->pairs[pl->n_pairs++];
+      hkey *c = &pl->pairs[pl->n_pairs++];
       c->h = pair_hash(r->tenant, r->sid);
-      c->a = r->tenant;
-      c->b = r->sid;
-      c->r = r;
-      c->rec = i;
+      c->i = i;
     }
   }
-  qsort(pl->links, pl->n_links, sizeof(*pl->links), claim_cmp);
-  qsort(pl->pairs, pl->n_pairs, sizeof(*pl->pairs), claim_cmp);
+  if((err = sort_keys(pl, false, &pl->links, pl->n_links, claim_cmp)) ||
+     (err = sort_keys(pl, true, &pl->pairs, pl->n_pairs, claim_cmp)))
+    return err;
 
-  /* resolve links: the first claim of an ID owns it. Only an observed
-   * sandbox can be contested: when the ID is gone or unconfirmed, every
-   * claimant sees the same (gone, or confirm) */
-  for(i = 0; i < pl->n_links; i = j) {
-    sess_rec *owner = &pl->recs[pl->links[i].rec];
-    size_t k = sb_find(pl, pl->links[i].h, owner->link), q;
-    enum link_state unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
-    for(j = i + 1; j < pl->n_links && claim_same(&pl->links[j],
-                                                 &pl->links[i]); j++)
-      ;
-    for(q = i + 1; q < j; q++) {
-      sess_rec *r = &pl->recs[pl->links[q].rec];
-      r->other_link = pl->links[i].rec;
-      if(k == SIZE_MAX)
-        r->ls = unseen;
-      else
-        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
-    }
-    if(k != SIZE_MAX) {
-      sb_rec *sb = &pl->sbs[k];
-      sb->linked = true;
-      owner->link_sb = k;
-      if(sb->tenant && strcmp(sb->tenant, owner->tenant))
-        owner->ls = LS_CONFLICT_TENANT;
-      else if((sb->sid && owner->sid && strcmp(sb->sid, owner->sid)) ||
-              (sb->mb && !sb->ours))
-        owner->ls = LS_CONFLICT_SB;
-      else {
-        owner->ls = LS_OWNED;
-        sb->owner = pl->links[i].rec;
-      }
-    }
-    else
-      owner->ls = unseen;
+  merge_links(pl, false);
+  if(!check_links(pl)) {
+    reset_links(pl);
+    merge_links(pl, true);
+    check_links(pl); /* exact now: cannot fail */
   }
 
   /* resolve pairs: live non-owners are in conflict */
   for(i = 0; i < pl->n_pairs; i = j) {
-    for(j = i + 1; j < pl->n_pairs && claim_same(&pl->pairs[j],
+    for(j = i + 1; j < pl->n_pairs && claim_same(pl, true, &pl->pairs[j],
                                                  &pl->pairs[i]); j++) {
-      sess_rec *r = &pl->recs[pl->pairs[j].rec];
+      sess_rec *r = &pl->recs[pl->pairs[j].i];
       if(!r->tomb) {
         r->pair_conflict = true;
-        r->other_pair = pl->pairs[i].rec;
+        r->other_pair = pl->pairs[i].i;
       }
     }
   }
@@ -1209,13 +1632,14 @@ static sc_err build_join(planner *pl)
     size_t c;
     if(sb->linked || !sb->ours || !sb->tenant || !sb->sid)
       continue;
-    c = claim_find(pl->pairs, pl->n_pairs, pair_hash(sb->tenant, sb->sid),
-                   sb->tenant, sb->sid);
+    c = pair_find(pl, pair_hash(sb->tenant, sb->sid), sb->tenant, sb->sid);
     if(c != SIZE_MAX)
-      sb->owner = pl->pairs[c].rec;
+      sb->owner = pl->pairs[c].i;
   }
 
-  /* per-session lists (counting sort; each list stays in ID order) */
+  /* per-session lists (counting sort, in input order: nothing depends on
+   * the order within a list, pick_winner() is a total order and the
+   * actions are sorted at the end; a duplicate report owns nothing) */
   count = calloc(pl->n_recs + 1, sizeof(*count));
   pl->sblist = calloc(pl->n_sbs ? pl->n_sbs : 1, sizeof(*pl->sblist));
   if(!count || !pl->sblist) {
@@ -1278,9 +1702,11 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
   }
   if((err = build_join(&pl)))
     goto out;
-  for(i = 0; i < pl.n_recs; i++)
+  for(i = 0; i < pl.n_recs; i++) {
+    prefetch_rec(&pl, i);
     if((err = plan_session_one(&pl, &pl.recs[i])))
       goto out;
+  }
   if((err = plan_orphans(&pl)))
     goto out;
   if(p->n_actions > 1)
@@ -1289,6 +1715,7 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
 out:
   free(pl.recs);
   free(pl.sbs);
+  free(pl.order);
   free(pl.gone);
   free(pl.links);
   free(pl.pairs);
@@ -1306,17 +1733,15 @@ void plan_free(plan *p)
   size_t i;
   if(!p)
     return;
-  for(i = 0; i < p->n_actions; i++) {
-    plan_action *a = &p->actions[i];
-    free(a->ns);
-    free(a->name);
-    free(a->sandbox_id);
-    free(a->expect_tenant);
-    free(a->reason);
+  while(p->arena) {
+    plan_arena *next = p->arena->next;
+    free(p->arena);
+    p->arena = next;
   }
   free(p->actions);
   for(i = 0; i < p->n_sessions; i++)
-    session_status_clear(&p->sessions[i].status);
+    if(p->sessions[i].status_changed) /* else it is the input's */
+      session_status_clear(&p->sessions[i].status);
   free(p->sessions);
   free(p->guard_message);
   free(p);

@@ -8,7 +8,12 @@
  *
  * Ownership: the input is only read and must outlive the plan (the plan
  * points at input sessions). plan_compute() gives the caller a plan to
- * plan_free() (NULL accepted); every string inside a plan belongs to it.
+ * plan_free() (NULL accepted). The actions' strings belong to the plan.
+ * A plan_session's status belongs to the plan only when status_changed:
+ * otherwise it is a shallow view of s->status (the same strings and
+ * conditions, not copied), valid while the input session is unchanged;
+ * copy it with session_status_copy() to keep it. plan_free() relies on
+ * status_changed, so do not modify it.
  */
 #ifndef SC_PLAN_H
 #define SC_PLAN_H
@@ -86,11 +91,16 @@ typedef struct plan_action {
 
 typedef struct plan_session {
   const session *s;          /* points into the input */
-  session_status status;     /* what the status should say now */
-  bool status_changed;       /* differs from s->status */
+  session_status status;     /* what the status should say now; when
+                                !status_changed, a shallow view of
+                                s->status (see the top) */
+  bool status_changed;       /* differs from s->status; the plan owns
+                                status only then */
   sc_time next_due;          /* Cube time when this session next needs a
                                 look (reclaim, keep-alive); 0 = none */
 } plan_session;
+
+typedef struct plan_arena plan_arena;
 
 typedef struct plan {
   plan_action *actions;
@@ -103,6 +113,7 @@ typedef struct plan {
   char *guard_message;       /* why, when tripped */
   sc_time next_orphan_due;   /* Cube time the next paused orphan passes
                                 its grace; 0 = none */
+  struct plan_arena *arena;  /* private: holds the actions' strings */
 } plan;
 
 sc_err plan_compute(const plan_input *in, const plan_config *cfg,

@@ -646,6 +646,8 @@ static void on_observed(observation *obs, void *ud)
     pass_finish(ps);
     return;
   }
+  /* an unchanged plan status is a view of the input session's own
+   * (plan.h): each is copied here, while the sessions are as planned */
   for(i = 0; i < ps->p->n_sessions; i++) {
     session_status_copy(&ps->acts[i].st, &ps->p->sessions[i].status);
     ps->acts[i].wants_write = ps->p->sessions[i].status_changed;

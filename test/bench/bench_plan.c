@@ -11,8 +11,11 @@
  * plus N/100 orphans. Prints the CPU time of the cold pass (statuses not
  * yet in the form this controller writes), then, with those statuses
  * written back, the best and median of ROUNDS steady passes (the resync
- * of a settled cluster), and the peak RSS (getrusage) before and after.
+ * of a settled cluster), the peak RSS (getrusage) before and after, and
+ * the memory of each pass on top of the input (VmHWM, reset through
+ * /proc/self/clear_refs) with the page faults of a steady pass.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +64,49 @@ static double copy_floor_ms(session **ss, long long n)
   return t1 - t0;
 }
 
+static long minflt(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
 static long peak_rss_kb(void)
 {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+/* A line of /proc/self/status ("VmRSS", "VmHWM") in KB, or -1. */
+static long proc_kb(const char *field)
+{
+  char line[256];
+  size_t n = strlen(field);
+  long v = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  if(!f)
+    return -1;
+  while(fgets(line, sizeof(line), f))
+    if(!strncmp(line, field, n) && line[n] == ':') {
+      v = strtol(line + n + 1, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
+/* Give freed heap back and restart the peak (VmHWM) at the current RSS,
+ * so the next peak measures only what comes after (Linux clear_refs). */
+static void reset_peak(void)
+{
+  FILE *f;
+  malloc_trim(0);
+  f = fopen("/proc/self/clear_refs", "w");
+  if(f) {
+    fputs("5", f);
+    fclose(f);
+  }
 }
 
 static int dbl_cmp(const void *a, const void *b)
@@ -93,7 +134,7 @@ int main(int argc, char **argv)
   plan_input in;
   plan_config cfg;
   double *t;
-  long rss0;
+  long flt0, flt, rss0, in_cold, hwm_cold, in_steady, hwm_steady;
   long long changed = 0, still = 0;
   double cold;
   plan *p = NULL;
@@ -199,6 +240,8 @@ int main(int argc, char **argv)
   in.cube_now = NOW;
   plan_config_defaults(&cfg);
   rss0 = peak_rss_kb();
+  reset_peak();
+  in_cold = proc_kb("VmRSS");
 
   /* the cold pass: statuses as an older controller left them */
   {
@@ -207,6 +250,7 @@ int main(int argc, char **argv)
       die("plan_compute failed");
     cold = now_ms() - t0;
   }
+  hwm_cold = proc_kb("VmHWM");
   /* write the statuses back, as the executor does, then time the passes
    * of a settled cluster (same world; only statuses changed) */
   for(i = 0; i < n; i++)
@@ -218,6 +262,9 @@ int main(int argc, char **argv)
     }
   plan_free(p);
   p = NULL;
+  reset_peak();
+  in_steady = proc_kb("VmRSS");
+  flt0 = minflt();
   for(i = 0; i < rounds; i++) {
     double t0 = now_ms();
     if(plan_compute(&in, &cfg, &p))
@@ -228,6 +275,8 @@ int main(int argc, char **argv)
       p = NULL;
     }
   }
+  hwm_steady = proc_kb("VmHWM");
+  flt = (minflt() - flt0) / rounds;
   for(i = 0; i < n; i++)
     if(p->sessions[i].status_changed)
       still++;
@@ -235,9 +284,12 @@ int main(int argc, char **argv)
   printf("sessions=%lld sandboxes=%zu actions=%zu orphans=%zu "
          "cold=%.1fms (statuses written %lld) steady best=%.1fms "
          "median=%.1fms (statuses changing %lld; status-copy floor %.1fms) "
-         "rss_input=%ldKB rss_peak=%ldKB\n",
+         "rss_input=%ldKB rss_peak=%ldKB\n"
+         "  memory: input %ldKB; cold pass peak %+ldKB over it; settled input "
+         "%ldKB, steady pass peak %+ldKB over it (the planner's own); %ld page faults per steady pass\n",
          n, nb, p->n_actions, p->n_orphans, cold, changed, t[0],
-         t[rounds / 2], still, copy_floor_ms(ss, n), rss0, peak_rss_kb());
+         t[rounds / 2], still, copy_floor_ms(ss, n), rss0, peak_rss_kb(),
+         in_cold, hwm_cold - in_cold, in_steady, hwm_steady - in_steady, flt);
   plan_free(p);
   for(i = 0; i < n; i++)
     session_free(ss[i]);

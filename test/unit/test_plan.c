@@ -1119,6 +1119,94 @@ TEST(invalid_input_refused)
   CHECK_INT(cfg.max_delete_floor, 10);
 }
 
+/* ---------- the plan's statuses (performance contract) ---------- */
+
+/* An unchanged status is not copied: the plan shows the input's own
+ * strings and conditions (status_changed false), and plan_free() leaves
+ * them alone; a changed one is the plan's own copy. */
+TEST(unchanged_status_is_a_view_of_the_input)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  w_link(s, "sb1");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb1", SBR, NOW + HOUR_MS, "t1", "a");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p->sessions[0].status_changed);
+  CHECK(p->sessions[0].status.conditions != s->status.conditions);
+  CHECK(p->sessions[0].status.sandbox_id != s->status.sandbox_id);
+  session_status_clear(&s->status);
+  CHECK_OK(session_status_copy(&s->status, &p->sessions[0].status));
+  plan_free(p);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p->sessions[0].status_changed);
+  CHECK(p->sessions[0].status.sandbox_id == s->status.sandbox_id);
+  CHECK(p->sessions[0].status.conditions == s->status.conditions);
+  CHECK_INT(p->sessions[0].status.n_conditions, s->status.n_conditions);
+  plan_free(p);
+  /* the input is intact after plan_free() */
+  CHECK_STR(s->status.sandbox_id, "sb1");
+  CHECK_STR(cond_reason(&s->status, "Ready"), "SandboxRunning");
+  w_del(w);
+}
+
+/* The Ready messages that name the sandbox are compared without being
+ * built: a sandbox ID long enough to truncate the message (319
+ * characters) must still settle, with no status write on the next pass. */
+TEST(truncated_ready_message_settles)
+{
+  static const struct {
+    session_state st;
+    cube_sb_state sb;
+    const char *reason;
+  } cases[] = {
+    {ACT, SBR, "SandboxRunning"},
+    {ACT, SBP, "IdlePaused"},
+    {PAU, SBP, "SandboxPaused"},
+  };
+  char id[401];
+  size_t i;
+  memset(id, 'x', sizeof(id) - 1);
+  id[sizeof(id) - 1] = 0;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", cases[i].st);
+    const session_condition *c;
+    plan *p;
+    w_link(s, id);
+    s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+    if(cases[i].st == PAU)
+      s->status.paused_by_controller = true;
+    w_sb(w, id, cases[i].sb, NOW + HOUR_MS, "t1", "a");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK(p->sessions[0].status_changed);
+    c = session_status_get_condition(&p->sessions[0].status, "Ready");
+    CHECK(c);
+    CHECK_STR(c ? c->reason : NULL, cases[i].reason);
+    CHECK_INT(c && c->message ? strlen(c->message) : 0, 319);
+    session_status_clear(&s->status);
+    CHECK_OK(session_status_copy(&s->status, &p->sessions[0].status));
+    plan_free(p);
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(!p->sessions[0].status_changed, "case %s changed",
+              cases[i].reason);
+    plan_free(p);
+    /* one character of the message differs: the status is rewritten */
+    s->status.conditions[0].message[100] = 'y';
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(p->sessions[0].status_changed, "case %s: edit not seen",
+              cases[i].reason);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1161,6 +1249,8 @@ TEST_LIST = {
   T(steady_state_writes_no_status),
   T(actions_sorted_orphans_last),
   T(invalid_input_refused),
+  T(unchanged_status_is_a_view_of_the_input),
+  T(truncated_ready_message_settles),
   {0},
 };
 
