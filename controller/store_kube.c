@@ -836,7 +836,7 @@ static void watch_line(kube_watch *w, const char *line)
   session *s = NULL;
   sc_errbuf eb;
   store_event se;
-  char msg[300];
+  char msg[SC_ERRBUF_SIZE + 256];
   eb.msg[0] = 0;
   if(!ev || !json_object_object_get_ex(ev, "type", &t) ||
      !json_object_object_get_ex(ev, "object", &o)) {
@@ -878,7 +878,7 @@ static void watch_line(kube_watch *w, const char *line)
     return;
   }
   if(decode(o, "a watch event", &s, &eb)) {
-    snprintf(msg, sizeof(msg), "revision %s: %s", w->pos, eb.msg);
+    snprintf(msg, sizeof(msg), "revision %.200s: %s", w->pos, eb.msg);
     json_object_put(ev);
     if(w->err_cb) {
       w->in_cb = true;
