@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   --speed) speed=$2; shift ;;
   --faults) faults=$2; shift ;;
   --skews) skews=$2; shift ;;
-  --short) short=1; sessions=150; hours=1 ;;
+  --short) short=1; sessions=150; hours=0.7 ;;
   --keep) keep=1 ;;
   -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
