@@ -450,13 +450,14 @@ int main(int argc, char **argv)
     sess *s = &ss[i];
     int64_t tc = rng_range(&d.r, 0, span * 6 / 10);
     int64_t tend = tc + rng_range(&d.r, span / 12, span);
+    int64_t tlast = tend < span ? tend : span;  /* changes end with the run */
     int k, nch = (int)rng_range(&d.r, 0, 5);
     double u;
     snprintf(s->ns, sizeof(s->ns), "t%d", (int)(i % 3));
     snprintf(s->name, sizeof(s->name), "c%05d", (int)i);
     ev[nev++] = mkev(tc, i, EV_CREATE, 0);
     for(k = 0; k < nch; k++) {
-      int64_t at = rng_range(&d.r, tc + 1, tend);
+      int64_t at = rng_range(&d.r, tc + 1, tlast);
       int kind = (int)rng_range(&d.r, EV_STATE, EV_WAKE + 1);
       int64_t val = 0;
       if(kind == EV_STATE) {

@@ -6,7 +6,7 @@
 #
 # usage: test/chaos/run.sh [--dialect cube|e2b|both] [--seed N]
 #          [--sessions N] [--virtual-hours H] [--short] [--faults SPEC]
-#          [--skews "-2h +0 +3h"] [--speed X] [--keep]
+#          [--skews "-2h +0 +3h"] [--speed X] [--converge-limit S] [--keep]
 # Prints a table of counts per dialect and a final "N passed, N failed";
 # a failure prints the command that replays it.
 set -u
@@ -20,6 +20,7 @@ speed=60
 resync=2
 short=0
 keep=0
+climit=""
 skews="-2h +0 +3h"
 faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
 while [ $# -gt 0 ]; do
@@ -34,7 +35,8 @@ while [ $# -gt 0 ]; do
   --skews) skews=$2; shift ;;
   --short) short=1; sessions=150; hours=0.7 ;;
   --keep) keep=1 ;;
-  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+  --converge-limit) climit=$2; shift ;;
+  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -135,7 +137,8 @@ run_dialect() {
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
     "$SIM/_sim/faults" >/dev/null
   quiet=$(date +%s)
-  limit=$((2 * resync + 30))
+  # two resync periods, plus slack for a loaded machine (--converge-limit)
+  limit=${climit:-$((2 * resync + 30))}
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
