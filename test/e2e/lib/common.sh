@@ -38,6 +38,9 @@ wait_until() {
 
 # start_cubesim [ARGS...]: sets SIM (base URL) and SIM_PID
 start_cubesim() {
+  # a previous cubesim's line must not be read before the new one
+  # truncates the file (a stale URL under load)
+  rm -f "$T/sim.out"
   "$BINDIR/cubesim" --listen 127.0.0.1:0 "$@" >"$T/sim.out" 2>"$T/sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
