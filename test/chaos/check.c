@@ -589,16 +589,18 @@ int main(int argc, char **argv)
   c.managed_by = "session-controller";
   c.grace = 600000;
   c.window = 0;
-  for(i = 1; i < argc; i++) {
+  i = 1;
+  while(i < argc) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-    if(!strcmp(a, "--deletions-only")) {
-      deletions_only = 1;
+    if(!strcmp(a, "--deletions-only") || !strcmp(a, "--verbose")) {
+      if(a[2] == 'd')
+        deletions_only = 1;
+      else
+        c.verbose = 1;
+      i++;
       continue;
     }
-    if(!strcmp(a, "--verbose")) {
-      c.verbose = 1;
-      continue;
-    }
+    i += 2;
     if(!strcmp(a, "--truth")) truth = v;
     else if(!strcmp(a, "--audit")) audit = v;
     else if(!strcmp(a, "--timeline")) tl = v;
@@ -615,7 +617,6 @@ int main(int argc, char **argv)
       fprintf(stderr, "check: bad value for %s: '%s'\n", a, v);
       return 2;
     }
-    i++;
   }
   if(!truth || !audit || !tl || !db) {
     fprintf(stderr, "check: --truth, --audit, --timeline, --db required\n");

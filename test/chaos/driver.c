@@ -197,7 +197,9 @@ static int cmp_event(const void *a, const void *b)
   return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
-static const int64_t idles[] = {60000, 120000, 300000, 900000};
+/* at x60 a Running session's keep-alive margin (idleTimeout/2) must stay
+ * well above the controller's timer slack (1 s real = 60 virtual s) */
+static const int64_t idles[] = {300000, 600000, 900000, 1800000};
 static const int64_t reclaims[] = {0, 600000, 1200000, 1800000, 3600000};
 
 /* the session object as the driver wants it now */
@@ -386,7 +388,7 @@ int main(int argc, char **argv)
   long applies = 0, deletes = 0;
 
   memset(&d, 0, sizeof(d));
-  for(i = 1; i < argc; i++) {
+  for(i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
     if(!v) {
@@ -418,7 +420,6 @@ int main(int argc, char **argv)
       fprintf(stderr, "driver: bad value for %s: '%s'\n", a, v);
       return 2;
     }
-    i++;
   }
   if(!store_url || !d.sim || !tl_path) {
     fprintf(stderr, "driver: --store, --sim and --timeline are required\n");
