@@ -1030,7 +1030,12 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 
   wi = pick_winner(pl, r);
-  for(i = 0; i < r->sb_n; i++) {
+  /* Duplicates are deleted only once the store links the winner: without
+   * a link, replicas reading the store a moment apart (one before, one
+   * after a create's status write) would pick different winners and
+   * delete both. This pass links the winner (a compare-and-set status
+   * write); the next one, by any replica, deletes the others. */
+  for(i = 0; r->ls == LS_OWNED && i < r->sb_n; i++) {
     size_t k = pl->sblist[r->sb_first + i];
     if(k == wi)
       continue;

@@ -352,6 +352,15 @@ static void on_delete_confirm(const cube_result *res, void *ud)
     action_end(c, false, NULL, -1, "no longer paused");
     return;
   }
+  if(a->expect_paused && res->sandbox.end_at != a->end_at) {
+    /* paused, but not the pause the plan measured: a user's request
+     * resumed it and it paused again since (e2b's endAt is the pause
+     * time; Cube's moves with activity). Its age must be measured anew. */
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox paused again since the plan (endAt changed)");
+    action_end(c, false, NULL, -1, "paused again since the plan");
+    return;
+  }
   c->stage = 1;
   c->op = CUBE_OP_DELETE;
   c->t0 = sctime_mono_ms();

@@ -93,6 +93,21 @@ void sim_admin_sandboxes(sim_req *r)
       p = v + strlen(v) + 1;
     }
     sim_jw_obj_close(&w);
+    /* what a droplabels fault took (null when nothing was lost): the
+     * tags a sandbox was created with are metadata + lostMetadata */
+    sim_jw_key(&w, "lostMetadata");
+    if(sb->lost_meta) {
+      p = sb->lost_meta;
+      sim_jw_obj_open(&w);
+      for(k = 0; k < sb->lost_meta_count; k++) {
+        const char *v = p + strlen(p) + 1;
+        sim_jw_kstr(&w, p, v);
+        p = v + strlen(v) + 1;
+      }
+      sim_jw_obj_close(&w);
+    }
+    else
+      sim_jw_null(&w);
     sim_jw_ktime(&w, "createdAt", sb->created_at);
     sim_jw_ktime(&w, "startedAt", sb->started_at);
     sim_jw_ktime(&w, "endAt", sim_sandbox_end_at(st, sb));

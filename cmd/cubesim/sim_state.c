@@ -47,6 +47,7 @@ static void free_sandboxes(sim_state *st)
   for(i = 0; i < st->n; i++) {
     free(st->all[i]->template_id);
     free(st->all[i]->meta);
+    free(st->all[i]->lost_meta);
     free(st->all[i]);
   }
 }
@@ -257,8 +258,10 @@ static void emit(sim_state *st, const sim_sandbox *sb, sc_time at,
 static void complete_pause(sim_state *st, sim_sandbox *sb, sc_time t)
 {
   sb->state = SIM_PAUSED;
-  if(st->dl && st->dl(st->hook_arg)) {
-    free(sb->meta);
+  if(st->dl && st->dl(st->hook_arg) && sb->meta) {
+    free(sb->lost_meta);
+    sb->lost_meta = sb->meta;
+    sb->lost_meta_count = sb->meta_count;
     sb->meta = NULL;
     sb->meta_len = 0;
     sb->meta_count = 0;

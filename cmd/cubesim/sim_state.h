@@ -79,6 +79,9 @@ typedef struct sim_sandbox {
   uint64_t due_seq;       /* tie-breaker: order of scheduling */
   char *template_id;
   char *meta;             /* "k\0v\0k\0v\0...", meta_count pairs */
+  char *lost_meta;        /* metadata a droplabels fault removed: kept
+                             only for the /_sim/sandboxes truth */
+  uint32_t lost_meta_count;
 } sim_sandbox;
 
 typedef struct sim_state_config {

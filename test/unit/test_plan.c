@@ -358,6 +358,16 @@ TEST(rule6_duplicate_winner_status_then_oldest_then_lowest_id)
         dup_cases[i].start[k];
     p = w_plan(w);
     CHECK(p);
+    if(!dup_cases[i].link) {
+      /* no link yet: this pass links the winner and deletes nothing */
+      CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_DUPLICATE) == 0, "case %s",
+                dup_cases[i].name);
+      CHECK_STR(p->sessions[0].status.sandbox_id, dup_cases[i].winner);
+      plan_free(p);
+      w_link(s, dup_cases[i].winner);
+      p = w_plan(w);
+      CHECK(p);
+    }
     CHECK_MSG(p_count(p, PLAN_DELETE, PLAN_DEL_DUPLICATE) == 2, "case %s",
               dup_cases[i].name);
     for(k = 0; k < 3; k++) {
@@ -374,6 +384,38 @@ TEST(rule6_duplicate_winner_status_then_oldest_then_lowest_id)
     plan_free(p);
     w_del(w);
   }
+}
+
+/* Found by the chaos suite (seed 1, cube): replica X created sb-a and was
+ * killed before its status write; replica Y created sb-b and linked it.
+ * A replica that read the store before Y's write kept the oldest (sb-a)
+ * and deleted sb-b; one that read it after kept the linked sb-b and
+ * deleted sb-a: the session lost both. Now the unlinked view deletes
+ * nothing, so the two views never delete every sandbox between them. */
+TEST(rule6_duplicates_two_views_never_delete_both)
+{
+  world *w1 = w_new(), *w2 = w_new();
+  session *s1 = w_sess(w1, "t1", "a", ACT);
+  session *s2 = w_sess(w2, "t1", "a", ACT);
+  plan *p1, *p2;
+  (void)s1;
+  w_sb(w1, "sb-a", SBR, NOW + HOUR_MS, "t1", "a")->started_at = NOW - 60000;
+  w_sb(w1, "sb-b", SBR, NOW + HOUR_MS, "t1", "a")->started_at = NOW - 59000;
+  w_sb(w2, "sb-a", SBR, NOW + HOUR_MS, "t1", "a")->started_at = NOW - 60000;
+  w_sb(w2, "sb-b", SBR, NOW + HOUR_MS, "t1", "a")->started_at = NOW - 59000;
+  w_link(s2, "sb-b");
+  p1 = w_plan(w1);
+  p2 = w_plan(w2);
+  CHECK(p1 && p2);
+  CHECK(!p_find(p1, PLAN_DELETE, "sb-a") || !p_find(p2, PLAN_DELETE, "sb-b"));
+  CHECK(!p_find(p1, PLAN_DELETE, "sb-b") || !p_find(p2, PLAN_DELETE, "sb-a"));
+  CHECK_INT(p_count(p1, PLAN_DELETE, PLAN_DEL_DUPLICATE), 0);
+  CHECK_INT(p_count(p2, PLAN_DELETE, PLAN_DEL_DUPLICATE), 1);
+  CHECK(p_find(p2, PLAN_DELETE, "sb-a"));
+  plan_free(p1);
+  plan_free(p2);
+  w_del(w1);
+  w_del(w2);
 }
 
 /* ---------- rule 9: the guard ---------- */
@@ -1221,6 +1263,7 @@ TEST_LIST = {
   T(rule5_tenant_mismatch_conflict),
   T(rule5_conflict_resolves_and_is_stable),
   T(rule6_duplicate_winner_status_then_oldest_then_lowest_id),
+  T(rule6_duplicates_two_views_never_delete_both),
   T(rule9_guard_trips),
   T(rule9_guard_needs_fraction_and_floor),
   T(rule9_guard_not_for_intent),

@@ -1,0 +1,189 @@
+#!/bin/sh
+# The chaos suite (docs/reliability.md): three controller replicas on one
+# SQLite store with skewed local clocks, cubesim with faults at clock x60,
+# a workload driver, a replica SIGKILLed every 1-3 s and restarted, then
+# faults off and convergence, then the invariant checker.
+#
+# usage: test/chaos/run.sh [--dialect cube|e2b|both] [--seed N]
+#          [--sessions N] [--virtual-hours H] [--short] [--faults SPEC]
+#          [--skews "-2h +0 +3h"] [--speed X] [--converge-limit S] [--keep]
+# Prints a table of counts per dialect and a final "N passed, N failed";
+# a failure prints the command that replays it.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 2
+dialects="cube e2b"
+seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+sessions=2000
+hours=6
+speed=60
+resync=2
+short=0
+keep=0
+climit=""
+skews="-2h +0 +3h"
+faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
+while [ $# -gt 0 ]; do
+  case $1 in
+  --dialect) case $2 in both) dialects="cube e2b" ;; cube|e2b) dialects=$2 ;;
+             *) echo "run.sh: --dialect wants cube, e2b or both" >&2; exit 2 ;; esac; shift ;;
+  --seed) seed=$2; shift ;;
+  --sessions) sessions=$2; shift ;;
+  --virtual-hours) hours=$2; shift ;;
+  --speed) speed=$2; shift ;;
+  --faults) faults=$2; shift ;;
+  --skews) skews=$2; shift ;;
+  --short) short=1; sessions=150; hours=0.7 ;;
+  --keep) keep=1 ;;
+  --converge-limit) climit=$2; shift ;;
+  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+  *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+case $seed in ''|*[!0-9]*) echo "run.sh: --seed wants a number" >&2; exit 2 ;; esac
+
+# the programs: the product's binaries, and the driver and checker built
+# with the project's flags against build/libsc.a
+[ -x bin/session-controller ] && [ -x bin/cubesim ] && [ -f build/libsc.a ] ||
+  make -s >/dev/null || exit 2
+mkdir -p build/chaos
+CFL="-std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -O2 -g -I. $(pkg-config --cflags json-c 2>/dev/null)"
+LIBS="build/libsc.a -lcurl -lyaml -ljson-c -levent -lssl -lcrypto -lsqlite3 -lm"
+for p in driver check; do
+  if [ ! -x build/chaos/$p ] || [ test/chaos/$p.c -nt build/chaos/$p ] ||
+     [ build/libsc.a -nt build/chaos/$p ]; then
+    ${CC:-cc} $CFL -o build/chaos/$p test/chaos/$p.c $LIBS || exit 2
+  fi
+done
+ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+[ -n "$ftlib" ] || { echo "run.sh: libfaketime not installed (hack/install-deps.sh)" >&2; exit 2; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sc-chaos.XXXXXX")
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null; done
+  for p in $PIDS; do wait "$p" 2>/dev/null; done
+  [ "$keep" = 1 ] && echo "kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+PASS=0
+FAIL=0
+
+# random numbers for the killer, from the seed (awk's rand)
+awk -v s="$seed" 'BEGIN { srand(s); for(i = 0; i < 100000; i++)
+  printf "%d %.2f %.2f\n", int(rand() * 3), 1 + rand() * 2, rand() * 0.3 }' >"$T/dice"
+
+sim_get() { curl -sf --max-time 20 "$SIM$1"; }
+sim_now_ms() { sim_get /_sim/clock | jq -r .nowMs; }
+
+# start_replica I: (re)starts replica I with its skew; sets RPID_I
+start_replica() {
+  i=$1
+  set -- $skews
+  shift "$i"
+  sk=$1
+  FAKETIME="$sk" LD_PRELOAD="$ftlib" bin/session-controller --store "sqlite:$D/sessions.db" \
+    --cube-url "$SIM" --metrics-addr 127.0.0.1:0 --resync "${resync}s" \
+    --replica "r$i$sk" --audit-log "$D/audit-r$i.jsonl" --log-level warn \
+    2>>"$D/r$i.log" &
+  eval "RPID_$i=$!"
+  PIDS="$PIDS $!"
+}
+
+run_dialect() {
+  d=$1
+  D="$T/$d"
+  mkdir -p "$D"
+  start=$(date +%s)
+  bin/cubesim --listen 127.0.0.1:0 --dialect "$d" --clock-speed "$speed" \
+    --seed "$seed" --faults "$faults" >"$D/sim.out" 2>"$D/sim.log" &
+  SIM_PID=$!
+  PIDS="$PIDS $SIM_PID"
+  SIM=""
+  n=0
+  while [ -z "$SIM" ] && [ $n -lt 100 ]; do
+    SIM=$(sed -n 's/^cubesim listening on //p' "$D/sim.out")
+    [ -n "$SIM" ] || { sleep 0.05; n=$((n + 1)); }
+  done
+  [ -n "$SIM" ] || { echo "cubesim did not start"; cat "$D/sim.log"; return 1; }
+  for i in 0 1 2; do start_replica $i; done
+  build/chaos/driver --store "sqlite:$D/sessions.db" --sim "$SIM" \
+    --sessions "$sessions" --virtual-hours "$hours" --seed "$seed" \
+    --timeline "$D/timeline" >"$D/driver.out" 2>"$D/driver.log" &
+  DRV=$!
+  PIDS="$PIDS $DRV"
+  # the killer: every 1-3 s a random replica gets SIGKILL, and comes back
+  # after 0-0.3 s; the kills land wherever the replica is, including
+  # between a create and its status write and between a confirming GET
+  # and its delete (20 ms +- 10 ms per Cube call)
+  kills=0
+  exec 3<"$T/dice"
+  while kill -0 "$DRV" 2>/dev/null; do
+    read -r who gap back <&3 || break
+    sleep "$gap"
+    kill -0 "$DRV" 2>/dev/null || break
+    eval "p=\$RPID_$who"
+    kill -9 "$p" 2>/dev/null && kills=$((kills + 1))
+    wait "$p" 2>/dev/null
+    sleep "$back"
+    start_replica "$who"
+  done
+  exec 3<&-
+  wait "$DRV"
+  drv_rc=$?
+  # quiet: faults off, traffic stopped (the driver is done); converge
+  curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
+    "$SIM/_sim/faults" >/dev/null
+  quiet=$(date +%s)
+  # two resync periods, plus slack for a loaded machine (--converge-limit)
+  limit=${climit:-$((2 * resync + 30))}
+  conv=-1
+  n=0
+  while [ $n -le "$limit" ]; do
+    now=$(sim_now_ms)
+    sim_get /_sim/sandboxes >"$D/truth.json"
+    sim_get /_sim/audit >"$D/audit.jsonl"
+    if build/chaos/check --truth "$D/truth.json" --audit "$D/audit.jsonl" \
+        --timeline "$D/timeline" --db "$D/sessions.db" --now-ms "$now" \
+        --window-ms $((resync * 1000 * speed)) >"$D/table" 2>"$D/problems"; then
+      conv=$(( $(date +%s) - quiet ))
+      break
+    fi
+    sleep 1
+    n=$(( $(date +%s) - quiet ))
+  done
+  rkills=0
+  for i in 0 1 2; do eval "p=\$RPID_$i"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
+  cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
+  echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews"
+  echo "faults: $faults"
+  printf '%-38s %s\n' "duration (s)" "$(( $(date +%s) - start ))"
+  printf '%-38s %s\n' "driver" "$(cat "$D/driver.out")"
+  printf '%-38s %s\n' "replicas killed (SIGKILL)" "$kills"
+  printf '%-38s %s\n' "controller audit: deletes done" \
+    "$(jq -s '[.[] | select(.action=="delete" and .outcome=="done")] | length' "$D/ctl-audit.jsonl")"
+  printf '%-38s %s\n' "controller audit: deletes skipped" \
+    "$(jq -s '[.[] | select(.outcome=="skipped")] | length' "$D/ctl-audit.jsonl")"
+  printf '%-38s %s\n' "faults by kind" \
+    "$(jq -s -c '[.[] | select(.fault) | "\(.fault)@\(.status)"] | group_by(.) | map({(.[0]): length}) | add' "$D/audit.jsonl")"
+  cat "$D/table"
+  if [ "$conv" -ge 0 ] && [ "$drv_rc" -eq 0 ]; then
+    printf '%-38s %s\n' "converged after (s)" "$conv"
+    echo "ok   chaos $d seed $seed"
+    PASS=$((PASS + 1))
+  else
+    printf '%-38s %s\n' "converged after (s)" "NOT within $limit"
+    [ "$drv_rc" -eq 0 ] || echo "driver failed ($drv_rc): $(tail -n 3 "$D/driver.log")"
+    head -n 30 "$D/problems"
+    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours"
+    FAIL=$((FAIL + 1))
+    keep=1
+  fi
+}
+
+for d in $dialects; do run_dialect "$d"; done
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
