@@ -833,6 +833,7 @@ static void watch_line(kube_watch *w, const char *line)
 {
   json_object *ev = json_tokener_parse(line), *t, *o, *m, *rv;
   const char *type;
+  char typebuf[32];
   session *s = NULL;
   sc_errbuf eb;
   store_event se;
@@ -849,7 +850,9 @@ static void watch_line(kube_watch *w, const char *line)
     }
     return;
   }
-  type = json_object_get_string(t);
+  /* a copy: the event object is released before the type is looked at */
+  snprintf(typebuf, sizeof(typebuf), "%s", json_object_get_string(t));
+  type = typebuf;
   rv = NULL;
   if(json_object_object_get_ex(o, "metadata", &m))
     json_object_object_get_ex(m, "resourceVersion", &rv);
