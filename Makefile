@@ -47,7 +47,7 @@ TEST_BINS := $(UNIT_SRC:%.c=$(BUILD)/%) $(CMDT_SRC:%.c=$(BUILD)/%)
 .PHONY: all test asan unit e2e checksrc clean install run bench fuzz chaos
 all: $(BINS) $(LIBSC)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
