@@ -135,6 +135,21 @@ int ctl_usage_error(const char *fmt, ...)
   return CTL_EXIT_USAGE;
 }
 
+bool ctl_session_slash_name(const char *arg, const char **name)
+{
+  const char *slash = strchr(arg, '/');
+  char tbuf[64];
+  size_t tl;
+  if(!slash)
+    return false;
+  tl = (size_t)(slash - arg);
+  snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), arg);
+  if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
+    return false;
+  *name = slash + 1;
+  return true;
+}
+
 bool ctl_is_session_resource(const char *name)
 {
   static const char *const names[] = {"sessions", "session", "sess",

@@ -115,16 +115,11 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
       files[n_files++] = val;
       break;
     case CTL_ARG_POS: {
-      const char *slash = strchr(val, '/');
-      if(slash) {
-        char tbuf[64];
-        size_t tl = (size_t)(slash - val);
-        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
-        if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
+      if(strchr(val, '/')) {
+        if(!ctl_session_slash_name(val, &val))
           return ctl_usage_error("delete: bad argument \"%s\" (want "
                                  "session/NAME)", val);
         have_type = true;
-        val = slash + 1;
       }
       else if(!have_type) {
         if(!ctl_is_session_resource(val))
@@ -254,15 +249,8 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
       /* "wake session NAME" and "wake session/NAME" read as "wake NAME" */
       if(!n_names && ctl_is_session_resource(val) && p.i < p.argc)
         break;
-      if(strchr(val, '/')) {
-        const char *slash = strchr(val, '/');
-        char tbuf[64];
-        size_t tl = (size_t)(slash - val);
-        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
-        if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
-          return ctl_usage_error("wake: bad argument \"%s\"", val);
-        val = slash + 1;
-      }
+      if(strchr(val, '/') && !ctl_session_slash_name(val, &val))
+        return ctl_usage_error("wake: bad argument \"%s\"", val);
       if(n_names >= MAX_ARGS)
         return ctl_usage_error("wake: too many names");
       names[n_names++] = val;

@@ -47,16 +47,11 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
       ns = val;
       break;
     case CTL_ARG_POS: {
-      const char *slash = strchr(val, '/');
-      if(slash) {
-        char tbuf[64];
-        size_t tl = (size_t)(slash - val);
-        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
-        if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
+      if(strchr(val, '/')) {
+        if(!ctl_session_slash_name(val, &val))
           return ctl_usage_error("describe: bad argument \"%s\" (want "
                                  "session/NAME)", val);
         have_type = true;
-        val = slash + 1;
       }
       else if(!have_type) {
         if(!ctl_is_session_resource(val))

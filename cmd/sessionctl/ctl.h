@@ -73,6 +73,9 @@ int ctl_usage_error(const char *fmt, ...)
 /* True when name is one of the accepted spellings of the sessions
  * resource: sessions, session, sess, sessions.lea.io, session.lea.io. */
 bool ctl_is_session_resource(const char *name);
+/* True when arg is TYPE/NAME with TYPE a sessions spelling and NAME not
+ * empty; *name then points at NAME inside arg. */
+bool ctl_session_slash_name(const char *arg, const char **name);
 
 /* --- shared by the commands (common.c) --- */
 struct manifest_set;
