@@ -98,6 +98,8 @@ struct cube_call {
   char detail[256];
   char *created_id;
   char *page_token;
+  int retries;                 /* cube_list: transient page failures retried */
+  struct event *retry_ev;      /* cube_list: a page retry waiting */
 };
 
 static const char *const op_names[] = {
@@ -235,6 +237,8 @@ static void call_free(cube_call *k)
   free(k->prev_token);
   free(k->created_id);
   free(k->page_token);
+  if(k->retry_ev)
+    event_free(k->retry_ev);
   for(i = 0; i < k->r.n_sandboxes; i++)
     cube_sandbox_clear(&k->r.sandboxes[i]);
   free(k->r.sandboxes);
@@ -788,6 +792,75 @@ static bool on_probe(cube_call *k, int body_code)
   return false;
 }
 
+/* --- list page retries ---
+ * A full list is many pages (E2B: 100 rows each); with a few percent of
+ * transient failures per request, a list of 40 pages would almost never
+ * succeed if any failed page failed the whole list. A page is a GET and
+ * idempotent, so cube_list (not cube_list_page) asks for the same page
+ * again, up to CUBE_LIST_PAGE_RETRIES times per call, after Retry-After
+ * or a short doubling delay. Rows of the pages already read are kept. */
+
+static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+  cube_call *k = arg;
+  (void)fd;
+  (void)what;
+  submit(k, true);
+}
+
+static bool transient(const cube_call *k, CURLcode cc)
+{
+  if(k->over_cap)
+    return false;
+  switch(cc) {
+  case CURLE_OK:
+    return k->status == 408 || k->status == 429 || k->status == 500 ||
+           k->status == 502 || k->status == 503 || k->status == 504;
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_PARTIAL_FILE:
+    return true; /* not a timeout: a stalled server is not asked again */
+
+  default:
+    return false;
+  }
+}
+
+/* true: the same page was scheduled again and the call goes on */
+static bool list_retry(cube_call *k, CURLcode cc)
+{
+  cube_client *c = k->c;
+  int64_t delay = k->r.retry_after_ms;
+  struct timeval tv;
+  if(k->op != CUBE_OP_LIST || c->closing ||
+     k->retries >= CUBE_LIST_PAGE_RETRIES || !transient(k, cc))
+    return false;
+  if(delay < 0)
+    delay = 50LL << k->retries;
+  if(delay > CUBE_LIST_RETRY_MAX_MS)
+    return false; /* the server asks for a long pause: let the caller wait */
+  if(!k->retry_ev)
+    k->retry_ev = evtimer_new(c->base, on_retry_timer, k);
+  if(!k->retry_ev || list_request(k, k->prev_token))
+    return false;
+  k->retries++;
+  k->r.page_retries++;
+  dynbuf_reset(&k->resp);
+  free(k->retry_after);
+  k->retry_after = NULL;
+  free(k->next_tok);
+  k->next_tok = NULL;
+  k->total_running = false;
+  k->curl_err[0] = '\0';
+  k->status = 0;
+  tv.tv_sec = (time_t)(delay / 1000);
+  tv.tv_usec = (suseconds_t)(delay % 1000) * 1000;
+  evtimer_add(k->retry_ev, &tv);
+  return true;
+}
+
 /* One transfer finished: decide the outcome or the next request. */
 static void on_done(cube_call *k, CURLcode cc)
 {
@@ -800,6 +873,8 @@ static void on_done(cube_call *k, CURLcode cc)
   k->easy = NULL;
   k->r.http_status = k->status;
   k->r.retry_after_ms = retry_after_ms(k);
+  if(list_retry(k, cc))
+    return;
   if(!k->date_taken) { /* the first response's Date (first page) */
     k->r.cube_now = k->date;
     k->date_taken = true;

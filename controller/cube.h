@@ -26,8 +26,13 @@
  *    caller can free its per-call state there. New calls made from those
  *    callbacks are refused (SC_ERR_UNAVAILABLE returned, no callback).
  *
- * Retries: the client never retries on its own. It reports the error, the
- * HTTP status and Retry-After (retry_after_ms); the work queue backs off.
+ * Retries: the client never retries a call on its own, with one exception:
+ * cube_list asks again for a page that failed transiently (reset, timeout,
+ * 408, 429, 5xx), up to CUBE_LIST_PAGE_RETRIES times per list, after
+ * Retry-After (at most CUBE_LIST_RETRY_MAX_MS) or 50, 100, 200.. ms, so a
+ * long paged list survives a few percent of failures. Everything else
+ * reports the error, the HTTP status and Retry-After (retry_after_ms); the
+ * work queue backs off.
  */
 #ifndef SC_CUBE_H
 #define SC_CUBE_H
@@ -57,6 +62,8 @@ struct event_base;
 #define CUBE_BODY_CAP (1024u * 1024)      /* every other body */
 #define CUBE_PAGE_LIMIT 100               /* rows asked per list page */
 #define CUBE_MAX_PAGES 1000               /* pages followed per cube_list */
+#define CUBE_LIST_PAGE_RETRIES 4          /* transient page failures per cube_list */
+#define CUBE_LIST_RETRY_MAX_MS 5000       /* longer Retry-After: no page retry */
 #define CUBE_ID_MAX 128                   /* bytes of a sandbox ID */
 #define CUBE_JSON_MAX_DEPTH 32
 
@@ -127,6 +134,8 @@ typedef struct cube_result {
   size_t n_sandboxes;
   bool truncated_suspect; /* a page had rows >= limit and no next token */
   size_t pages;           /* pages fetched */
+  unsigned page_retries;   /* cube_list: pages asked again after a
+                             transient failure (see cube_list) */
   const char *next_token; /* cube_list_page: X-Next-Token or NULL */
 
   cube_sandbox sandbox;   /* cube_get */
@@ -150,7 +159,8 @@ char *cube_result_take_id(const cube_result *r);
 
 /* Every list row of state (`"running"` or `"paused"`, NULL for no state
  * filter) whose metadata holds every pair of filter (NULL or empty: no
- * filter). Follows X-Next-Token pages (limit=100) up to CUBE_MAX_PAGES. */
+ * filter). Follows X-Next-Token pages (limit=100) up to CUBE_MAX_PAGES.
+ * A page that fails transiently is asked again (see Retries above). */
 sc_err cube_list(cube_client *c, const sc_kvlist *filter, const char *state,
                  cube_cb cb, void *ud);
 /* One page: limit 1..100 (0: 100), next_token NULL for the first. */

@@ -220,6 +220,9 @@ static void on_list(const cube_result *res, void *ud)
   else {
     size_t n, i;
     cube_sandbox *rows = cube_result_take_sandboxes(res, &n);
+    if(res->page_retries)
+      metrics_add(run->m, "session_controller_cube_list_page_retries_total",
+                  NULL, (double)res->page_retries);
     for(i = 0; i < n; i++)
       add(run, &rows[i]);
     free(rows);

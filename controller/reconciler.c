@@ -136,6 +136,8 @@ sc_err reconciler_declare_metrics(metrics *m)
      "Duplicate sandboxes deleted."},
     {"session_controller_list_truncated_total", METRIC_COUNTER,
      "Cube lists that may have been truncated (orphan deletion withheld)."},
+    {"session_controller_cube_list_page_retries_total", METRIC_COUNTER,
+     "List pages asked again after a transient failure."},
     {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
      "Passes whose orphan deletions the blast-radius guard withheld."},
     {"session_controller_queue_depth", METRIC_GAUGE,

@@ -582,6 +582,7 @@ typedef struct got {
   sc_time cube_now;
   cube_sandbox *rows;
   size_t nrows, pages;
+  unsigned page_retries;
   bool truncated, already, resumed, gone;
   char id[160];
   char next[160];
@@ -605,6 +606,7 @@ static void on_result(const cube_result *r, void *ud)
   free(g->rows);
   g->rows = cube_result_take_sandboxes(r, &g->nrows);
   g->pages = r->pages;
+  g->page_retries = r->page_retries;
   g->truncated = r->truncated_suspect;
   g->already = r->already;
   g->resumed = r->resumed;
@@ -885,38 +887,113 @@ TEST(list_bad_row_fails_whole_list)
   fx_free(&f);
 }
 
+/* page 2 fails as s->n's script says (one char per attempt: '5' = 503
+ * without Retry-After, 'R' = 503 Retry-After: 1, 'L' = 503 Retry-After:
+ * 60, 'B' = 400, anything else or the end of the script = the page) */
+static const char *page2_script;
+
 static void h_second_fails(srv *s, struct evhttp_request *req,
                            const char *path, const char *query)
 {
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  char c;
   (void)path;
   if(!strstr(query, "nextToken=")) {
-    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
-                      "p2");
+    evhttp_add_header(h, "X-Next-Token", "p2");
     reply(req, 200, DATE1, "[" ROW("a1", "running", "") "]");
+    return;
   }
-  else {
-    s->n++;
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                      "1");
-    reply(req, 503, NULL, "");
+  c = page2_script[s->n];
+  s->n++;
+  switch(c) {
+  case '5':
+    reply(req, 503, DATE2, "");
+    break;
+  case 'R':
+    evhttp_add_header(h, "Retry-After", "1");
+    reply(req, 503, DATE2, "");
+    break;
+  case 'L':
+    evhttp_add_header(h, "Retry-After", "60");
+    reply(req, 503, DATE2, "");
+    break;
+  case 'B':
+    reply(req, 400, DATE2, "{\"code\":400,\"message\":\"bad token\"}");
+    break;
+  default:
+    reply(req, 200, DATE2, "[" ROW("a2", "running", "") "]");
   }
 }
 
-TEST(list_failing_page_returns_no_rows)
+/* A page that fails transiently is asked again (cube_list only); the rows
+ * of earlier pages are kept; the list's Date stays the first page's. */
+TEST(list_page_retries_table)
+{
+  static const struct {
+    const char *script;
+    bool one_page; /* cube_list_page instead of cube_list */
+    sc_err err;
+    long status;
+    int64_t retry_after_ms;
+    int attempts;  /* requests for page 2 */
+    size_t rows;
+  } cases[] = {
+    {"5", false, SC_OK, 200, -1, 2, 2},       /* once, then fine */
+    {"55R", false, SC_OK, 200, -1, 4, 2},     /* 503 twice, Retry-After */
+    {"5555", false, SC_OK, 200, -1, 5, 2},    /* the 4th retry succeeds */
+    {"55555", false, SC_ERR_UNAVAILABLE, 503, -1, 5, 0}, /* gives up */
+    {"L", false, SC_ERR_UNAVAILABLE, 503, 60000, 1, 0}, /* long pause */
+    {"B", false, SC_ERR_INVALID, 400, -1, 1, 0}, /* not transient */
+    {"5", true, SC_ERR_UNAVAILABLE, 503, -1, 1, 0}, /* list_page: never */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fixture f;
+    got g = {0};
+    sc_time d1;
+    page2_script = cases[i].script;
+    CHECK_OK(fx_init(&f, h_second_fails, NULL));
+    if(cases[i].one_page)
+      CHECK_OK(cube_list_page(f.c, NULL, "paused", 0, "p2", on_result, &g));
+    else
+      CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+    CHECK(wait_for(f.base, &g.n, 1, 8000));
+    CHECK_MSG(g.err == cases[i].err, "case %zu: %s", i, g.msg);
+    CHECK_MSG(g.status == cases[i].status, "case %zu: status %ld", i,
+              g.status);
+    CHECK_MSG(g.retry_after_ms == cases[i].retry_after_ms,
+              "case %zu: retry_after %lld", i, (long long)g.retry_after_ms);
+    CHECK_MSG(f.s.n == cases[i].attempts, "case %zu: %d attempts", i, f.s.n);
+    CHECK_MSG(g.nrows == cases[i].rows, "case %zu: %zu rows", i, g.nrows);
+    if(!cases[i].one_page && cases[i].err == SC_OK) {
+      CHECK_INT(g.page_retries, cases[i].attempts - 1);
+      CHECK_STR(g.rows[0].sandbox_id, "a1");
+      CHECK_STR(g.rows[1].sandbox_id, "a2");
+      CHECK_OK(sctime_parse_http_date(DATE1, &d1));
+      CHECK_INT(g.cube_now, d1);
+    }
+    CHECK_INT(cube_client_pending(f.c), 0);
+    got_clear(&g);
+    fx_free(&f);
+  }
+}
+
+/* A page retry waiting on its timer when the client is freed: the callback
+ * runs once, "aborted", and nothing leaks (ASan/valgrind). */
+TEST(list_retry_aborted_by_free)
 {
   fixture f;
   got g = {0};
-  sc_time d1;
+  page2_script = "RRRR";
   CHECK_OK(fx_init(&f, h_second_fails, NULL));
   CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
-  CHECK(wait_for(f.base, &g.n, 1, 5000));
-  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
-  CHECK_INT(g.status, 503);
-  CHECK_INT(g.retry_after_ms, 1000);
-  CHECK_INT(g.nrows, 0);
+  CHECK(!wait_for(f.base, &g.n, 1, 300)); /* waiting out Retry-After */
   CHECK_INT(f.s.n, 1);
-  CHECK_OK(sctime_parse_http_date(DATE1, &d1));
-  CHECK_INT(g.cube_now, d1);
+  cube_client_free(f.c);
+  f.c = NULL;
+  CHECK_INT(g.n, 1);
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK(strstr(g.msg, "aborted"));
   got_clear(&g);
   fx_free(&f);
 }
@@ -1689,7 +1766,8 @@ TEST_LIST = {
   T(list_truncated_suspect),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
-  T(list_failing_page_returns_no_rows),
+  T(list_page_retries_table),
+  T(list_retry_aborted_by_free),
   T(get_and_not_found),
   T(create_sends_both_dialects),
   T(pause_connect_timeout_delete),
