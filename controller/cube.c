@@ -660,6 +660,7 @@ static bool on_list_page(cube_call *k, int body_code)
     http_error(k, body_code);
     return false;
   }
+  k->retries = 0; /* the retry budget is per page */
   k->r.pages++;
   err = cube_parse_list(dynbuf_ptr(&k->resp), dynbuf_len(&k->resp), &rows,
                         &n, &eb);
@@ -797,7 +798,7 @@ static bool on_probe(cube_call *k, int body_code)
  * transient failures per request, a list of 40 pages would almost never
  * succeed if any failed page failed the whole list. A page is a GET and
  * idempotent, so cube_list (not cube_list_page) asks for the same page
- * again, up to CUBE_LIST_PAGE_RETRIES times per call, after Retry-After
+ * again, up to CUBE_LIST_PAGE_RETRIES times per page, after Retry-After
  * or a short doubling delay. Rows of the pages already read are kept. */
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)

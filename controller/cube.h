@@ -28,7 +28,7 @@
  *
  * Retries: the client never retries a call on its own, with one exception:
  * cube_list asks again for a page that failed transiently (reset, timeout,
- * 408, 429, 5xx), up to CUBE_LIST_PAGE_RETRIES times per list, after
+ * 408, 429, 5xx), up to CUBE_LIST_PAGE_RETRIES times per page, after
  * Retry-After (at most CUBE_LIST_RETRY_MAX_MS) or 50, 100, 200.. ms, so a
  * long paged list survives a few percent of failures. Everything else
  * reports the error, the HTTP status and Retry-After (retry_after_ms); the
@@ -62,7 +62,7 @@ struct event_base;
 #define CUBE_BODY_CAP (1024u * 1024)      /* every other body */
 #define CUBE_PAGE_LIMIT 100               /* rows asked per list page */
 #define CUBE_MAX_PAGES 1000               /* pages followed per cube_list */
-#define CUBE_LIST_PAGE_RETRIES 4          /* transient page failures per cube_list */
+#define CUBE_LIST_PAGE_RETRIES 4          /* transient failures per page of a cube_list */
 #define CUBE_LIST_RETRY_MAX_MS 5000       /* longer Retry-After: no page retry */
 #define CUBE_ID_MAX 128                   /* bytes of a sandbox ID */
 #define CUBE_JSON_MAX_DEPTH 32

@@ -978,6 +978,43 @@ TEST(list_page_retries_table)
   }
 }
 
+/* pages 2 and 3 each fail three times: 6 retries in all, within the
+ * per-page budget of 4 */
+static void h_two_bad_pages(srv *s, struct evhttp_request *req,
+                            const char *path, const char *query)
+{
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  (void)path;
+  s->n++;
+  if(!strstr(query, "nextToken=")) {
+    evhttp_add_header(h, "X-Next-Token", "p2");
+    reply(req, 200, DATE1, "[" ROW("a1", "running", "") "]");
+  }
+  else if(s->n <= 4 || (s->n >= 6 && s->n <= 8))
+    reply(req, 500, DATE2, "");
+  else if(strstr(query, "nextToken=p2")) {
+    evhttp_add_header(h, "X-Next-Token", "p3");
+    reply(req, 200, DATE2, "[" ROW("a2", "running", "") "]");
+  }
+  else
+    reply(req, 200, DATE2, "[" ROW("a3", "running", "") "]");
+}
+
+TEST(list_retry_budget_is_per_page)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_two_bad_pages, NULL));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 8000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 3);
+  CHECK_INT(g.page_retries, 6);
+  CHECK_INT(f.s.n, 9);
+  got_clear(&g);
+  fx_free(&f);
+}
+
 /* A page retry waiting on its timer when the client is freed: the callback
  * runs once, "aborted", and nothing leaks (ASan/valgrind). */
 TEST(list_retry_aborted_by_free)
@@ -1767,6 +1804,7 @@ TEST_LIST = {
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
   T(list_page_retries_table),
+  T(list_retry_budget_is_per_page),
   T(list_retry_aborted_by_free),
   T(get_and_not_found),
   T(create_sends_both_dialects),
