@@ -98,6 +98,8 @@ struct cube_call {
   char detail[256];
   char *created_id;
   char *page_token;
+  bool urgent;                 /* cube_delete_now: ahead of the queue and
+                                  the token bucket */
   int retries;                 /* cube_list: transient page failures retried */
   struct event *retry_ev;      /* cube_list: a page retry waiting */
 };
@@ -328,7 +330,9 @@ static cube_call *call_new(cube_client *c, cube_op op, cube_cb cb, void *ud)
 
 /* --- the token bucket --- */
 
-static bool take_token(cube_client *c)
+/* force: take it even into debt (a negative balance delays the calls
+ * after it, so the rate over time stays qps) */
+static bool take_token(cube_client *c, bool force)
 {
   int64_t now;
   double burst;
@@ -342,7 +346,7 @@ static bool take_token(cube_client *c)
       c->tokens = burst;
     c->refill_ms = now;
   }
-  if(c->tokens >= 1.0) {
+  if(c->tokens >= 1.0 || force) {
     c->tokens -= 1.0;
     return true;
   }
@@ -531,9 +535,9 @@ static void pump(cube_client *c)
   while(!c->closing && c->wait_head && c->inflight < c->max_inflight) {
     cube_call *k;
     sc_err err;
-    if(!take_token(c))
-      return;
     k = c->wait_head;
+    if(!take_token(c, k->urgent))
+      return;
     c->wait_head = k->next;
     if(!c->wait_head)
       c->wait_tail = NULL;
@@ -1521,9 +1525,10 @@ sc_err cube_list_page(cube_client *c, const sc_kvlist *filter,
 }
 
 /* A call on one sandbox: method + "/sandboxes/{id}" + suffix. */
-static sc_err id_call(cube_client *c, cube_op op, const char *id,
-                      const char *method, const char *suffix, char *body,
-                      bool post, bool long_timeout, cube_cb cb, void *ud)
+static sc_err id_call_ex(cube_client *c, cube_op op, const char *id,
+                         const char *method, const char *suffix, char *body,
+                         bool post, bool long_timeout, bool urgent,
+                         cube_cb cb, void *ud)
 {
   cube_call *k = call_new(c, op, cb, ud);
   char path[200];
@@ -1547,8 +1552,17 @@ static sc_err id_call(cube_client *c, cube_op op, const char *id,
     call_defer(k);
     return SC_OK;
   }
-  submit(k, false);
+  k->urgent = urgent;
+  submit(k, urgent);
   return SC_OK;
+}
+
+static sc_err id_call(cube_client *c, cube_op op, const char *id,
+                      const char *method, const char *suffix, char *body,
+                      bool post, bool long_timeout, cube_cb cb, void *ud)
+{
+  return id_call_ex(c, op, id, method, suffix, body, post, long_timeout,
+                    false, cb, ud);
 }
 
 /* {"timeout":N}; NULL when out of memory. */
@@ -1614,6 +1628,12 @@ sc_err cube_delete(cube_client *c, const char *id, cube_cb cb, void *ud)
 {
   return id_call(c, CUBE_OP_DELETE, id, "DELETE", "", NULL, false, false, cb,
                  ud);
+}
+
+sc_err cube_delete_now(cube_client *c, const char *id, cube_cb cb, void *ud)
+{
+  return id_call_ex(c, CUBE_OP_DELETE, id, "DELETE", "", NULL, false, false,
+                    true, cb, ud);
 }
 
 static json_object *kv_object(const sc_kvlist *l)

@@ -186,6 +186,14 @@ sc_err cube_connect(cube_client *c, const char *id, int64_t timeout_s,
 sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
                         cube_cb cb, void *ud);
 sc_err cube_delete(cube_client *c, const char *id, cube_cb cb, void *ud);
+/* The DELETE that follows a confirming GET, called from that GET's
+ * callback: it goes ahead of every queued call and is not held by the token
+ * bucket (it takes its token into debt, so the rate over time stays qps),
+ * and it takes the slot the GET just freed. Nothing the client queued runs
+ * between the two, so the window in which a user's request can resume the
+ * sandbox after the GET saw it paused is one round trip (DESIGN.md rule 3;
+ * E2B has no conditional delete to close it). */
+sc_err cube_delete_now(cube_client *c, const char *id, cube_cb cb, void *ud);
 /* GET /health, then a tiny list; see docs/cube-client.md for the rules. */
 sc_err cube_probe(cube_client *c, cube_cb cb, void *ud);
 

@@ -366,7 +366,7 @@ static void on_delete_confirm(const cube_result *res, void *ud)
   c->stage = 1;
   c->op = CUBE_OP_DELETE;
   c->t0 = sctime_mono_ms();
-  if(cube_delete(r->o.cube, a->sandbox_id, on_mutation, c)) {
+  if(cube_delete_now(r->o.cube, a->sandbox_id, on_mutation, c)) {
     audit_action(ps, c, "failed", 0, "the Cube client refused the call");
     action_end(c, false, NULL, -1, "client refused the call");
   }

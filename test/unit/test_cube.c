@@ -1262,6 +1262,89 @@ TEST(retry_after_parsed)
   fx_free(&f);
 }
 
+/* --- the DELETE after a confirming GET goes first --- */
+
+static char order_log[512];
+
+static void h_order(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  size_t l = strlen(order_log);
+  (void)query;
+  s->n++;
+  snprintf(order_log + l, sizeof(order_log) - l, "%s %s;", s->method,
+           path + strlen("/sandboxes/"));
+  if(!strcmp(s->method, "DELETE"))
+    reply(req, 204, NULL, NULL);
+  else if(!strcmp(path, "/sandboxes/g1"))
+    reply(req, 200, NULL, ROW("g1", "paused", ""));
+  else if(!strcmp(path, "/sandboxes/g2"))
+    reply(req, 200, NULL, ROW("g2", "paused", ""));
+  else
+    reply(req, 200, NULL, ROW("g3", "paused", ""));
+}
+
+typedef struct confirm_ctx {
+  cube_client *c;
+  bool now;        /* cube_delete_now, else cube_delete */
+  got del;
+  int started;
+} confirm_ctx;
+
+static void on_confirm(const cube_result *r, void *ud)
+{
+  confirm_ctx *x = ud;
+  if(!r->err && r->sandbox.state == CUBE_SB_PAUSED)
+    x->started += (x->now ? cube_delete_now(x->c, "g1", on_result, &x->del)
+                          : cube_delete(x->c, "g1", on_result, &x->del)) ==
+                  SC_OK;
+}
+
+/* With one transfer at a time (max_inflight) or the token bucket holding
+ * the queue, the DELETE issued from the GET's callback runs before the
+ * calls queued earlier; a plain cube_delete waits behind them. */
+TEST(delete_now_jumps_queue_and_bucket)
+{
+  static const struct {
+    int max_inflight;
+    double qps;
+    bool now;
+    const char *order;
+  } cases[] = {
+    {1, 0, true, "GET g1;DELETE g1;GET g2;GET g3;"},
+    {1, 0, false, "GET g1;GET g2;GET g3;DELETE g1;"},
+    {8, 1, true, "GET g1;DELETE g1;GET g2;GET g3;"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fixture f;
+    cube_client_opts o;
+    confirm_ctx x;
+    got g2 = {0}, g3 = {0};
+    cube_client_opts_init(&o);
+    o.max_inflight = cases[i].max_inflight;
+    o.qps = cases[i].qps;
+    order_log[0] = '\0';
+    memset(&x, 0, sizeof(x));
+    CHECK_OK(fx_init(&f, h_order, &o));
+    x.c = f.c;
+    x.now = cases[i].now;
+    CHECK_OK(cube_get(f.c, "g1", on_confirm, &x));
+    CHECK_OK(cube_get(f.c, "g2", on_result, &g2));
+    CHECK_OK(cube_get(f.c, "g3", on_result, &g3));
+    CHECK(wait_for(f.base, &g3.n, 1, 8000));
+    CHECK(wait_for(f.base, &x.del.n, 1, 8000));
+    CHECK_INT(x.started, 1);
+    CHECK_MSG(x.del.err == SC_OK, "%s", x.del.msg);
+    CHECK_MSG(!strcmp(order_log, cases[i].order), "case %zu: %s", i,
+              order_log);
+    got_clear(&x.del);
+    got_clear(&g2);
+    got_clear(&g3);
+    fx_free(&f);
+  }
+}
+
 /* --- caps, timeouts, connections, concurrency --- */
 
 static void h_big(srv *s, struct evhttp_request *req, const char *path,
@@ -1806,6 +1889,7 @@ TEST_LIST = {
   T(list_page_retries_table),
   T(list_retry_budget_is_per_page),
   T(list_retry_aborted_by_free),
+  T(delete_now_jumps_queue_and_bucket),
   T(get_and_not_found),
   T(create_sends_both_dialects),
   T(pause_connect_timeout_delete),
