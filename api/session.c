@@ -297,6 +297,7 @@ void session_status_clear(session_status *st)
   if(!st)
     return;
   free(st->sandbox_id);
+  free(st->create_intent_by);
   free(st->sandbox_state);
   for(i = 0; i < st->n_conditions; i++)
     cond_clear(&st->conditions[i]);
@@ -310,10 +311,12 @@ sc_err session_status_copy(session_status *dst, const session_status *src)
   *dst = *src;
   dst->sandbox_id = xstrdup(src->sandbox_id);
   dst->sandbox_state = xstrdup(src->sandbox_state);
+  dst->create_intent_by = xstrdup(src->create_intent_by);
   dst->conditions = NULL;
   dst->n_conditions = 0;
   if((src->sandbox_id && !dst->sandbox_id) ||
-     (src->sandbox_state && !dst->sandbox_state))
+     (src->sandbox_state && !dst->sandbox_state) ||
+     (src->create_intent_by && !dst->create_intent_by))
     goto nomem;
   if(src->n_conditions) {
     dst->conditions = calloc(src->n_conditions, sizeof(*dst->conditions));
@@ -340,6 +343,8 @@ bool session_status_equal(const session_status *a, const session_status *b)
      a->reclaimed_generation != b->reclaimed_generation ||
      a->paused_by_controller != b->paused_by_controller ||
      a->applied_idle_timeout_ms != b->applied_idle_timeout_ms ||
+     a->create_intent_at != b->create_intent_at ||
+     !str_eq(a->create_intent_by, b->create_intent_by) ||
      a->n_conditions != b->n_conditions)
     return false;
   for(i = 0; i < a->n_conditions; i++)

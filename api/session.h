@@ -122,6 +122,12 @@ typedef struct session_status {
   bool paused_by_controller;
   int64_t applied_idle_timeout_ms; /* the idle timeout last set on the
                                       sandbox ("appliedIdleTimeout") */
+  /* "createIntent": a replica's claim, written by compare-and-set just
+   * before it calls Cube's create, so other replicas reacting to the same
+   * event wait instead of creating a duplicate. at is Cube's clock (the
+   * Date of the claiming pass's list), never a local clock; 0 = none. */
+  char *create_intent_by;    /* "createIntent.by": the claiming process */
+  sc_time create_intent_at;  /* "createIntent.at" */
   session_condition *conditions;
   size_t n_conditions;
 } session_status;

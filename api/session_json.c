@@ -159,6 +159,16 @@ static json_object *enc_status(jenc *e, const session_status *st)
     put(e, o, "pausedByController", json_object_new_boolean(1));
   if(st->applied_idle_timeout_ms)
     put_duration(e, o, "appliedIdleTimeout", st->applied_idle_timeout_ms);
+  if(st->create_intent_at) {
+    json_object *ci = json_object_new_object();
+    if(!ci)
+      e->nomem = true;
+    else {
+      put_str(e, ci, "by", st->create_intent_by);
+      put_time(e, ci, "at", st->create_intent_at);
+      put(e, o, "createIntent", ci);
+    }
+  }
   if(st->n_conditions) {
     json_object *a = json_object_new_array();
     if(!a)
@@ -192,7 +202,8 @@ static bool status_empty(const session_status *st)
   return st->phase == SESSION_PHASE_NONE && !st->sandbox_id &&
          !st->sandbox_state && !st->end_at && !st->observed_generation &&
          !st->reclaimed_generation && !st->paused_by_controller &&
-         !st->applied_idle_timeout_ms && !st->n_conditions;
+         !st->applied_idle_timeout_ms && !st->create_intent_at &&
+         !st->n_conditions;
 }
 
 json_object *session_to_json_object(const session *s)
@@ -542,6 +553,30 @@ static sc_err dec_spec(jdec *d, json_object *o, const char *path,
   return SC_OK;
 }
 
+static sc_err dec_intent(jdec *d, json_object *o, const char *path,
+                         session_status *st)
+{
+  sc_err err = want(d, o, json_type_object, path, "an object");
+  if(err)
+    return err;
+  json_object_object_foreach(o, key, v)
+  {
+    char p[FIELDPATH_MAX];
+    fieldpath_key(p, sizeof(p), path, key);
+    if(!v)
+      continue;
+    if(!strcmp(key, "by"))
+      err = dec_string(d, v, p, &st->create_intent_by);
+    else if(!strcmp(key, "at"))
+      err = dec_time(d, v, p, &st->create_intent_at);
+    else
+      err = unknown(d, path, key);
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
 static sc_err dec_condition(jdec *d, json_object *o, const char *path,
                             session_condition *c)
 {
@@ -619,6 +654,8 @@ static sc_err dec_status(jdec *d, json_object *o, const char *path,
     }
     else if(!strcmp(key, "appliedIdleTimeout"))
       err = dec_duration(d, v, p, &st->applied_idle_timeout_ms);
+    else if(!strcmp(key, "createIntent"))
+      err = dec_intent(d, v, p, st);
     else if(!strcmp(key, "conditions")) {
       size_t i, n;
       err = want(d, v, json_type_array, p, "an array");

@@ -41,6 +41,8 @@ static session *full_session(void)
   s->status.reclaimed_generation = 2;
   s->status.paused_by_controller = true;
   s->status.applied_idle_timeout_ms = 600000;
+  s->status.create_intent_by = strdup("r0#1a2b3c4d");
+  s->status.create_intent_at = 1795947290000LL;
   c.type = "Ready";
   c.status = "False";
   c.reason = "SandboxPaused";
@@ -104,6 +106,7 @@ TEST(full_round_trip)
   CHECK(strstr(j1, "\"state\":\"Running\""));
   CHECK(strstr(j1, "\"pausedByController\":true"));
   CHECK(strstr(j1, "\"appliedIdleTimeout\":\"10m\""));
+  CHECK(strstr(j1, "\"createIntent\":{\"by\":\"r0#1a2b3c4d\",\"at\":\"2026-11-29T10:14:50Z\"}"));
   free(j1);
   free(j2);
   session_free(s);
@@ -223,6 +226,12 @@ static const struct {
   {HEAD "\"status\":{\"conditions\":[{\"lastTransitionTime\":\"x\"}]}}",
    "status.conditions[0].lastTransitionTime: \"x\" is not an RFC 3339 time "
    "(use e.g. 2026-11-29T10:15:00Z)"},
+  {HEAD "\"status\":{\"createIntent\":\"r0\"}}",
+   "status.createIntent: expected an object, got a string"},
+  {HEAD "\"status\":{\"createIntent\":{\"by\":\"r0\",\"when\":1}}}",
+   "status.createIntent.when: unknown field"},
+  {HEAD "\"status\":{\"createIntent\":{\"at\":5}}}",
+   "status.createIntent.at: expected an RFC 3339 time string, got an integer"},
 };
 
 TEST(strict_decoding_table)
