@@ -132,6 +132,8 @@ void plan_config_defaults(plan_config *cfg)
   cfg->max_delete_fraction = 0.2;
   cfg->max_delete_floor = 10;
   cfg->force = false;
+  cfg->identity = NULL;
+  cfg->create_intent_ttl_ms = PLAN_CREATE_INTENT_TTL_MS;
 }
 
 /* ---------- small helpers ---------- */
@@ -669,6 +671,7 @@ typedef struct want {
   int64_t reclaimed_generation;
   bool paused_by_controller;
   int64_t applied_idle_timeout_ms;
+  bool keep_intent;         /* status.createIntent stays (else cleared) */
   const char *ready_status, *ready_reason;
   /* The Ready message: ready_msg, or, when lazy, the concatenation of
    * msg3[] (cat3), built only if the status changes. */
@@ -813,6 +816,11 @@ static sc_err apply_want(const session *s, want *w, sc_time now,
   st->reclaimed_generation = w->reclaimed_generation;
   st->paused_by_controller = w->paused_by_controller;
   st->applied_idle_timeout_ms = w->applied_idle_timeout_ms;
+  if(!w->keep_intent) {
+    if((err = set_str(&st->create_intent_by, NULL)))
+      return err;
+    st->create_intent_at = 0;
+  }
   if(w->ready_status &&
      (err = set_cond(st, "Ready", w->ready_status, w->ready_reason,
                      w->ready_msg, og, now)))
@@ -837,7 +845,8 @@ static bool want_differs(const session *s, const want *w)
      st->end_at != w->end_at || st->observed_generation != og ||
      st->reclaimed_generation != w->reclaimed_generation ||
      st->paused_by_controller != w->paused_by_controller ||
-     st->applied_idle_timeout_ms != w->applied_idle_timeout_ms)
+     st->applied_idle_timeout_ms != w->applied_idle_timeout_ms ||
+     (!w->keep_intent && st->create_intent_at))
     return true;
   if(w->ready_status) {
     const session_condition *o = cond_match(st, "Ready", w->ready_status,
@@ -870,6 +879,7 @@ static void want_from_old(const session *s, want *w)
   w->reclaimed_generation = o->reclaimed_generation;
   w->paused_by_controller = o->paused_by_controller;
   w->applied_idle_timeout_ms = o->applied_idle_timeout_ms;
+  w->keep_intent = true;
 }
 
 static void want_ready(want *w, const char *status, const char *reason,
@@ -900,6 +910,7 @@ static void want_sandbox(want *w, const session *s, const sb_rec *sb,
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
+  w->keep_intent = false; /* a sandbox is found: the claim is done */
   w->paused_by_controller = same && o->paused_by_controller;
   if(sb->state == CUBE_SB_RUNNING &&
      s->spec.state != SESSION_STATE_PAUSED)
@@ -909,6 +920,7 @@ static void want_sandbox(want *w, const session *s, const sb_rec *sb,
 static void want_nosandbox(want *w)
 {
   w->sandbox_id = NULL;
+  w->keep_intent = false;
   w->sandbox_state = NULL;
   w->end_at = 0;
   w->applied_idle_timeout_ms = 0;
@@ -1009,6 +1021,19 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
   return SC_OK;
 }
 
+/* Another process claimed the create (status.createIntent) less than the
+ * TTL ago by Cube's clock: its sandbox may exist but not be listed yet. */
+static bool intent_held(const planner *pl, const session *s)
+{
+  const session_status *st = &s->status;
+  sc_time now = pl->in->cube_now;
+  if(!st->create_intent_at || !now || pl->cfg->create_intent_ttl_ms <= 0)
+    return false;
+  if(pl->cfg->identity && str_eq0(st->create_intent_by, pl->cfg->identity))
+    return false; /* our own claim: our last attempt failed, try again */
+  return now - st->create_intent_at < pl->cfg->create_intent_ttl_ms;
+}
+
 static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
 {
   const session *s = r->s;
@@ -1081,6 +1106,21 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       w->phase = SESSION_PHASE_FAILED;
       want_ready(w, "False", "InvalidSpec",
                  "spec.template is empty: cannot create a sandbox");
+      return SC_OK;
+    }
+    w->phase = SESSION_PHASE_CREATING;
+    w->keep_intent = true; /* the executor writes its own claim first */
+    if(intent_held(pl, s)) {
+      char ta[SCTIME_RFC3339_MAX];
+      sc_time until = s->status.create_intent_at +
+                      pl->cfg->create_intent_ttl_ms;
+      fmt_time(s->status.create_intent_at, ta, sizeof(ta));
+      want_ready(w, "False", "Creating",
+                 "waiting for the create claimed by %s at %s (Cube's clock)",
+                 s->status.create_intent_by ? s->status.create_intent_by
+                                            : "(unnamed)", ta);
+      if(!*due || until < *due)
+        *due = until;
       return SC_OK;
     }
     w->phase = SESSION_PHASE_CREATING;
@@ -1776,6 +1816,9 @@ sc_err plan_status_after(const session *s, const plan_action *a,
     st->phase = SESSION_PHASE_RUNNING;
     st->end_at = 0; /* unknown until Cube lists it */
     st->paused_by_controller = false;
+    if((err = set_str(&st->create_intent_by, NULL)))
+      return err;
+    st->create_intent_at = 0; /* the claim is done */
     st->applied_idle_timeout_ms = eff_idle(s);
     msg_running(msg, sizeof(msg), new_id);
     return set_cond(st, "Ready", "True", "SandboxRunning", msg, og,

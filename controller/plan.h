@@ -29,7 +29,16 @@ typedef struct plan_config {
   double max_delete_fraction;    /* --max-delete-fraction, default 0.2 */
   size_t max_delete_floor;       /* the guard needs more than this: 10 */
   bool force;                    /* --force: the guard never trips */
+  /* The create claim (status.createIntent). identity names this process
+   * (NULL: it claims nothing of its own); a live session with no sandbox
+   * whose intent belongs to another process and is younger than
+   * create_intent_ttl_ms by Cube's clock gets no CREATE: it waits for that
+   * create to be listed. Default 90 s: over two Cube create timeouts. */
+  const char *identity;
+  int64_t create_intent_ttl_ms;
 } plan_config;
+
+#define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
 
 /* The defaults of DESIGN.md (controller name "session-controller"). */
 void plan_config_defaults(plan_config *cfg);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../api/duration.h"
 #include "../lib/sctime.h"
@@ -42,6 +43,8 @@ typedef struct sess_act {
   bool has_confirm;
   int64_t retry_after_ms;
   bool wants_write;
+  char *rv;              /* after our create claim: the version it made */
+  session_status stored; /* after our create claim: the status it wrote */
 } sess_act;
 
 typedef struct pass {
@@ -94,6 +97,7 @@ struct reconciler {
   int64_t last_full_done;
   bool store_ok;
   cube_dialect dialect;
+  char identity[96];    /* status.createIntent.by: replica#random */
 };
 
 static void pump(reconciler *r);
@@ -138,6 +142,8 @@ sc_err reconciler_declare_metrics(metrics *m)
      "Cube lists that may have been truncated (orphan deletion withheld)."},
     {"session_controller_cube_list_page_retries_total", METRIC_COUNTER,
      "List pages asked again after a transient failure."},
+    {"session_controller_create_claims_lost_total", METRIC_COUNTER,
+     "Creates not made because another writer changed the session first."},
     {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
      "Passes whose orphan deletions the blast-radius guard withheld."},
     {"session_controller_queue_depth", METRIC_GAUGE,
@@ -192,8 +198,11 @@ static void pass_free(pass *ps)
   session_free(ps->single);
   observation_free(ps->obs);
   if(ps->acts && ps->p)
-    for(i = 0; i < ps->p->n_sessions; i++)
+    for(i = 0; i < ps->p->n_sessions; i++) {
       session_status_clear(&ps->acts[i].st);
+      session_status_clear(&ps->acts[i].stored);
+      free(ps->acts[i].rv);
+    }
   free(ps->acts);
   plan_free(ps->p);
   free(ps->fail_msg);
@@ -445,6 +454,44 @@ static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
   return err;
 }
 
+/* Before a create: write status.createIntent (this process, Cube's clock)
+ * by compare-and-set, so replicas reacting to the same event wait for
+ * this create instead of making a duplicate (the planner holds back a
+ * create while another process's claim is fresh). SC_ERR_CONFLICT: some
+ * other writer came first; the session is looked at again. */
+static sc_err claim_create(pass *ps, size_t si, sc_errbuf *eb)
+{
+  reconciler *r = ps->r;
+  const session *s = ps->p->sessions[si].s;
+  sess_act *sa = &ps->acts[si];
+  session_status st;
+  char *nv = NULL;
+  sc_err err = session_status_copy(&st, &sa->st);
+  if(err)
+    return err;
+  free(st.create_intent_by);
+  st.create_intent_by = strdup(r->identity);
+  st.create_intent_at = ps->cube_now;
+  if(!st.create_intent_by) {
+    session_status_clear(&st);
+    return SC_ERR_NOMEM;
+  }
+  err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
+                            sa->rv ? sa->rv : s->meta.resource_version, &st,
+                            &nv, eb);
+  if(err) {
+    session_status_clear(&st);
+    return err;
+  }
+  free(sa->rv);
+  sa->rv = nv;
+  session_status_clear(&sa->stored);
+  err = session_status_copy(&sa->stored, &st);
+  session_status_clear(&sa->st);
+  sa->st = st; /* moved: later effects build on the claim */
+  return err;
+}
+
 static void start_action(pass *ps, const plan_action *a)
 {
   reconciler *r = ps->r;
@@ -479,6 +526,20 @@ static void start_action(pass *ps, const plan_action *a)
     const session *s = ps->p->sessions[c->si].s;
     sc_kvlist md = {0};
     cube_create_req req;
+    sc_errbuf ceb;
+    ceb.msg[0] = '\0';
+    err = claim_create(ps, c->si, &ceb);
+    if(err) {
+      log_action(ps, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
+                 err == SC_ERR_CONFLICT
+                   ? "create claim lost: the session changed; looking again"
+                   : "create claim not written: no create",
+                 ceb.msg);
+      if(err == SC_ERR_CONFLICT)
+        metrics_add(r->o.m, "session_controller_create_claims_lost_total",
+                    NULL, 1);
+      break;
+    }
     err = create_metadata(r, s, &md);
     if(!err) {
       req.template_id = s->spec.template_id;
@@ -517,7 +578,7 @@ static void start_action(pass *ps, const plan_action *a)
   }
   if(err) {
     /* the client refused: count as a failed action, synchronously safe */
-    count_action(r, a, "error");
+    count_action(r, a, err == SC_ERR_CONFLICT ? "conflict" : "error");
     if(c->si != (size_t)-1) {
       ps->acts[c->si].failed = true;
       if(--ps->acts[c->si].pending == 0)
@@ -576,9 +637,12 @@ static void act_done(pass *ps, size_t si)
     else
       log_kv(r->o.lg, LOG_INFO, "tombstone purged", "session", key, NULL);
   }
-  else if(sa->wants_write && !session_status_equal(&sa->st, &s->status)) {
+  else if((sa->wants_write || sa->rv) &&
+          !session_status_equal(&sa->st, sa->rv ? &sa->stored : &s->status)) {
+    /* after a create claim, the version and status that claim wrote */
     err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
-                              s->meta.resource_version, &sa->st, NULL, &eb);
+                              sa->rv ? sa->rv : s->meta.resource_version,
+                              &sa->st, NULL, &eb);
     if(err == SC_ERR_CONFLICT) {
       /* someone wrote first: re-read and recompute, never overwrite */
       log_kv(r->o.lg, LOG_DEBUG, "status conflict, requeued", "session", key,
@@ -989,6 +1053,30 @@ static void on_probe(const cube_result *res, void *ud)
 /* ------------------------------------------------------------------ */
 /* public */
 
+/* status.createIntent.by: the replica's name (or the host's) and random
+ * bits, so a restarted replica does not take its predecessor's claim for
+ * its own (that one's create may have succeeded unseen). */
+static void make_identity(reconciler *r)
+{
+  unsigned char b[4] = {0, 0, 0, 0};
+  char host[64] = "";
+  const char *name = r->o.replica;
+  FILE *f = fopen("/dev/urandom", "rb");
+  if(!f || fread(b, 1, sizeof(b), f) != sizeof(b)) {
+    int64_t t = sctime_mono_ms() ^ (int64_t)getpid() << 16;
+    memcpy(b, &t, sizeof(b));
+  }
+  if(f)
+    fclose(f);
+  if(!name || !*name) {
+    if(gethostname(host, sizeof(host) - 1))
+      snprintf(host, sizeof(host), "controller");
+    name = host;
+  }
+  snprintf(r->identity, sizeof(r->identity), "%.80s#%02x%02x%02x%02x", name,
+           b[0], b[1], b[2], b[3]);
+}
+
 reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
 {
   reconciler *r = calloc(1, sizeof(*r));
@@ -1006,6 +1094,8 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
     reconciler_free(r);
     return NULL;
   }
+  make_identity(r);
+  r->o.plan.identity = r->identity;
   r->last_beat = sctime_mono_ms();
   return r;
 }

@@ -98,6 +98,33 @@ for d in cube e2b; do
   check "$d: still one sandbox after both replicas ran" test "$(sim_live_for dup1)" = 1
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$SIM_PID"
 
+  # --- three replicas see the same new sessions at once: the create
+  # claim (status.createIntent, compare-and-set) lets one create each
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  # the replicas are up and have listed the empty store first
+  start_controller "c1-$d"; p1=$CTL_PID
+  start_controller "c2-$d"; p2=$CTL_PID
+  start_controller "c3-$d"; p3=$CTL_PID
+  sleep 1
+  i=0
+  : >"$T/many.yaml"
+  while [ $i -lt 30 ]; do
+    printf -- '---\napiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: m%02d}\nspec: {template: shell}\n' "$i" >>"$T/many.yaml"
+    i=$((i + 1))
+  done
+  ctl apply -f "$T/many.yaml" >/dev/null
+  live_running() { sim_truth | jq '[.[] | select(.state=="running")] | length'; }
+  linked() { ctl get sessions -o json | jq '[.items[] | select(.status.sandboxID != null)] | length'; }
+  check "$d: 30 sessions by 3 replicas: 30 sandboxes" wait_eq 20 30 live_running
+  check "$d: all 30 linked" wait_eq 10 30 linked
+  sleep 2
+  check "$d: exactly 30 creates in Cube's audit (no duplicate made)" \
+    test "$(sim_audit | jq -s '[.[] | select(.event=="create" and .status==201)] | length')" = 30
+  check "$d: no claim left behind" \
+    test "$(ctl get sessions -o json | jq '[.items[] | select(.status.createIntent != null)] | length')" = 0
+  stop_pid "$p1"; stop_pid "$p2"; stop_pid "$p3"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'

@@ -552,6 +552,88 @@ TEST(state_active_creates_with_rounded_timeout)
   w_del(w);
 }
 
+/* The create claim (status.createIntent): another process's claim younger
+ * than the TTL by Cube's clock holds back a create; an old one, our own
+ * one, or a found sandbox does not, and a found sandbox clears it. */
+TEST(create_intent_of_another_replica_waits)
+{
+  static const struct {
+    const char *by;
+    int64_t age_ms;       /* Cube's now - intent.at */
+    bool tagged_sandbox;  /* the claimed create is already listed */
+    bool creates;
+    bool keeps_intent;
+  } cases[] = {
+    {"r1#aaaa", 0, false, false, true},
+    {"r1#aaaa", 89 * 1000LL, false, false, true},
+    {"r1#aaaa", 90 * 1000LL, false, true, true},   /* stale: create */
+    {"r1#aaaa", -5 * 1000LL, false, false, true},  /* Cube's clock behind */
+    {"r0#self", 1000, false, true, true},          /* ours: retry */
+    {"r1#aaaa", 1000, true, false, false},         /* adopted: cleared */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    plan *p;
+    const plan_session *ps;
+    w->cfg.identity = "r0#self";
+    s->spec.session_id = strdup("c1");
+    s->status.phase = SESSION_PHASE_CREATING;
+    s->status.create_intent_by = strdup(cases[i].by);
+    s->status.create_intent_at = w->now - cases[i].age_ms;
+    if(cases[i].tagged_sandbox)
+      w_sb(w, "sb1", CUBE_SB_RUNNING, w->now + 15 * MIN_MS, "t1", "c1");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG((p_find(p, PLAN_CREATE, NULL) != NULL) == cases[i].creates,
+              "case %zu", i);
+    ps = p_sess(p, s);
+    CHECK_MSG((ps->status.create_intent_at != 0) == cases[i].keeps_intent,
+              "case %zu", i);
+    if(!cases[i].creates && !cases[i].tagged_sandbox) {
+      CHECK_INT(ps->status.phase, SESSION_PHASE_CREATING);
+      CHECK(strstr(session_status_get_condition(&ps->status, "Ready")->message,
+                   "waiting for the create claimed by r1#aaaa"));
+      /* come back when the claim runs out, by Cube's clock */
+      CHECK_INT(ps->next_due, s->status.create_intent_at + 90 * 1000LL);
+    }
+    if(cases[i].tagged_sandbox)
+      CHECK_STR(ps->status.sandbox_id, "sb1");
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* Without an identity (sessionctl plan, tests) every fresh claim holds. */
+TEST(create_intent_without_identity_holds_and_create_clears_it)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  session_status st;
+  plan *p;
+  const plan_action *a;
+  s->status.create_intent_by = strdup("r0#self");
+  s->status.create_intent_at = w->now - 1000;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p_find(p, PLAN_CREATE, NULL));
+  plan_free(p);
+  s->status.create_intent_at = w->now - 91 * 1000LL;
+  p = w_plan(w);
+  CHECK(p);
+  a = p_find(p, PLAN_CREATE, NULL);
+  CHECK(a);
+  CHECK_OK(session_status_copy(&st, &s->status));
+  CHECK_OK(plan_status_after(s, a, "sb-new", &st));
+  CHECK_INT(st.create_intent_at, 0);
+  CHECK(st.create_intent_by == NULL);
+  CHECK_STR(st.sandbox_id, "sb-new");
+  session_status_clear(&st);
+  plan_free(p);
+  w_del(w);
+}
+
 TEST(state_active_without_template_fails)
 {
   world *w = w_new();
@@ -1269,6 +1351,8 @@ TEST_LIST = {
   T(rule9_guard_not_for_intent),
   T(rule9_force_overrides),
   T(state_active_creates_with_rounded_timeout),
+  T(create_intent_of_another_replica_waits),
+  T(create_intent_without_identity_holds_and_create_clears_it),
   T(state_active_without_template_fails),
   T(state_active_idle_pause_left_alone),
   T(state_active_running_steady),
