@@ -313,6 +313,45 @@ static void action_end(call *c, bool ok, const char *new_id,
 
 static void on_mutation(const cube_result *res, void *ud);
 
+/* Rule 3 for the store's side: the plan may be seconds old when its
+ * delete is due (its actions wait for the token bucket), and the session's
+ * spec may have changed since (reclaimAfter raised, state back to Running,
+ * wake bumped). Re-read the session just before the DELETE: a different
+ * generation means the plan's reason may no longer hold, so the delete is
+ * skipped and the session looked at again. A session that is gone or
+ * deleted (a tombstone) justifies the delete whatever the plan said.
+ * true: skip, with *why filled. */
+static bool session_moved(pass *ps, const plan_action *a, char *why,
+                          size_t n)
+{
+  reconciler *r = ps->r;
+  session *now = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  bool moved = false;
+  if(!a->s || a->s->meta.deletion_timestamp)
+    return false; /* orphans; tombstones stay tombstones */
+  eb.msg[0] = '\0';
+  err = store_get(r->o.st, a->s->meta.namespace_, a->s->meta.name, &now, &eb);
+  if(err == SC_ERR_NOT_FOUND)
+    return false;
+  if(err) {
+    snprintf(why, n, "the store could not be read to confirm the session: "
+             "%s", eb.msg);
+    return true;
+  }
+  if(!now->meta.deletion_timestamp &&
+     now->meta.generation != a->s->meta.generation) {
+    snprintf(why, n, "the session's spec changed since the plan "
+             "(generation %lld, now %lld)",
+             (long long)a->s->meta.generation,
+             (long long)now->meta.generation);
+    moved = true;
+  }
+  session_free(now);
+  return moved;
+}
+
 static void on_delete_confirm(const cube_result *res, void *ud)
 {
   call *c = ud;
@@ -371,6 +410,14 @@ static void on_delete_confirm(const cube_result *res, void *ud)
                  "the sandbox paused again since the plan (endAt changed)");
     action_end(c, false, NULL, -1, "paused again since the plan");
     return;
+  }
+  {
+    char why[SC_ERRBUF_SIZE + 80];
+    if(session_moved(ps, a, why, sizeof(why))) {
+      audit_action(ps, c, "skipped", (int)res->http_status, why);
+      action_end(c, false, NULL, -1, why);
+      return;
+    }
   }
   c->stage = 1;
   c->op = CUBE_OP_DELETE;

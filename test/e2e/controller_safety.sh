@@ -125,6 +125,25 @@ for d in cube e2b; do
     test "$(ctl get sessions -o json | jq '[.items[] | select(.status.createIntent != null)] | length')" = 0
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$p3"; stop_pid "$SIM_PID"
 
+  # --- a plan gone stale: the reclaim of zz waits behind 20 creates (qps
+  # 1); meanwhile reclaimAfter is raised. The delete must re-read the
+  # session and skip (rule 3, the store's side).
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  z=$(sim_create zz 60)
+  sim_advance 120
+  sim_advance 3700
+  check "$d: zz's sandbox paused for over an hour" test "$(sim_state_id "$z")" = paused
+  apply_n a 20
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
+  start_controller "stale-$d" --cube-qps 1 --audit-log "$T/stale-$d.jsonl"; p1=$CTL_PID
+  sleep 3
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 24h}\n' | ctl apply -f - >/dev/null
+  skipped_stale() { jq -s '[.[] | select(.sandboxID=="'"$z"'" and .outcome=="skipped" and (.message | test("spec changed since the plan")))] | length' "$T/stale-$d.jsonl" 2>/dev/null; }
+  check "$d: the stale reclaim was skipped (generation moved)" wait_eq 40 1 skipped_stale
+  check "$d: zz's sandbox is still there" test "$(sim_state_id "$z")" = paused
+  stop_pid "$p1"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
