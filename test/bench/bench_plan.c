@@ -13,7 +13,9 @@
  * written back, the best and median of ROUNDS steady passes (the resync
  * of a settled cluster), the peak RSS (getrusage) before and after, and
  * the memory of each pass on top of the input (VmHWM, reset through
- * /proc/self/clear_refs) with the page faults of a steady pass.
+ * /proc/self/clear_refs) with the page faults of a steady pass. Two
+ * floors put the times in scale: a deep copy of every status, and one
+ * read of every string a pass must read (in input order, nothing else).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -62,6 +64,43 @@ static double copy_floor_ms(session **ss, long long n)
     session_status_clear(&st[i]);
   free(st);
   return t1 - t0;
+}
+
+static size_t len0(const char *x)
+{
+  return x ? strlen(x) : 0;
+}
+
+/* the read floor: reading every string a pass must read once, in input
+ * order, and nothing else (no join, no output): what the memory system
+ * alone costs for this input */
+static double read_floor_ms(session **ss, long long n,
+                            const cube_sandbox *bs, size_t nb)
+{
+  double t0 = now_ms();
+  size_t sum = 0, i, j;
+  volatile size_t sink; /* keeps the reads */
+  for(i = 0; i < (size_t)n; i++) {
+    const session *s = ss[i];
+    const session_status *st = &s->status;
+    sum += len0(s->meta.name) + len0(s->meta.namespace_) +
+           len0(s->spec.tenant_id) + len0(s->spec.session_id) +
+           len0(s->spec.template_id) + len0(st->sandbox_id) +
+           len0(st->sandbox_state) + (size_t)s->meta.deletion_timestamp;
+    for(j = 0; j < st->n_conditions; j++)
+      sum += len0(st->conditions[j].type) + len0(st->conditions[j].status) +
+             len0(st->conditions[j].reason) +
+             len0(st->conditions[j].message);
+  }
+  for(i = 0; i < nb; i++) {
+    sum += len0(bs[i].sandbox_id);
+    for(j = 0; j < bs[i].metadata.n; j++)
+      sum += len0(bs[i].metadata.items[j].key) +
+             len0(bs[i].metadata.items[j].value);
+  }
+  sink = sum;
+  (void)sink;
+  return now_ms() - t0;
 }
 
 static long minflt(void)
@@ -283,12 +322,14 @@ int main(int argc, char **argv)
   qsort(t, (size_t)rounds, sizeof(*t), dbl_cmp);
   printf("sessions=%lld sandboxes=%zu actions=%zu orphans=%zu "
          "cold=%.1fms (statuses written %lld) steady best=%.1fms "
-         "median=%.1fms (statuses changing %lld; status-copy floor %.1fms) "
+         "median=%.1fms (statuses changing %lld; status-copy floor %.1fms, "
+         "read floor %.1fms) "
          "rss_input=%ldKB rss_peak=%ldKB\n"
          "  memory: input %ldKB; cold pass peak %+ldKB over it; settled input "
          "%ldKB, steady pass peak %+ldKB over it (the planner's own); %ld page faults per steady pass\n",
          n, nb, p->n_actions, p->n_orphans, cold, changed, t[0],
-         t[rounds / 2], still, copy_floor_ms(ss, n), rss0, peak_rss_kb(),
+         t[rounds / 2], still, copy_floor_ms(ss, n),
+         read_floor_ms(ss, n, bs, nb), rss0, peak_rss_kb(),
          in_cold, hwm_cold - in_cold, in_steady, hwm_steady - in_steady, flt);
   plan_free(p);
   for(i = 0; i < n; i++)
