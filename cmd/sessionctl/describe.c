@@ -125,6 +125,10 @@ sc_err ctl_describe(const session *s, dynbuf *b)
                NULL));
   else
     TRY(kv(b, 2, W1, "Applied Idle Timeout", NULL));
+  if(st->create_intent_at) {
+    TRY(kv(b, 2, W1, "Create Claimed By", st->create_intent_by));
+    TRY(kv_time(b, 2, W1, "Create Claimed At", st->create_intent_at));
+  }
   if(!st->n_conditions) {
     TRY(dynbuf_addstr(b, "Conditions:             <none>\n"));
     return SC_OK;

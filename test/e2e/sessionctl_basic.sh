@@ -177,6 +177,12 @@ has "$tmp/out" "describe status" '^Status:$'
 has "$tmp/out" "describe conditions" '^Conditions: +<none>$'
 expect_rc 1 "describe missing" "$CTL" describe session nope -n tenant-a
 has "$tmp/err" "describe NotFound" 'NotFound'
+# a status as a controller writes it (sqlite3 stands in for the controller)
+sqlite3 "$tmp/s.db" "UPDATE objects SET status='{\"phase\":\"Creating\",\"observedGeneration\":1,\"createIntent\":{\"by\":\"r0#1a2b3c4d\",\"at\":\"2026-11-29T10:14:50Z\"}}' WHERE namespace='tenant-a' AND name='chat-7f3a'"
+expect_rc 0 "describe with a status" "$CTL" describe session chat-7f3a -n tenant-a
+has "$tmp/out" "describe phase" '^  Phase: +Creating$'
+has "$tmp/out" "describe create claim by" '^  Create Claimed By: +r0#1a2b3c4d$'
+has "$tmp/out" "describe create claim at" '^  Create Claimed At: +2026-11-29T10:14:50Z$'
 
 # --- wake ---
 gen=$("$CTL" get sessions chat-91bd -n tenant-a -o json | jq .metadata.generation)
