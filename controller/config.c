@@ -61,6 +61,9 @@ static const opt opts[] = {
    "a pass may delete at most this fraction of managed sandboxes as orphans"},
   {"force", OPT_BOOL, O(force), "false",
    "override the orphan-deletion guard"},
+  {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
+   "namespace: a session acts only if spec.tenantID is its namespace; "
+   "free: any tenantID (one trusted writer only)"},
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
@@ -368,6 +371,11 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--log-level: \"%s\" is not debug, info, warn or error",
                    c->log_level);
+  if(strcmp(c->tenant_binding, "namespace") &&
+     strcmp(c->tenant_binding, "free"))
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--tenant-binding: \"%s\" is not namespace or free",
+                   c->tenant_binding);
   if(strcmp(c->log_format, "logfmt") && strcmp(c->log_format, "json"))
     return sc_errf(eb, SC_ERR_INVALID,
                    "--log-format: \"%s\" is not logfmt or json",

@@ -41,6 +41,7 @@ typedef struct config {
   char *audit_log;
   char *metrics_addr;
   char *log_format;
+  char *tenant_binding;       /* "namespace" or "free" */
   char *log_level;
   char *config_file;
   bool once;                   /* one full pass, then exit */

@@ -57,6 +57,8 @@ typedef struct sess_rec {
   size_t other_link;    /* the rec that won the link (LS_CLAIMED) */
   size_t other_pair;    /* the rec owning the shared (tenant, sid) */
   bool pair_conflict;   /* a live non-owner of a shared (tenant, sid) */
+  bool unbound;         /* spec.tenantID is not the namespace, and the
+                           config binds them: no tag join, no create */
   size_t sb_first, sb_n;/* into the per-session sandbox list */
 } sess_rec;
 
@@ -134,6 +136,7 @@ void plan_config_defaults(plan_config *cfg)
   cfg->force = false;
   cfg->identity = NULL;
   cfg->create_intent_ttl_ms = PLAN_CREATE_INTENT_TTL_MS;
+  cfg->bind_tenant_to_namespace = true;
 }
 
 /* ---------- small helpers ---------- */
@@ -1357,6 +1360,14 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
              "status.sandboxID %s is also recorded by session %s/%s",
              r->link, o->ns, o->name);
   }
+  else if(r->unbound) {
+    w.conflict = true;
+    w.conflict_reason = "TenantNotNamespace";
+    snprintf(w.conflict_msg, sizeof(w.conflict_msg),
+             "spec.tenantID %s is not the namespace %s: a session acts only "
+             "for the tenant of its namespace (--tenant-binding namespace)",
+             r->tenant, r->ns);
+  }
   else if(r->pair_conflict) {
     const sess_rec *o = &pl->recs[r->other_pair];
     w.conflict = true;
@@ -1372,8 +1383,8 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
   else if(blocked) {
     w.phase = SESSION_PHASE_FAILED;
     want_ready(&w, "False",
-               r->ls == LS_CONFLICT_TENANT ? "TenantConflict"
-                                           : "SandboxConflict",
+               r->ls == LS_CONFLICT_TENANT || r->unbound ? "TenantConflict"
+                                                         : "SandboxConflict",
                "%s", w.conflict_msg);
     err = SC_OK;
   }
@@ -1620,6 +1631,8 @@ static sc_err build_join(planner *pl)
     r->name = s->meta.name ? s->meta.name : "";
     r->sid = s->spec.session_id ? s->spec.session_id : s->meta.name;
     r->tenant = s->spec.tenant_id ? s->spec.tenant_id : r->ns;
+    r->unbound = pl->cfg->bind_tenant_to_namespace &&
+                 strcmp(r->tenant, r->ns) != 0;
     r->idle_ms = eff_idle(s);
     r->reclaim_ms = s->spec.reclaim_after_ms < 0
                       ? SESSION_DEFAULT_RECLAIM_AFTER_MS
@@ -1646,7 +1659,7 @@ static sc_err build_join(planner *pl)
       c->h = hash_fin(hash_strn(HASH_INIT, r->link, nl));
       c->i = i;
     }
-    if(r->tenant && r->sid) {
+    if(r->tenant && r->sid && !r->unbound) {
       hkey *c = &pl->pairs[pl->n_pairs++];
       size_t nt = strlen(r->tenant), ns = strlen(r->sid);
       c->h = pair_hashn(r->tenant, nt, r->sid, ns);

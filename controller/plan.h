@@ -36,6 +36,12 @@ typedef struct plan_config {
    * create to be listed. Default 90 s: over two Cube create timeouts. */
   const char *identity;
   int64_t create_intent_ttl_ms;
+  /* --tenant-binding namespace (the default): a session whose tenantID is
+   * not its namespace joins no sandbox by tags and creates none (Failed,
+   * Conflict=True/TenantNotNamespace): writing a Session in one namespace
+   * must not reach another tenant's sandboxes. false: --tenant-binding
+   * free, for a single trusted writer. */
+  bool bind_tenant_to_namespace;
 } plan_config;
 
 #define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)

@@ -178,6 +178,7 @@ int main(int argc, char **argv)
   ro.plan.orphan_grace_ms = cfg.orphan_grace_ms;
   ro.plan.max_delete_fraction = cfg.max_delete_fraction;
   ro.plan.force = cfg.force;
+  ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;

@@ -217,5 +217,29 @@ check "tenants: tenant-b's tagged sandbox untouched" test "$(sb_field "$forged" 
 check "tenants: a/x's own sandbox carries tenant-a" test \
   "$(sb_field "$(sess_field x tenant-a .status.sandboxID)" 'metadata["lea.tenant_id"]')" = tenant-a
 stop_pid "$CTL_PID"
+
+# a writer in tenant-a names tenant-b in spec.tenantID (the sandbox tagged
+# tenant-b/y is unlinked: its session is gone); with the default
+# --tenant-binding namespace the session joins nothing and creates nothing
+rm -f "$T/sessions.db"*
+forgedy=$(curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
+  '{"templateID":"shell","timeout":600,"metadata":{"lea.session_id":"y","lea.tenant_id":"tenant-b","lea.managed-by":"session-controller"}}' | jq -r .sandboxID)
+printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: y, namespace: tenant-a}\nspec: {template: shell, tenantID: tenant-b}\n' | ctl apply -f - >/dev/null
+before=$(sim_audit | jq -s '[.[] | select(.event=="create")] | length')
+start_controller ten4
+check "tenants: tenantID of another namespace: Conflict=True/TenantNotNamespace" \
+  wait_eq 10 "True/TenantNotNamespace" cond_of y tenant-a Conflict
+check "tenants: ... phase Failed" test "$(sess_field y tenant-a .status.phase)" = Failed
+sleep 2
+check "tenants: ... tenant-b's sandbox not adopted" test "$(sess_field y tenant-a .status.sandboxID)" = null
+check "tenants: ... no sandbox created" test \
+  "$(sim_audit | jq -s '[.[] | select(.event=="create")] | length')" = "$before"
+stop_pid "$CTL_PID"
+# --tenant-binding free: the same session adopts it (one trusted writer)
+start_controller ten5 --tenant-binding free
+check "tenants: --tenant-binding free: a/y links a sandbox" wait_eq 10 true linked y tenant-a
+check "tenants: --tenant-binding free: ... one of tenant-b's, adopted by tags" test \
+  "$(sb_field "$(sess_field y tenant-a .status.sandboxID)" 'metadata["lea.tenant_id"]')" = tenant-b
+stop_pid "$CTL_PID"
 stop_pid "$SIM_PID"
 finish

@@ -295,6 +295,59 @@ TEST(rule5_tenant_mismatch_conflict)
   }
 }
 
+/* Rule 5 for the writer: with --tenant-binding namespace (the default) a
+ * session whose spec.tenantID names another namespace joins no sandbox by
+ * tags and creates none; with --tenant-binding free it does (one trusted
+ * writer). */
+TEST(rule5_tenant_bound_to_namespace)
+{
+  static const struct {
+    bool bind;
+    bool owner_too;   /* the real tenant-b/x session exists as well */
+    const char *a_sandbox;  /* what a/x (tenant b) ends up linked to */
+    bool a_creates;
+    const char *a_conflict;
+  } cases[] = {
+    {true, false, NULL, false, "TenantNotNamespace"},
+    {true, true, NULL, false, "TenantNotNamespace"},
+    {false, false, "sb-b", false, "(absent)"},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *a = w_sess(w, "tenant-a", "x", ACT), *b = NULL;
+    plan *p;
+    const plan_session *ps;
+    w->cfg.bind_tenant_to_namespace = cases[i].bind;
+    free(a->spec.tenant_id);
+    a->spec.tenant_id = strdup("tenant-b");
+    if(cases[i].owner_too)
+      b = w_sess(w, "tenant-b", "x", ACT);
+    w_sb(w, "sb-b", CUBE_SB_RUNNING, W_NOW + 10 * MIN_MS, "tenant-b", "x");
+    p = w_plan(w);
+    CHECK(p);
+    ps = p_sess(p, a);
+    CHECK_MSG(str_eq_test(ps->status.sandbox_id, cases[i].a_sandbox),
+              "case %zu: linked %s", i,
+              ps->status.sandbox_id ? ps->status.sandbox_id : "-");
+    CHECK_MSG((p_find(p, PLAN_CREATE, NULL) != NULL) == cases[i].a_creates,
+              "case %zu", i);
+    CHECK_STR(cond_reason(&ps->status, "Conflict"), cases[i].a_conflict);
+    if(cases[i].bind) {
+      CHECK_INT(ps->status.phase, SESSION_PHASE_FAILED);
+      CHECK(strstr(session_status_get_condition(&ps->status, "Conflict")
+                     ->message, "is not the namespace tenant-a"));
+    }
+    if(b) { /* the real owner adopts its sandbox, no SessionIDInUse */
+      ps = p_sess(p, b);
+      CHECK_STR(ps->status.sandbox_id, "sb-b");
+      CHECK_STR(cond_reason(&ps->status, "Conflict"), "(absent)");
+    }
+    plan_free(p);
+    w_del(w);
+  }
+}
+
 TEST(rule5_conflict_resolves_and_is_stable)
 {
   world *w = w_new();
@@ -1343,6 +1396,7 @@ TEST_LIST = {
   T(rule4_untagged_unlinked_sandbox_untouched),
   T(metadata_lost_on_pause_no_second_sandbox),
   T(rule5_tenant_mismatch_conflict),
+  T(rule5_tenant_bound_to_namespace),
   T(rule5_conflict_resolves_and_is_stable),
   T(rule6_duplicate_winner_status_then_oldest_then_lowest_id),
   T(rule6_duplicates_two_views_never_delete_both),

@@ -70,6 +70,7 @@ static void gen_world(world *w, rng *r)
   world_init(w);
   w->complete = rn(r, 4) != 0;
   w->cfg.force = rn(r, 8) == 0;
+  w->cfg.bind_tenant_to_namespace = rn(r, 4) != 0;
   if(rn(r, 3) == 0)
     w->cfg.max_delete_floor = rn(r, 3);
   for(i = 0; i < nsess; i++) {
@@ -87,6 +88,10 @@ static void gen_world(world *w, rng *r)
     if(rn(r, 6) == 0) { /* a shared sessionID within the tenant */
       free(s->spec.session_id);
       s->spec.session_id = strdup(names[rn(r, 6)]);
+    }
+    if(rn(r, 8) == 0) { /* a forged tenant: another namespace's */
+      free(s->spec.tenant_id);
+      s->spec.tenant_id = strdup(tenants[(t + 1) % 3]);
     }
     if(rn(r, 2))
       w_link(s, ids[rn(r, NIDS)]);
@@ -178,6 +183,17 @@ static const char *check_safety(const world *w, const plan *p, char *msg,
       return "action without a reason";
     if((a->del_kind == PLAN_DEL_ORPHAN) != (a->s == NULL))
       return "orphans and only orphans have no session";
+    if(a->s && w->cfg.bind_tenant_to_namespace &&
+       strcmp(a->s->spec.tenant_id, a->s->meta.namespace_) &&
+       (a->type == PLAN_CREATE ||
+        (a->sandbox_id && !str_eq_test(a->s->status.sandbox_id,
+                                       a->sandbox_id)))) {
+      snprintf(msg, len, "%s for %s/%s, whose tenant %s is not its "
+               "namespace, on a sandbox it does not link",
+               plan_action_type_name(a->type), a->s->meta.namespace_,
+               a->s->meta.name, a->s->spec.tenant_id);
+      return msg;
+    }
     if(a->type != PLAN_DELETE)
       continue;
     b = find_sb(w, a->sandbox_id);
