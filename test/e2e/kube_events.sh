@@ -102,8 +102,76 @@ check "repeat: a CubeError event (Warning)" wait_eq 15 Warning sh -c \
   "curl -sf '$API/api/v1/namespaces/team-b/events' | jq -r '[.items[] | select(.reason == \"CubeError\")][0].type'"
 check "repeat: its count grows past 1" wait_until 20 test "$(ev_sum team-b CubeError)" -ge 2
 check "repeat: still one CubeError object" test "$(ev_count team-b CubeError)" = 1
+check "repeat: the fake served PATCHes of that Event" sh -c \
+  "curl -sf '$API/_fake/requests' | grep -q '^PATCH /api/v1/namespaces/team-b/events/e2\\.'"
 curl -sf -X POST -d '' "$SIM/_sim/faults" >/dev/null
 check "repeat: created once Cube works" wait_eq 20 1 sim_live_for e2
 check "events: none dropped" sh -c "! grep -q 'events: cannot send' '$T/ev1.log'"
 kill "$EV1"; wait "$EV1" 2>/dev/null
+
+# --- leader election: two replicas, one Lease
+metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
+leader_gauge() { curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" | sed -n 's/^session_controller_leader \([0-9]*\).*/\1/p'; }
+holder() { api /apis/coordination.k8s.io/v1/namespaces/ctl-ns/leases/session-controller | jq -r '.spec.holderIdentity // ""'; }
+# mut_by REPLICA: mutating Cube calls (api source) made by that replica
+mut_by() { sim_audit | jq -s --arg r "(replica $1)" '[.[] | select(.source == "api" and (.userAgent // "" | endswith($r)))] | length'; }
+LE="--leader-elect --leader-elect-namespace ctl-ns --watch-timeout 2s"
+start_controller le1 $LE
+LE1=$CTL_PID
+check "leader: the first replica takes the Lease" wait_eq 10 le1 holder
+start_controller le2 $LE
+LE2=$CTL_PID
+has_port() { test -n "$(metrics_port "$1")"; }
+check "leader: the second replica is up (metrics)" wait_until 10 has_port le2
+sleep 3
+check "leader: the Lease stays with le1" test "$(holder)" = le1
+check "leader: le1's gauge is 1" wait_eq 5 1 leader_gauge le1
+check "leader: le2's gauge is 0" test "$(leader_gauge le2)" = 0
+check "leader: le2 (follower) is still ready" wait_eq 10 200 \
+  curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(metrics_port le2)/readyz"
+for n in l1 l2 l3; do session_yaml $n team-c; echo ---; done >"$T/l.yaml"
+ctl apply -f "$T/l.yaml" >/dev/null
+live_l() { sim_truth | jq '[.[] | select(.state != "deleted" and (.metadata["lea.session_id"] // "" | test("^l[0-9]$")))] | length'; }
+check "leader: three sandboxes created" wait_eq 15 3 live_l
+sleep 2
+check "leader: le1 made mutating Cube calls" test "$(mut_by le1)" -ge 3
+check "leader: le2 made none" test "$(mut_by le2)" = 0
+check "leader: each session has exactly one sandbox" test "$(live_l)" = 3
+
+# kill -9 of the leader: the Lease runs out on le2's clock (15 s)
+kill -9 "$LE1"; wait "$LE1" 2>/dev/null
+t0=$(date +%s)
+check "failover: le2 takes the Lease within 22 s of kill -9" wait_eq 22 le2 holder
+t1=$(date +%s)
+echo "     (failover took $((t1 - t0)) s)"
+check "failover: le2's gauge is 1" wait_eq 5 1 leader_gauge le2
+session_yaml l4 team-c >"$T/l4.yaml"
+ctl apply -f "$T/l4.yaml" >/dev/null
+check "failover: le2 acts (creates l4)" wait_eq 15 1 sim_live_for l4
+check "failover: the create came from le2" test "$(mut_by le2)" -ge 1
+check "failover: le1 logged nothing after its death (sanity)" test -s "$T/le1.log"
+
+# SIGTERM of the leader: it releases the Lease, le3 takes over at once
+start_controller le3 $LE
+LE3=$CTL_PID
+check "handover: le3 up as a follower" wait_eq 10 0 leader_gauge le3
+kill -TERM "$LE2"
+t0=$(date +%s)
+check "handover: le3 holds the Lease within 5 s of SIGTERM" wait_eq 5 le3 holder
+t1=$(date +%s)
+echo "     (handover took $((t1 - t0)) s)"
+wait "$LE2" 2>/dev/null
+check "handover: le2 logged the release" grep -q "released the Lease" "$T/le2.log"
+session_yaml l5 team-c >"$T/l5.yaml"
+ctl apply -f "$T/l5.yaml" >/dev/null
+check "handover: l5 created by le3" wait_eq 15 1 sim_live_for l5
+check "handover: transitions counted" test "$(api /apis/coordination.k8s.io/v1/namespaces/ctl-ns/leases/session-controller | jq .spec.leaseTransitions)" -ge 2
+
+if command -v kubectl >/dev/null 2>&1; then
+  check "kubectl: get events" sh -c "timeout 20 kubectl get events -n team-a 2>&1 | grep -q SandboxCreated"
+  check "kubectl: get leases" sh -c "timeout 20 kubectl get leases -n ctl-ns 2>&1 | grep -q 'session-controller *le3'"
+else
+  echo "skip kubectl checks: kubectl is not installed"
+fi
+kill "$LE3"; wait "$LE3" 2>/dev/null
 finish
