@@ -6,9 +6,13 @@
  * Every retry period (2 s) it reads the Lease and, when lease.h says so,
  * creates it or writes it with the read resourceVersion as precondition
  * (a 409 is a lost race: nothing changes). on_change is called on each
- * change of leadership (from the loop, never from inside a kube_leader_*
- * call). Leader election is an optimisation (docs/deploy.md): every
- * replica is safe alone, so two leaders at once are safe too.
+ * change of leadership: from the loop, and from kube_leader_release()
+ * when the leader steps down. Leader election is an optimisation
+ * (docs/deploy.md): every replica is safe alone, so two leaders at once
+ * are safe too.
+ *
+ * The identity (holderIdentity) must differ between replicas: the
+ * controller uses its replica name (HOSTNAME-PID by default).
  *
  * Ownership: kube_leader_new() borrows h and lg and copies the strings;
  * kube_leader_free() (NULL ok) stops the timer and forgets the calls in

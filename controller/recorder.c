@@ -54,8 +54,9 @@ void recorder_action_message(const plan_action *a, bool ok, bool skipped,
                              char *buf, size_t len)
 {
   const char *id = a->sandbox_id ? a->sandbox_id : "";
-  const char *what = a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind)
-                                            : plan_action_type_name(a->type);
+  const char *what = a->type == PLAN_DELETE
+                       ? plan_delete_kind_name(a->del_kind)
+                       : plan_action_type_name(a->type);
   if(skipped) {
     snprintf(buf, len, "did not delete sandbox %s (%s): %s", id, what,
              detail ? detail : "");

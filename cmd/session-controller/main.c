@@ -142,6 +142,14 @@ static sc_err kube_setup(app *a, const config *cfg, const char *replica,
   return SC_OK;
 }
 
+static bool mentions_e2b(const char *s)
+{
+  for(; *s; s++)
+    if((s[0] | 0x20) == 'e' && s[1] == '2' && (s[2] | 0x20) == 'b')
+      return true;
+  return false;
+}
+
 static void default_replica(char *buf, size_t len)
 {
   char host[128] = "replica";
@@ -220,9 +228,13 @@ int main(int argc, char **argv)
            "error", eb.msg, NULL);
     goto out;
   }
-  /* the replica in the User-Agent tells replicas apart in Cube's logs */
-  snprintf(ua, sizeof(ua), "session-controller/%s (replica %s)", SC_VERSION,
-           replica);
+  /* the replica in the User-Agent tells replicas apart in Cube's logs;
+   * not when it says "e2b": Cube treats such agents as the SDK (endAt) */
+  if(mentions_e2b(replica))
+    snprintf(ua, sizeof(ua), "session-controller/%s", SC_VERSION);
+  else
+    snprintf(ua, sizeof(ua), "session-controller/%s (replica %s)",
+             SC_VERSION, replica);
   if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
     if(kube_setup(&a, &cfg, replica, ua, &kh, &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",
