@@ -174,4 +174,19 @@ else
   echo "skip kubectl checks: kubectl is not installed"
 fi
 kill "$LE3"; wait "$LE3" 2>/dev/null
+
+# --- without --leader-elect: two replicas both act, and still converge
+start_controller nr1 --watch-timeout 2s
+NR1=$CTL_PID
+start_controller nr2 --watch-timeout 2s
+NR2=$CTL_PID
+live_n() { sim_truth | jq '[.[] | select(.state != "deleted" and (.metadata["lea.session_id"] // "" | test("^n[0-9]$")))] | length'; }
+for n in n1 n2 n3 n4; do session_yaml $n team-d; echo ---; done >"$T/n.yaml"
+ctl apply -f "$T/n.yaml" >/dev/null
+check "no election: both replicas report leader 1" wait_eq 10 "1 1" sh -c \
+  "echo \$(curl -sf http://127.0.0.1:$(metrics_port nr1)/metrics | sed -n 's/^session_controller_leader //p') \$(curl -sf http://127.0.0.1:$(metrics_port nr2)/metrics | sed -n 's/^session_controller_leader //p')"
+check "no election: four sandboxes" wait_eq 20 4 live_n
+sleep 3
+check "no election: still exactly four (no duplicate survives)" wait_eq 10 4 live_n
+kill "$NR1" "$NR2"; wait "$NR1" "$NR2" 2>/dev/null
 finish
