@@ -38,6 +38,14 @@ static const opt opts[] = {
    "kube store: watch only this namespace (default all)"},
   {"watch-timeout", OPT_DUR, O(watch_timeout_ms), "0s",
    "kube store: length of one watch request (0: random 4-6 minutes)"},
+  {"leader-elect", OPT_BOOL, O(leader_elect), "false",
+   "kube store: only the holder of a Lease acts on Cube (an optimisation; "
+   "every replica is safe alone)"},
+  {"leader-elect-namespace", OPT_STR, O(leader_elect_namespace), NULL,
+   "kube store: namespace of the Lease (default the pod's namespace, else "
+   "default)"},
+  {"leader-elect-name", OPT_STR, O(leader_elect_name), "session-controller",
+   "kube store: name of the Lease"},
   {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
    "base URL of the Cube (E2B) API"},
   {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,
@@ -359,6 +367,14 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     if(!c->cube_api_key)
       return SC_ERR_NOMEM;
   }
+  if(c->leader_elect && strcmp(c->store, "kube") &&
+     strncmp(c->store, "kube:", 5))
+    return sc_errf(eb, SC_ERR_INVALID, "--leader-elect needs --store kube "
+                   "(the Lease lives in the Kubernetes API; the store is "
+                   "\"%s\")", c->store);
+  if(c->leader_elect && c->once)
+    return sc_errf(eb, SC_ERR_INVALID, "--leader-elect and --once do not go "
+                   "together (a --once pass must not wait for a Lease)");
   if(c->max_delete_fraction > 1)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--max-delete-fraction: %g is more than 1", 

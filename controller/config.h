@@ -24,6 +24,9 @@ typedef struct config {
   char *kubeconfig;            /* kube store: kubeconfig file */
   char *namespace_;            /* kube store: only this namespace */
   int64_t watch_timeout_ms;    /* kube store: watch timeoutSeconds */
+  bool leader_elect;           /* kube store: elect a leader by Lease */
+  char *leader_elect_namespace;/* its namespace; NULL = the pod's */
+  char *leader_elect_name;     /* the Lease's name */
   char *cube_url;
   char *cube_api_key_file;
   char *cube_api_key;          /* from the file or CUBE_API_KEY; secret */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <yaml.h>
+#include <curl/curl.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -735,4 +736,26 @@ sc_err kube_conn_token(const kube_conn *c, char **out, sc_errbuf *eb)
   }
   *out = t;
   return SC_OK;
+}
+
+void kube_conn_curl_tls(const kube_conn *c, void *curl_easy)
+{
+  CURL *e = curl_easy;
+  if(c->ca_pem) {
+    struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
+    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+  }
+  if(c->cert_pem && c->key_pem) {
+    struct curl_blob cb = {c->cert_pem, strlen(c->cert_pem),
+                           CURL_BLOB_COPY};
+    struct curl_blob kb = {c->key_pem, strlen(c->key_pem), CURL_BLOB_COPY};
+    curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
+    curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
+    curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  if(c->insecure) {
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
 }

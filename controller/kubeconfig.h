@@ -49,6 +49,11 @@ sc_err kube_conn_resolve(const char *kubeconfig, const char *context,
  * (free()), NULL when the connection has no token. */
 sc_err kube_conn_token(const kube_conn *c, char **out, sc_errbuf *eb);
 
+/* Set the TLS options of c on the libcurl easy handle `curl_easy`: CA
+ * (blob), client certificate and key (blobs), insecure-skip-verify. The
+ * handle copies the blobs. Shared by the kube store and kube_http. */
+void kube_conn_curl_tls(const kube_conn *c, void *curl_easy);
+
 void kube_conn_clear(kube_conn *c);
 
 #endif

@@ -29,6 +29,7 @@
 #include "../lib/sctime.h"
 #include "observe.h"
 #include "queue.h"
+#include "recorder.h"
 
 #define MAX_SINGLE_PASSES 16
 #define BURST_TO_FULL_PASS 32 /* ready keys that make a full pass cheaper */
@@ -98,6 +99,8 @@ struct reconciler {
   bool store_ok;
   cube_dialect dialect;
   char identity[96];    /* status.createIntent.by: replica#random */
+  recorder rec;        /* events (kube store); none by default */
+  bool follower;       /* leader election: not the leader, do not act */
 };
 
 static void pump(reconciler *r);
@@ -289,6 +292,10 @@ static void action_end(call *c, bool ok, const char *new_id,
   const plan_action *a = c->a;
   size_t si = c->si;
   count_action(ps->r, a, ok ? "ok" : "error");
+  /* a delete the confirming GET withheld: it saw the sandbox (stage 0) */
+  recorder_note_action(&ps->r->rec, ps->r->o.lg, a, ok,
+                       !ok && a->type == PLAN_DELETE && c->stage == 0 &&
+                         c->observed_state[0], new_id, msg);
   if(ok)
     log_action(ps, a, LOG_INFO, "action done", new_id);
   else
@@ -734,7 +741,7 @@ static void on_observed(observation *obs, void *ud)
     return;
   }
   ps->cube_now = obs->cube_now;
-  if(r->stopping) {
+  if(r->stopping || r->follower) {
     pass_finish(ps);
     return;
   }
@@ -761,6 +768,7 @@ static void on_observed(observation *obs, void *ud)
            "withheld (use --force to override)", "detail",
            ps->p->guard_message ? ps->p->guard_message : "", NULL);
   }
+  recorder_note_plan(&r->rec, r->o.lg, ps->p);
   ps->acts = calloc(ps->p->n_sessions ? ps->p->n_sessions : 1,
                     sizeof(*ps->acts));
   if(!ps->acts) {
@@ -999,7 +1007,7 @@ static void pump(reconciler *r)
     if(r->full)
       return;
   }
-  while(!r->full && !r->full_pending && !r->o.once &&
+  while(!r->full && !r->full_pending && !r->o.once && !r->follower &&
         r->singles < MAX_SINGLE_PASSES && (key = queue_pop(r->q)))
     start_single(r, key);
   metrics_set(r->o.m, "session_controller_queue_depth", NULL,
@@ -1202,6 +1210,25 @@ bool reconciler_done(const reconciler *r)
 bool reconciler_failed(const reconciler *r)
 {
   return r->failed;
+}
+
+void reconciler_set_recorder(reconciler *r, const recorder *rec)
+{
+  if(rec)
+    r->rec = *rec;
+  else
+    memset(&r->rec, 0, sizeof(r->rec));
+}
+
+void reconciler_set_leader(reconciler *r, bool leader)
+{
+  bool was = !r->follower;
+  r->follower = !leader;
+  if(leader && !was && !r->stopping) {
+    /* a new leader looks at everything before acting on single keys */
+    r->full_pending = true;
+    pump(r);
+  }
 }
 
 bool reconciler_ready(const reconciler *r)

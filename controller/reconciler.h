@@ -21,6 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "plan.h"
+#include "recorder.h"
 #include "store.h"
 
 struct event_base;
@@ -53,6 +54,15 @@ bool reconciler_idle(const reconciler *r);
  * reconciler_failed() is true; --once does not retry). */
 bool reconciler_done(const reconciler *r);
 bool reconciler_failed(const reconciler *r);
+
+/* Report action outcomes and refusals to rec (copied; NULL: none, only
+ * log lines). Set before reconciler_start(). */
+void reconciler_set_recorder(reconciler *r, const recorder *rec);
+/* Leader election: a non-leader keeps its watch and runs full passes that
+ * observe (so /readyz and the gauges stay true) but plans no actions,
+ * writes no status and starts no single-session pass. Becoming leader
+ * starts a full pass. Default: leader (no election). */
+void reconciler_set_leader(reconciler *r, bool leader);
 
 /* For /readyz: the store answered and a first full pass completed. */
 bool reconciler_ready(const reconciler *r);

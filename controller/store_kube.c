@@ -115,25 +115,7 @@ static struct curl_slist *headers(kube_store *k, const char *ctype)
 
 static void tls_opts(kube_store *k, CURL *e)
 {
-  if(k->conn.ca_pem) {
-    struct curl_blob b = {k->conn.ca_pem, strlen(k->conn.ca_pem),
-                          CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
-  }
-  if(k->conn.cert_pem && k->conn.key_pem) {
-    struct curl_blob c = {k->conn.cert_pem, strlen(k->conn.cert_pem),
-                          CURL_BLOB_COPY};
-    struct curl_blob key = {k->conn.key_pem, strlen(k->conn.key_pem),
-                            CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &c);
-    curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
-  }
-  if(k->conn.insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
+  kube_conn_curl_tls(&k->conn, e);
 }
 
 /* the message of a Status body, or "" */

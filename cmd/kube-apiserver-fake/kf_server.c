@@ -21,6 +21,7 @@
 #include "lib/sctime.h"
 
 #define BODY_MAX (4 * 1024 * 1024)
+#define REQLOG_MAX 4096      /* request lines kept for /_fake/requests */
 
 typedef struct kf_res {
   const char *group;   /* "" = core */
@@ -77,6 +78,8 @@ struct kf_server {
   kf_watch *watches;
   int fail_code, fail_n; /* /_fake/fail: the next fail_n API calls fail */
   int64_t requests;
+  char *reqlog[REQLOG_MAX];  /* ring: "METHOD PATH USER-AGENT" */
+  size_t reqlog_start, reqlog_n;
 };
 
 /* ------------------------------------------------------------------ */
@@ -547,11 +550,64 @@ static int cmp_obj(const void *a, const void *b)
   return c ? c : strcmp(x->name, y->name);
 }
 
-static json_object *table_of(kf_server *s, kf_obj **v, size_t n)
+/* the Table columns of each resource, as kubectl shows them */
+static const char *const table_cols[N_RES][6] = {
+  {"Name", "State", "Phase", "Sandbox", "Age", NULL},
+  {"Last Seen", "Type", "Reason", "Object", "Message", NULL},
+  {"Name", "Holder", "Age", NULL, NULL, NULL},
+};
+
+static void add_cell(json_object *cells, const char *v)
+{
+  json_object_array_add(cells, json_object_new_string(v ? v : ""));
+}
+
+static void age_of(const char *ts, char *age, size_t len)
+{
+  sc_time t0 = 0;
+  snprintf(age, len, "<unknown>");
+  if(ts && !sctime_parse_rfc3339(ts, &t0))
+    sctime_format_age(sctime_wall_ms() - t0, age, len);
+}
+
+static void row_cells(const kf_obj *ob, json_object *cells)
+{
+  json_object *spec = jobj(ob->o, "spec"), *st = jobj(ob->o, "status");
+  char age[32], obj[600];
+  json_object *io;
+  switch(ob->res) {
+  case 0: /* sessions */
+    add_cell(cells, ob->name);
+    add_cell(cells, jstr(spec, "state"));
+    add_cell(cells, jstr(st, "phase"));
+    add_cell(cells, jstr(st, "sandboxID"));
+    age_of(jstr(meta_of(ob->o), "creationTimestamp"), age, sizeof(age));
+    add_cell(cells, age);
+    break;
+  case 1: /* events */
+    age_of(jstr(ob->o, "lastTimestamp"), age, sizeof(age));
+    add_cell(cells, age);
+    add_cell(cells, jstr(ob->o, "type"));
+    add_cell(cells, jstr(ob->o, "reason"));
+    io = jobj(ob->o, "involvedObject");
+    snprintf(obj, sizeof(obj), "%s/%s",
+             jstr(io, "kind") ? jstr(io, "kind") : "",
+             jstr(io, "name") ? jstr(io, "name") : "");
+    add_cell(cells, obj);
+    add_cell(cells, jstr(ob->o, "message"));
+    break;
+  default: /* leases */
+    add_cell(cells, ob->name);
+    add_cell(cells, jstr(spec, "holderIdentity"));
+    age_of(jstr(meta_of(ob->o), "creationTimestamp"), age, sizeof(age));
+    add_cell(cells, age);
+    break;
+  }
+}
+
+static json_object *table_of(kf_server *s, int res, kf_obj **v, size_t n)
 {
   json_object *t = json_object_new_object(), *cols, *rows, *m;
-  static const char *const names[] = {"Name", "State", "Phase", "Sandbox",
-                                      "Age"};
   size_t i, c;
   char rv[32];
   set_str(t, "kind", "Table");
@@ -561,11 +617,11 @@ static json_object *table_of(kf_server *s, kf_obj **v, size_t n)
   set_str(m, "resourceVersion", rv);
   json_object_object_add(t, "metadata", m);
   cols = json_object_new_array();
-  for(c = 0; c < 5; c++) {
+  for(c = 0; c < 6 && table_cols[res][c]; c++) {
     json_object *d = json_object_new_object();
-    set_str(d, "name", names[c]);
+    set_str(d, "name", table_cols[res][c]);
     set_str(d, "type", "string");
-    set_str(d, "format", c == 0 ? "name" : "");
+    set_str(d, "format", !strcmp(table_cols[res][c], "Name") ? "name" : "");
     json_object_array_add(cols, d);
   }
   json_object_object_add(t, "columnDefinitions", cols);
@@ -573,20 +629,7 @@ static json_object *table_of(kf_server *s, kf_obj **v, size_t n)
   for(i = 0; i < n; i++) {
     json_object *row = json_object_new_object(), *cells =
       json_object_new_array(), *po = json_object_new_object(), *pm;
-    json_object *spec = jobj(v[i]->o, "spec"), *st = jobj(v[i]->o, "status");
-    const char *ct = jstr(meta_of(v[i]->o), "creationTimestamp");
-    sc_time t0 = 0;
-    char age[32] = "<unknown>";
-    json_object_array_add(cells, json_object_new_string(v[i]->name));
-    json_object_array_add(cells, json_object_new_string(
-      jstr(spec, "state") ? jstr(spec, "state") : ""));
-    json_object_array_add(cells, json_object_new_string(
-      jstr(st, "phase") ? jstr(st, "phase") : ""));
-    json_object_array_add(cells, json_object_new_string(
-      jstr(st, "sandboxID") ? jstr(st, "sandboxID") : ""));
-    if(ct && !sctime_parse_rfc3339(ct, &t0))
-      sctime_format_age(sctime_wall_ms() - t0, age, sizeof(age));
-    json_object_array_add(cells, json_object_new_string(age));
+    row_cells(v[i], cells);
     json_object_object_add(row, "cells", cells);
     set_str(po, "kind", "PartialObjectMetadata");
     set_str(po, "apiVersion", "meta.k8s.io/v1");
@@ -615,7 +658,7 @@ static void serve_list(kf_server *s, struct evhttp_request *req,
       v[n++] = &s->objs[i];
   qsort(v, n, sizeof(*v), cmp_obj);
   if(rt->table)
-    o = table_of(s, v, n);
+    o = table_of(s, rt->res, v, n);
   else {
     o = json_object_new_object();
     snprintf(kind, sizeof(kind), "%sList", r->kind);
@@ -1048,7 +1091,52 @@ static void serve_admin(kf_server *s, struct evhttp_request *req,
     reply_text(req, 200, buf);
     return;
   }
+  if(!strcmp(path, "/_fake/requests")) {
+    struct evbuffer *b = evbuffer_new();
+    size_t i;
+    for(i = 0; i < s->reqlog_n; i++)
+      evbuffer_add_printf(b, "%s\n",
+                          s->reqlog[(s->reqlog_start + i) % REQLOG_MAX]);
+    evhttp_add_header(evhttp_request_get_output_headers(req),
+                      "Content-Type", "text/plain");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+    return;
+  }
   reply_status(req, 404, "NotFound", "no admin endpoint %s", path);
+}
+
+static const char *method_name(enum evhttp_cmd_type c)
+{
+  switch(c) {
+  case EVHTTP_REQ_GET: return "GET";
+  case EVHTTP_REQ_POST: return "POST";
+  case EVHTTP_REQ_PUT: return "PUT";
+  case EVHTTP_REQ_PATCH: return "PATCH";
+  case EVHTTP_REQ_DELETE: return "DELETE";
+  default: return "OTHER";
+  }
+}
+
+/* remember "METHOD PATH USER-AGENT" for /_fake/requests */
+static void log_request(kf_server *s, struct evhttp_request *req,
+                        const char *path)
+{
+  const char *ua = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                      "User-Agent");
+  char line[1400], *d;
+  snprintf(line, sizeof(line), "%s %s %s",
+           method_name(evhttp_request_get_command(req)), path,
+           ua ? ua : "-");
+  d = strdup(line);
+  if(!d)
+    return;
+  if(s->reqlog_n == REQLOG_MAX) {
+    free(s->reqlog[s->reqlog_start]);
+    s->reqlog_start = (s->reqlog_start + 1) % REQLOG_MAX;
+    s->reqlog_n--;
+  }
+  s->reqlog[(s->reqlog_start + s->reqlog_n++) % REQLOG_MAX] = d;
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -1063,6 +1151,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     return;
   }
   s->requests++;
+  log_request(s, req, path);
   if(!authorized(s, req)) {
     reply_status(req, 401, "Unauthorized", "Unauthorized");
     return;
@@ -1148,5 +1237,7 @@ void kf_server_free(kf_server *s)
       free(h->json);
     }
   free(s->hist);
+  for(i = 0; i < s->reqlog_n; i++)
+    free(s->reqlog[(s->reqlog_start + i) % REQLOG_MAX]);
   free(s);
 }

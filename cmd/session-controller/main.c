@@ -14,6 +14,9 @@
 #include "../../controller/config.h"
 #include "../../controller/cube.h"
 #include "../../controller/httpd.h"
+#include "../../controller/kube_events.h"
+#include "../../controller/kube_http.h"
+#include "../../controller/kube_leader.h"
 #include "../../controller/log.h"
 #include "../../controller/metrics.h"
 #include "../../controller/reconciler.h"
@@ -25,6 +28,9 @@ typedef struct app {
   struct event_base *base;
   reconciler *rec;
   logger *lg;
+  metrics *m;
+  kube_events *kev;    /* kube store only */
+  kube_leader *kl;     /* --leader-elect only */
   struct event *sigterm, *sigint, *poll;
   bool stopping;
   int64_t stop_deadline;
@@ -52,7 +58,9 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     a->stop_deadline = sctime_mono_ms() + SHUTDOWN_GRACE_MS;
     reconciler_stop(a->rec);
   }
-  if(a->stopping && (reconciler_idle(a->rec) ||
+  if(a->stopping && ((reconciler_idle(a->rec) &&
+                      kube_leader_released(a->kl) &&
+                      kube_events_idle(a->kev)) ||
                      sctime_mono_ms() >= a->stop_deadline))
     event_base_loopbreak(a->base);
 }
@@ -70,6 +78,76 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
   a->stopping = true;
   a->stop_deadline = sctime_mono_ms() + SHUTDOWN_GRACE_MS;
   reconciler_stop(a->rec);
+  kube_leader_release(a->kl); /* a successor takes over at once */
+}
+
+static void on_leader(bool leader, void *ud)
+{
+  app *a = ud;
+  metrics_set(a->m, "session_controller_leader", NULL, leader ? 1 : 0);
+  reconciler_set_leader(a->rec, leader);
+}
+
+/* the kube store's connection: the same kubeconfig and context */
+static sc_err kube_setup(app *a, const config *cfg, const char *replica,
+                         const char *ua, kube_http **kh, sc_errbuf *eb)
+{
+  kube_conn conn;
+  kube_events_opts eo;
+  const char *ctx = !strncmp(cfg->store, "kube:", 5) ? cfg->store + 5 : NULL;
+  char ns[256];
+  sc_err err;
+  memset(&conn, 0, sizeof(conn));
+  err = kube_conn_resolve(cfg->kubeconfig, ctx, &conn, eb);
+  if(err)
+    return err;
+  *kh = kube_http_new(a->base, &conn, ua, eb);
+  kube_conn_clear(&conn);
+  if(!*kh)
+    return SC_ERR_NOMEM;
+  if(cfg->leader_elect_namespace && *cfg->leader_elect_namespace)
+    snprintf(ns, sizeof(ns), "%s", cfg->leader_elect_namespace);
+  else
+    kube_leader_default_namespace(NULL, ns, sizeof(ns));
+  memset(&eo, 0, sizeof(eo));
+  eo.component = "session-controller";
+  eo.host = replica;
+  if(cfg->leader_elect) {
+    /* events about no Session (the delete guard) go to the Lease */
+    eo.fallback_api_version = "coordination.k8s.io/v1";
+    eo.fallback_kind = "Lease";
+    eo.fallback_ns = ns;
+    eo.fallback_name = cfg->leader_elect_name;
+  }
+  a->kev = kube_events_new(*kh, a->m, a->lg, &eo, eb);
+  if(!a->kev)
+    return SC_ERR_NOMEM;
+  if(cfg->leader_elect) {
+    kube_leader_opts lo;
+    memset(&lo, 0, sizeof(lo));
+    lo.ns = ns;
+    lo.name = cfg->leader_elect_name;
+    lo.lease.identity = replica;
+    lo.lease.duration_ms = 15000;
+    lo.lease.renew_deadline_ms = 10000;
+    lo.lease.retry_ms = 2000;
+    lo.on_change = on_leader;
+    lo.ud = a;
+    a->kl = kube_leader_new(a->base, *kh, a->lg, &lo, eb);
+    if(!a->kl)
+      return SC_ERR_NOMEM;
+    log_kv(a->lg, LOG_INFO, "leader election on", "lease", lo.name,
+           "namespace", ns, "identity", replica, NULL);
+  }
+  return SC_OK;
+}
+
+static bool mentions_e2b(const char *s)
+{
+  for(; *s; s++)
+    if((s[0] | 0x20) == 'e' && s[1] == '2' && (s[2] | 0x20) == 'b')
+      return true;
+  return false;
 }
 
 static void default_replica(char *buf, size_t len)
@@ -93,7 +171,8 @@ int main(int argc, char **argv)
   audit *au = NULL;
   httpd *hd = NULL;
   reconciler_opts ro;
-  char replica[200];
+  kube_http *kh = NULL;
+  char replica[200], ua[300];
   int rc = 1, port = 0;
   struct timeval tick = {0, 100000};
 
@@ -125,7 +204,12 @@ int main(int argc, char **argv)
                  (log_level)log_level_parse(cfg.log_level));
   a.base = event_base_new();
   m = metrics_new();
-  if(!a.lg || !a.base || !m || reconciler_declare_metrics(m)) {
+  a.m = m;
+  if(!a.lg || !a.base || !m || reconciler_declare_metrics(m) ||
+     kube_events_declare_metrics(m) ||
+     metrics_declare(m, "session_controller_leader", METRIC_GAUGE,
+                     "1 when this replica may act on Cube (the Lease holder, "
+                     "or no leader election), else 0.", NULL, 0)) {
     fprintf(stderr, "session-controller: out of memory\n");
     goto out;
   }
@@ -144,7 +228,22 @@ int main(int argc, char **argv)
            "error", eb.msg, NULL);
     goto out;
   }
+  /* the replica in the User-Agent tells replicas apart in Cube's logs;
+   * not when it says "e2b": Cube treats such agents as the SDK (endAt) */
+  if(mentions_e2b(replica))
+    snprintf(ua, sizeof(ua), "session-controller/%s", SC_VERSION);
+  else
+    snprintf(ua, sizeof(ua), "session-controller/%s (replica %s)",
+             SC_VERSION, replica);
+  if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
+    if(kube_setup(&a, &cfg, replica, ua, &kh, &eb)) {
+      log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",
+             "error", eb.msg, NULL);
+      goto out;
+    }
+  }
   cube_client_opts_init(&co);
+  co.user_agent = ua;
   co.base_url = cfg.cube_url;
   co.api_key = cfg.cube_api_key;
   co.ca_file = cfg.cube_ca;
@@ -189,6 +288,12 @@ int main(int argc, char **argv)
            NULL);
     goto out;
   }
+  if(a.kev) {
+    recorder rc_ = kube_events_recorder(a.kev);
+    reconciler_set_recorder(a.rec, &rc_);
+  }
+  reconciler_set_leader(a.rec, a.kl == NULL);
+  metrics_set(m, "session_controller_leader", NULL, a.kl ? 0 : 1);
   if(cfg.metrics_addr && *cfg.metrics_addr) {
     httpd_hooks hooks = {hook_healthy, hook_ready, a.rec};
     char ps[16];
@@ -216,6 +321,8 @@ int main(int argc, char **argv)
     log_kv(a.lg, LOG_ERROR, "cannot start", "error", eb.msg, NULL);
     goto out;
   }
+  if(a.kl)
+    kube_leader_start(a.kl);
   event_base_dispatch(a.base);
   log_kv(a.lg, LOG_INFO, "stopped", NULL);
   rc = reconciler_failed(a.rec) ? 1 : 0;
@@ -224,6 +331,9 @@ out:
   httpd_stop(hd);
   cube_client_free(cube); /* aborts what is still in flight */
   reconciler_free(a.rec);
+  kube_leader_free(a.kl);
+  kube_events_free(a.kev);
+  kube_http_free(kh);
   if(a.sigterm)
     event_free(a.sigterm);
   if(a.sigint)

@@ -181,38 +181,59 @@ done
 check "crd: value maxLength 4096 (C VALUE_MAX_LEN $(sed -n 's/^#define VALUE_MAX_LEN //p' api/manifest.c))" \
   [ "$(sed -n '/^ *envVars:$/,/^ *wake:$/p' "$CRD" | grep -c 'maxLength: 4096')" = 2 ]
 
-# ---- 5. RBAC: the grants equal the calls the controller makes through the
-# kube store (controller/store_kube.c: list/watch/get of Sessions, a merge
-# PATCH of metadata.finalizers, PUT of /status). When the store's source is
-# in the tree, each call is also looked for in it (grep-level: its path and
-# HTTP method appear; sessionctl's calls live in the same file), and a call
-# to Events, Leases or a /finalizers subresource without a grant fails.
+# ---- 5. RBAC: the grants equal the calls the controller makes: through
+# the kube store (controller/store_kube.c: list/watch/get of Sessions, a
+# merge PATCH of metadata.finalizers, PUT of /status), its Events
+# (controller/kube_events.c: POST, merge PATCH) and its leader election
+# (controller/kube_leader.c: GET, POST, PUT of a Lease). When the sources
+# are in the tree, each call is also looked for in its file (grep-level:
+# the path and the HTTP method appear), each file uses no HTTP method
+# beyond its grants, and a call to Events, Leases or a /finalizers
+# subresource from the store fails.
 calls="lea.io/sessions/get lea.io/sessions/list lea.io/sessions/watch
-lea.io/sessions/patch lea.io/sessions/status/update"
+lea.io/sessions/patch lea.io/sessions/status/update
+core/events/create core/events/patch
+coordination.k8s.io/leases/get coordination.k8s.io/leases/create
+coordination.k8s.io/leases/update"
 granted=$(grep -E '^- \{apiGroups:' "$D/rbac.yaml" |
   sed 's/^- {apiGroups: \[\([^]]*\)\], resources: \[\([^]]*\)\], verbs: \[\([^]]*\)\]}$/\1|\2|\3/' |
   while IFS='|' read -r g r vs; do
-    for v in $(echo "$vs" | tr ',' ' '); do echo "${g:-core}/$r/$v" | tr -d '"'; done
+    g=$(printf '%s' "$g" | tr -d '"')
+    for v in $(echo "$vs" | tr ',' ' '); do echo "${g:-core}/$r/$v"; done
   done | sort)
 check "rbac: grants = the controller's calls ($(echo $granted))" \
   [ "$granted" = "$(printf '%s\n' $calls | sort)" ]
 check "rbac: bound to the controller's ServiceAccount only" sh -c \
   "[ \"\$(grep -c '^- kind: ServiceAccount' $D/rbac.yaml)\" = 1 ] && ! grep -q '^kind: Role\$' $D/rbac.yaml"
 kube_src=${KUBE_SRC:-$(ls controller/store_kube.c 2>/dev/null || true)}   # KUBE_SRC=FILE: another copy
-if [ -n "$kube_src" ]; then
+ev_src=${EVENTS_SRC:-$(ls controller/kube_events.c 2>/dev/null || true)}
+le_src=${LEADER_SRC:-$(ls controller/kube_leader.c 2>/dev/null || true)}
+# methods FILE: the HTTP methods a source names, sorted, on one line
+methods() { grep -oE '"(GET|POST|PUT|PATCH|DELETE)"' "$1" | tr -d '"' | sort -u | tr '\n' ' '; }
+if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
   for gv in $calls; do
-    r=${gv#*/}; r=${r%/*}; v=${gv##*/}
-    case $r in sessions/status) path='"/status"' ;; *) path='/sessions' ;; esac
-    case $v in get|list) m='"GET"' ;; watch) m='watch=1' ;; patch) m='"PATCH"' ;;
-      update) m='"PUT"' ;; esac
-    check "rbac: $gv: $path and $m in $kube_src" sh -c \
-      "grep -qF -- '$path' $kube_src && grep -qF -- '$m' $kube_src"
+    g=${gv%%/*}; r=${gv#*/}; r=${r%/*}; v=${gv##*/}
+    case $r in sessions/status) path='"/status"' ;; events) path='/events' ;;
+      leases) path='/leases' ;; *) path='/sessions' ;; esac
+    case $g/$v in */get|*/list) m='"GET"' ;; */watch) m='watch=1' ;;
+      */patch) m='"PATCH"' ;; coordination.k8s.io/update) m='"PUT"' ;;
+      */update) m='"PUT"' ;; */create) m='"POST"' ;; esac
+    case $g in core) src=$ev_src ;; coordination.k8s.io) src=$le_src ;; *) src=$kube_src ;; esac
+    check "rbac: $gv: $path and $m in $src" sh -c \
+      "grep -qF -- '$path' $src && grep -qF -- '$m' $src"
   done
   for p in /events /leases /finalizers; do
     check "rbac: $kube_src calls no $p (none granted)" sh -c "! grep -qF -- '$p' $kube_src"
   done
+  check "rbac: $ev_src uses only POST and PATCH (events create, patch)" \
+    test "$(methods "$ev_src")" = "PATCH POST "
+  check "rbac: $le_src uses only GET, POST, PUT (leases get, create, update)" \
+    test "$(methods "$le_src")" = "GET POST PUT "
+  for p in /sessions /finalizers; do
+    check "rbac: $ev_src and $le_src call no $p" sh -c "! grep -qF -- '$p' $ev_src $le_src"
+  done
 else
-  echo "skip rbac calls in controller/store_kube.c: not in this tree"
+  echo "skip rbac calls in controller/store_kube.c, kube_events.c, kube_leader.c: not in this tree"
 fi
 
 # ---- 6. the image's runtime packages

@@ -1,0 +1,60 @@
+/*
+ * kube_http.h - asynchronous calls to a Kubernetes API server: requests on
+ * a libcurl multi handle driven by a libevent loop (the model of cube.c
+ * and of the kube store's watches). Nothing blocks the loop except the
+ * re-read of a small token file (at most once a minute, or after a 401).
+ *
+ * The connection settings are those of the kube store (kubeconfig.h): the
+ * server, a bearer token (token_file re-read when it rotates), a client
+ * certificate and key, the CA, insecure-skip-tls-verify.
+ *
+ * Ownership: kube_http_new() takes over the strings of *conn (the
+ * caller's struct is left zeroed) and returns a client for
+ * kube_http_free() (NULL accepted), which aborts what is in flight without
+ * calling the callbacks. The result given to a callback (its body and
+ * message) is valid only during the callback. Never free the client from
+ * one of its callbacks.
+ */
+#ifndef SC_KUBE_HTTP_H
+#define SC_KUBE_HTTP_H
+
+#include <json-c/json.h>
+#include "../lib/sc_err.h"
+#include "kubeconfig.h"
+
+struct event_base;
+typedef struct kube_http kube_http;
+
+/* Response bodies larger than this fail the call (SC_ERR_TOO_LARGE). */
+#define KUBE_HTTP_BODY_MAX (4 * 1024 * 1024)
+
+typedef struct kube_http_result {
+  sc_err err;          /* SC_OK when an HTTP answer came, whatever status */
+  long status;         /* the HTTP status; 0 without an answer */
+  json_object *body;   /* the JSON body, or NULL (empty, not JSON) */
+  const char *message; /* the transport error or the Status message; "" */
+} kube_http_result;
+
+typedef void (*kube_http_cb)(const kube_http_result *res, void *ud);
+
+kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
+                         const char *user_agent, sc_errbuf *eb);
+void kube_http_free(kube_http *h);
+
+/* Start METHOD server+path (path begins with '/'; the caller escapes it)
+ * with an optional body of type ctype. timeout_ms bounds the whole call
+ * (0 = 30 s). A 401 is retried once with the token file read again. cb
+ * is called exactly once, from the loop, never from inside this call;
+ * an error return means it will not be called. */
+sc_err kube_http_request(kube_http *h, const char *method, const char *path,
+                         const char *ctype, const char *body,
+                         long timeout_ms, kube_http_cb cb, void *ud,
+                         sc_errbuf *eb);
+
+/* Calls in flight. */
+int kube_http_inflight(const kube_http *h);
+
+/* The server URL, for messages. */
+const char *kube_http_server(const kube_http *h);
+
+#endif
