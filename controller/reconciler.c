@@ -513,13 +513,19 @@ static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
  * this create instead of making a duplicate (the planner holds back a
  * create while another process's claim is fresh). SC_ERR_CONFLICT: some
  * other writer came first; the session is looked at again. */
+static bool str_same(const char *a, const char *b)
+{
+  return a == b || (a && b && !strcmp(a, b));
+}
+
+static sc_err write_early(pass *ps, size_t si, session_status *st,
+                           sc_errbuf *eb);
+
 static sc_err claim_create(pass *ps, size_t si, sc_errbuf *eb)
 {
   reconciler *r = ps->r;
-  const session *s = ps->p->sessions[si].s;
   sess_act *sa = &ps->acts[si];
   session_status st;
-  char *nv = NULL;
   sc_err err = session_status_copy(&st, &sa->st);
   if(err)
     return err;
@@ -530,19 +536,35 @@ static sc_err claim_create(pass *ps, size_t si, sc_errbuf *eb)
     session_status_clear(&st);
     return SC_ERR_NOMEM;
   }
+  return write_early(ps, si, &st, eb);
+}
+
+/* Write st (taken over, cleared on every path) by compare-and-set before
+ * the session's actions: the create claim, and the link to a sandbox the
+ * plan adopted. Afterwards sa->rv and sa->stored are what the store holds,
+ * so act_done() writes on top of them; sa->st becomes st. */
+static sc_err write_early(pass *ps, size_t si, session_status *st,
+                          sc_errbuf *eb)
+{
+  reconciler *r = ps->r;
+  const session *s = ps->p->sessions[si].s;
+  sess_act *sa = &ps->acts[si];
+  char *nv = NULL;
+  sc_err err;
   err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
-                            sa->rv ? sa->rv : s->meta.resource_version, &st,
+                            sa->rv ? sa->rv : s->meta.resource_version, st,
                             &nv, eb);
   if(err) {
-    session_status_clear(&st);
+    session_status_clear(st);
     return err;
   }
   free(sa->rv);
   sa->rv = nv;
   session_status_clear(&sa->stored);
-  err = session_status_copy(&sa->stored, &st);
+  err = session_status_copy(&sa->stored, st);
   session_status_clear(&sa->st);
-  sa->st = st; /* moved: later effects build on the claim */
+  sa->st = *st; /* moved: later effects build on it */
+  memset(st, 0, sizeof(*st));
   return err;
 }
 
@@ -782,6 +804,24 @@ static void on_observed(observation *obs, void *ud)
     session_status_copy(&ps->acts[i].st, &ps->p->sessions[i].status);
     ps->acts[i].wants_write = ps->p->sessions[i].status_changed;
     ps->acts[i].pending = 1; /* held until every action has started */
+  }
+  /* link first: a sandbox this plan adopts (its tags matched, no status
+   * named it: its creator died before the status write) is recorded
+   * before any action, which may wait seconds for the token bucket. Cube
+   * can drop a paused sandbox's tags (#1843): a link written late may be
+   * too late, and an untagged, unlinked sandbox is never touched again. */
+  for(i = 0; i < ps->p->n_sessions; i++) {
+    const plan_session *pl = &ps->p->sessions[i];
+    session_status st;
+    sc_errbuf eb;
+    if(!pl->status_changed || !pl->status.sandbox_id ||
+       str_same(pl->status.sandbox_id, pl->s->status.sandbox_id) ||
+       session_status_copy(&st, &ps->acts[i].st))
+      continue;
+    eb.msg[0] = '\0';
+    if(write_early(ps, i, &st, &eb))
+      log_kv(r->o.lg, LOG_DEBUG, "early link write failed", "session",
+             pl->s->meta.name, "error", eb.msg, NULL);
   }
   ps->pending = 1; /* held while starting */
   for(i = 0; i < ps->p->n_actions; i++)

@@ -144,6 +144,20 @@ for d in cube e2b; do
   check "$d: zz's sandbox is still there" test "$(sim_state_id "$z")" = paused
   stop_pid "$p1"; stop_pid "$SIM_PID"
 
+  # --- link first: zz's sandbox (tags only, no status link: its creator
+  # died) is adopted; the link is written before zz's pause, which waits
+  # behind 20 creates at qps 1 (a late link can be lost with the tags)
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  z=$(sim_create zz 600)
+  apply_n a 20
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, state: Paused}\n' | ctl apply -f - >/dev/null
+  start_controller "link-$d" --cube-qps 1; p1=$CTL_PID
+  check "$d: adopted sandbox linked early" wait_eq 5 "$z" sess_field zz default .status.sandboxID
+  check "$d: ... while its pause still waits" test "$(sim_state_id "$z")" = running
+  check "$d: ... then paused" wait_eq 40 paused sim_state_id "$z"
+  stop_pid "$p1"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
