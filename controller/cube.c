@@ -1,17 +1,18 @@
 /*
  * cube.c - the Cube client transport: libcurl multi on a libevent loop
- * (curl's docs/examples/multi-event.c model), a FIFO of calls beyond
- * max_inflight, a token bucket toward Cube, and the per-operation handling
+ * (curlev.c, curl's docs/examples/multi-event.c model), a FIFO of calls
+ * beyond max_inflight, a token bucket toward Cube, and the per-operation handling
  * of answers. See cube.h for the ownership rules and docs/cube-client.md.
  *
  * A "call" is what the user asked for (cube_list ...); a call makes one or
  * more HTTP requests in sequence (list pages, the probe's two steps). Each
  * request waits in c->wait for a transfer slot and a token, then runs as
  * one curl easy handle in the multi. Completions reach the callback from
- * the loop only: from check_done() after curl finished, or from the
+ * the loop only: from on_transfer() after curl finished, or from the
  * deferred `deliver` event for calls that ended before any transfer.
  */
 #include "cube.h"
+#include "curlev.h"
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -24,18 +25,11 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct sockctx {
-  struct sockctx *prev, *next;
-  curl_socket_t fd;
-  struct event *ev;
-} sockctx;
-
 typedef struct cube_call cube_call;
 
 struct cube_client {
   struct event_base *base;
-  CURLM *multi;
-  struct event *timer;        /* curl's timeout */
+  curlev *ev;                 /* the multi handle on the loop */
   struct event *bucket_timer; /* a token comes due */
   struct event *deliver;      /* completions that never reached curl */
   char *base_url;             /* no trailing '/' */
@@ -53,7 +47,6 @@ struct cube_client {
   cube_call *wait_head, *wait_tail; /* requests waiting to start */
   cube_call *done_head, *done_tail; /* finished without a transfer */
   cube_call *all;                   /* every live call */
-  sockctx *socks;
   int inflight;
   size_t pending;
   bool closing;
@@ -480,7 +473,7 @@ static sc_err start(cube_call *k)
   cube_client *c = k->c;
   CURL *e;
   struct curl_slist *h;
-  CURLMcode mc;
+  sc_err err;
 
   dynbuf_free(&k->resp);
   dynbuf_init(&k->resp, k->cap);
@@ -519,10 +512,10 @@ static sc_err start(cube_call *k)
   }
   else if(strcmp(k->method, "GET"))
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, k->method);
-  mc = curl_multi_add_handle(c->multi, e);
-  if(mc != CURLM_OK) {
+  err = curlev_add(c->ev, e);
+  if(err) {
     curl_easy_cleanup(e);
-    return mc == CURLM_OUT_OF_MEMORY ? SC_ERR_NOMEM : SC_ERR_INTERNAL;
+    return err;
   }
   k->easy = e;
   c->inflight++;
@@ -1001,44 +994,22 @@ static void on_done(cube_call *k, CURLcode cc)
     call_complete(k);
 }
 
-static void check_done(cube_client *c)
+/* --- the loop (curlev: curl multi on libevent) --- */
+
+/* A transfer ended (its handle is out of the multi). */
+static void on_transfer(CURL *e, CURLcode cc, void *ud)
 {
-  CURLMsg *m;
-  int left;
-  while((m = curl_multi_info_read(c->multi, &left))) {
-    cube_call *k = NULL;
-    CURLcode cc;
-    if(m->msg != CURLMSG_DONE)
-      continue;
-    cc = m->data.result;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&k);
-    curl_multi_remove_handle(c->multi, m->easy_handle);
-    c->inflight--;
-    on_done(k, cc);
-  }
-  pump(c);
+  cube_client *c = ud;
+  cube_call *k = NULL;
+  curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&k);
+  c->inflight--;
+  on_done(k, cc);
 }
 
-/* --- libevent glue (multi-event.c) --- */
-
-static void on_socket(evutil_socket_t fd, short what, void *arg)
+/* After a batch of ended transfers: start what waits. */
+static void on_batch(void *ud)
 {
-  cube_client *c = arg;
-  int running = 0;
-  int flags = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
-              ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-  curl_multi_socket_action(c->multi, fd, flags, &running);
-  check_done(c);
-}
-
-static void on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-  cube_client *c = arg;
-  int running = 0;
-  (void)fd;
-  (void)what;
-  curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-  check_done(c);
+  pump(ud);
 }
 
 static void on_bucket(evutil_socket_t fd, short what, void *arg)
@@ -1046,68 +1017,6 @@ static void on_bucket(evutil_socket_t fd, short what, void *arg)
   (void)fd;
   (void)what;
   pump(arg);
-}
-
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-                   void *socketp)
-{
-  cube_client *c = userp;
-  sockctx *sc = socketp;
-  short kind;
-  (void)e;
-  if(what == CURL_POLL_REMOVE) {
-    if(sc) {
-      event_free(sc->ev);
-      if(sc->prev)
-        sc->prev->next = sc->next;
-      else
-        c->socks = sc->next;
-      if(sc->next)
-        sc->next->prev = sc->prev;
-      free(sc);
-      curl_multi_assign(c->multi, s, NULL);
-    }
-    return 0;
-  }
-  kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-         ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-  if(!sc) {
-    sc = calloc(1, sizeof(*sc));
-    if(!sc)
-      return -1;
-    sc->fd = s;
-    sc->ev = event_new(c->base, s, kind, on_socket, c);
-    if(!sc->ev) {
-      free(sc);
-      return -1;
-    }
-    sc->next = c->socks;
-    if(c->socks)
-      c->socks->prev = sc;
-    c->socks = sc;
-    curl_multi_assign(c->multi, s, sc);
-  }
-  else {
-    event_del(sc->ev);
-    event_assign(sc->ev, c->base, s, kind, on_socket, c);
-  }
-  event_add(sc->ev, NULL);
-  return 0;
-}
-
-static int timer_cb(CURLM *m, long timeout_ms, void *userp)
-{
-  cube_client *c = userp;
-  struct timeval tv;
-  (void)m;
-  if(timeout_ms < 0) {
-    evtimer_del(c->timer);
-    return 0;
-  }
-  tv.tv_sec = timeout_ms / 1000;
-  tv.tv_usec = (timeout_ms % 1000) * 1000;
-  evtimer_add(c->timer, &tv);
-  return 0;
 }
 
 /* --- client --- */
@@ -1290,19 +1199,17 @@ cube_client *cube_client_new(struct event_base *base,
   if(!c->hdr_plain || !c->hdr_json || !c->hdr_empty_post)
     goto nomem;
 
-  c->multi = curl_multi_init();
-  c->timer = evtimer_new(base, on_timeout, c);
+  c->ev = curlev_new(base, on_transfer, on_batch, c, eb);
+  if(!c->ev)
+    goto fail;
   c->bucket_timer = evtimer_new(base, on_bucket, c);
   c->deliver = event_new(base, -1, 0, deliver_cb, c);
-  if(!c->multi || !c->timer || !c->bucket_timer || !c->deliver)
+  if(!c->bucket_timer || !c->deliver)
     goto nomem;
-  curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-  curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-  curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-  curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-  curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+  curl_multi_setopt(curlev_multi(c->ev), CURLMOPT_MAX_HOST_CONNECTIONS,
                     (long)c->max_inflight);
-  curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)c->max_inflight);
+  curl_multi_setopt(curlev_multi(c->ev), CURLMOPT_MAXCONNECTS,
+                    (long)c->max_inflight);
   curl_free(scheme);
   curl_free(host);
   curl_free(port);
@@ -1324,31 +1231,20 @@ void cube_client_free(cube_client *c)
   if(!c)
     return;
   c->closing = true;
-  if(c->timer)
-    evtimer_del(c->timer);
   if(c->bucket_timer)
     evtimer_del(c->bucket_timer);
   /* abort every call: each callback once, here */
   while(c->all) {
     cube_call *k = c->all;
     if(k->easy) {
-      curl_multi_remove_handle(c->multi, k->easy);
+      curlev_remove(c->ev, k->easy);
       c->inflight--;
     }
     call_msg(k, SC_ERR_UNAVAILABLE, "aborted");
     call_complete(k);
   }
   c->wait_head = c->wait_tail = c->done_head = c->done_tail = NULL;
-  if(c->multi)
-    curl_multi_cleanup(c->multi);
-  while(c->socks) { /* anything curl did not REMOVE */
-    sockctx *s = c->socks;
-    c->socks = s->next;
-    event_free(s->ev);
-    free(s);
-  }
-  if(c->timer)
-    event_free(c->timer);
+  curlev_free(c->ev);
   if(c->bucket_timer)
     event_free(c->bucket_timer);
   if(c->deliver)

@@ -1,6 +1,7 @@
 /* kube_http.c - asynchronous Kubernetes API calls on a libcurl multi
  * handle driven by libevent (see kube_http.h). */
 #include "kube_http.h"
+#include "curlev.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,7 @@ struct kube_http {
   char *user_agent;
   char *token;
   int64_t token_read_ms;   /* monotonic; 0 = read again */
-  CURLM *multi;
-  struct event *timer;
+  curlev *ev;              /* the multi handle on the loop */
   kreq *reqs;
   int n_reqs;
 };
@@ -85,7 +85,7 @@ static void req_unlink_free(kreq *q)
       break;
     }
   if(q->easy) {
-    curl_multi_remove_handle(q->h->multi, q->easy);
+    curlev_remove(q->h->ev, q->easy);
     curl_easy_cleanup(q->easy);
   }
   curl_slist_free_all(q->hdrs);
@@ -138,7 +138,7 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->body));
   }
   kube_conn_curl_tls(&h->conn, q->easy);
-  if(curl_multi_add_handle(h->multi, q->easy) != CURLM_OK)
+  if(curlev_add(h->ev, q->easy))
     return sc_errf(eb, SC_ERR_INTERNAL, "kube: cannot start %s %s",
                    q->method, q->path);
   return SC_OK;
@@ -152,7 +152,6 @@ static void req_done(kreq *q, CURLcode cc)
   json_object *body = NULL, *m;
   memset(&res, 0, sizeof(res));
   res.message = "";
-  curl_multi_remove_handle(h->multi, q->easy);
   if(cc != CURLE_OK) {
     res.err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
               : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
@@ -191,82 +190,13 @@ static void req_done(kreq *q, CURLcode cc)
   req_unlink_free(q);
 }
 
-static void check_done(kube_http *h)
+/* a transfer ended (curlev took its handle out of the multi) */
+static void on_transfer(CURL *e, CURLcode cc, void *ud)
 {
-  CURLMsg *m;
-  int left;
-  while((m = curl_multi_info_read(h->multi, &left))) {
-    kreq *q = NULL;
-    if(m->msg != CURLMSG_DONE)
-      continue;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
-    req_done(q, m->data.result);
-  }
-}
-
-static void on_socket(evutil_socket_t fd, short what, void *arg)
-{
-  kube_http *h = arg;
-  int running = 0;
-  int flags = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
-              ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-  curl_multi_socket_action(h->multi, fd, flags, &running);
-  check_done(h);
-}
-
-static void on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-  kube_http *h = arg;
-  int running = 0;
-  (void)fd;
-  (void)what;
-  curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-  check_done(h);
-}
-
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-                   void *socketp)
-{
-  kube_http *h = userp;
-  struct event *ev = socketp;
-  short kind;
-  (void)e;
-  if(what == CURL_POLL_REMOVE) {
-    if(ev) {
-      event_free(ev);
-      curl_multi_assign(h->multi, s, NULL);
-    }
-    return 0;
-  }
-  kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-         ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-  if(!ev) {
-    ev = event_new(h->base, s, kind, on_socket, h);
-    if(!ev)
-      return -1;
-    curl_multi_assign(h->multi, s, ev);
-  }
-  else {
-    event_del(ev);
-    event_assign(ev, h->base, s, kind, on_socket, h);
-  }
-  event_add(ev, NULL);
-  return 0;
-}
-
-static int timer_cb(CURLM *m, long timeout_ms, void *userp)
-{
-  kube_http *h = userp;
-  struct timeval tv;
-  (void)m;
-  if(timeout_ms < 0) {
-    evtimer_del(h->timer);
-    return 0;
-  }
-  tv.tv_sec = timeout_ms / 1000;
-  tv.tv_usec = (timeout_ms % 1000) * 1000;
-  evtimer_add(h->timer, &tv);
-  return 0;
+  kreq *q = NULL;
+  (void)ud;
+  curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&q);
+  req_done(q, cc);
 }
 
 kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
@@ -286,17 +216,16 @@ kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
   h->conn = *conn;
   memset(conn, 0, sizeof(*conn));
   h->user_agent = strdup(user_agent ? user_agent : "session-controller");
-  h->multi = curl_multi_init();
-  h->timer = evtimer_new(base, on_timeout, h);
-  if(!h->user_agent || !h->multi || !h->timer || !h->conn.server) {
+  h->ev = curlev_new(base, on_transfer, NULL, h, eb);
+  if(!h->ev) {
+    kube_http_free(h);
+    return NULL;
+  }
+  if(!h->user_agent || !h->conn.server) {
     sc_errf(eb, SC_ERR_NOMEM, "kube: cannot set up the HTTP client");
     kube_http_free(h);
     return NULL;
   }
-  curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-  curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
-  curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-  curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
   return h;
 }
 
@@ -306,10 +235,7 @@ void kube_http_free(kube_http *h)
     return;
   while(h->reqs)
     req_unlink_free(h->reqs);
-  if(h->multi)
-    curl_multi_cleanup(h->multi);
-  if(h->timer)
-    event_free(h->timer);
+  curlev_free(h->ev);
   kube_conn_clear(&h->conn);
   free(h->user_agent);
   free(h->token);
