@@ -1507,8 +1507,8 @@ sc_err cube_connect(cube_client *c, const char *id, int64_t timeout_s,
                  true, cb, ud);
 }
 
-sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
-                        cube_cb cb, void *ud)
+static sc_err set_timeout(cube_client *c, const char *id, int64_t timeout_s,
+                          bool urgent, cube_cb cb, void *ud)
 {
   char *body;
   if(timeout_s < 0 || timeout_s > 2147483647)
@@ -1516,8 +1516,20 @@ sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
                        timeout_s, cb, ud);
   if(!(body = timeout_body(timeout_s)))
     return refused(c, cb);
-  return id_call(c, CUBE_OP_SET_TIMEOUT, id, "POST", "/timeout", body, true,
-                 false, cb, ud);
+  return id_call_ex(c, CUBE_OP_SET_TIMEOUT, id, "POST", "/timeout", body,
+                    true, false, urgent, cb, ud);
+}
+
+sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
+                        cube_cb cb, void *ud)
+{
+  return set_timeout(c, id, timeout_s, false, cb, ud);
+}
+
+sc_err cube_set_timeout_now(cube_client *c, const char *id,
+                            int64_t timeout_s, cube_cb cb, void *ud)
+{
+  return set_timeout(c, id, timeout_s, true, cb, ud);
 }
 
 sc_err cube_delete(cube_client *c, const char *id, cube_cb cb, void *ud)

@@ -185,6 +185,12 @@ sc_err cube_connect(cube_client *c, const char *id, int64_t timeout_s,
                     cube_cb cb, void *ud);
 sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
                         cube_cb cb, void *ud);
+/* The set-timeout that follows a GET which saw the sandbox running, from
+ * that GET's callback: ahead of the queue like cube_delete_now. Cube moves
+ * a paused sandbox's endAt (its reclaim clock) when its timeout changes,
+ * so the controller sets timeouts only on sandboxes it just saw running. */
+sc_err cube_set_timeout_now(cube_client *c, const char *id,
+                            int64_t timeout_s, cube_cb cb, void *ud);
 sc_err cube_delete(cube_client *c, const char *id, cube_cb cb, void *ud);
 /* The DELETE that follows a confirming GET, called from that GET's
  * callback: it goes ahead of every queued call and is not held by the token

@@ -435,6 +435,39 @@ static void on_delete_confirm(const cube_result *res, void *ud)
   }
 }
 
+/* The GET before a set-timeout: Cube moves the endAt of a paused sandbox
+ * when its timeout changes (endAt = last activity + timeout), and endAt is
+ * the reclaim clock of a paused sandbox. A plan may be seconds old when
+ * its set-timeout runs, and the sandbox may have idle-paused meanwhile:
+ * the chaos suite saw reclaims measured from an endAt pulled back by a
+ * shorter timeout set on an already paused sandbox. So the timeout is set
+ * only on a sandbox this GET saw running, right after it. */
+static void on_timeout_confirm(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const plan_action *a = c->a;
+  observe_count_call(r->o.m, CUBE_OP_GET, res, c->t0);
+  if(res->err) {
+    action_end(c, false, NULL, res->retry_after_ms, res->message);
+    return;
+  }
+  if(res->sandbox.state != CUBE_SB_RUNNING) {
+    /* not a failure of Cube's: look again when it runs */
+    action_end(c, false, NULL, -1,
+               "the sandbox is no longer running: its timeout is set when "
+               "it runs again (a paused sandbox's endAt is its reclaim "
+               "clock)");
+    return;
+  }
+  c->op = CUBE_OP_SET_TIMEOUT;
+  c->t0 = sctime_mono_ms();
+  if(cube_set_timeout_now(r->o.cube, a->sandbox_id, a->timeout_s, on_mutation,
+                          c))
+    action_end(c, false, NULL, -1, "client refused the call");
+}
+
 static void on_pause_check(const cube_result *res, void *ud)
 {
   call *c = ud;
@@ -639,9 +672,8 @@ static void start_action(pass *ps, const plan_action *a)
                        c);
     break;
   case PLAN_SET_TIMEOUT:
-    c->op = CUBE_OP_SET_TIMEOUT;
-    err = cube_set_timeout(r->o.cube, a->sandbox_id, a->timeout_s,
-                           on_mutation, c);
+    c->op = CUBE_OP_GET;
+    err = cube_get(r->o.cube, a->sandbox_id, on_timeout_confirm, c);
     break;
   case PLAN_DELETE:
     c->op = CUBE_OP_GET;

@@ -158,6 +158,25 @@ for d in cube e2b; do
   check "$d: ... then paused" wait_eq 40 paused sim_state_id "$z"
   stop_pid "$p1"; stop_pid "$SIM_PID"
 
+  # --- set-timeout only on a sandbox just seen running: zz's timeout change
+  # waits behind 20 creates (qps 1) while zz idle-pauses; Cube would move
+  # a paused sandbox's endAt (its reclaim clock) with a new timeout
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  z=$(sim_create zz 600)
+  apply_n a 20
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, idleTimeout: 30m}\n' | ctl apply -f - >/dev/null
+  start_controller "tmo-$d" --cube-qps 1; p1=$CTL_PID
+  wait_eq 5 "$z" sess_field zz default .status.sandboxID >/dev/null
+  sim_advance 700
+  check "$d: zz idle-paused before its set-timeout ran" wait_eq 5 paused sim_state_id "$z"
+  created() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
+  wait_eq 40 21 created >/dev/null
+  sleep 3
+  check "$d: no timeout set on the paused sandbox" test \
+    "$(sim_audit | jq -s --arg id "$z" '[.[] | select(.sandboxID==$id and .event=="timeout")] | length')" = 0
+  stop_pid "$p1"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
