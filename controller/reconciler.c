@@ -98,6 +98,7 @@ struct reconciler {
   bool store_ok;
   cube_dialect dialect;
   char identity[96];    /* status.createIntent.by: replica#random */
+  plan_scratch *scratch; /* the planner's arrays, kept across passes */
 };
 
 static void pump(reconciler *r);
@@ -748,7 +749,9 @@ static void on_observed(observation *obs, void *ud)
   in.n_gone = ps->obs->n_gone;
   in.list_complete = ps->full && !ps->obs->truncated;
   in.cube_now = ps->cube_now;
-  err = plan_compute(&in, &r->o.plan, &ps->p);
+  if(!r->scratch) /* NULL (out of memory): one per call instead */
+    r->scratch = plan_scratch_new();
+  err = plan_compute_ex(&in, &r->o.plan, r->scratch, &ps->p);
   if(err) {
     pass_fail(ps, "planning failed (out of memory)", -1);
     pass_finish(ps);
@@ -1159,6 +1162,7 @@ void reconciler_free(reconciler *r)
   if(r->qtimer)
     event_free(r->qtimer);
   queue_free(r->q);
+  plan_scratch_free(r->scratch);
   free(r);
 }
 
