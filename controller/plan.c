@@ -142,6 +142,10 @@ typedef struct planner {
   size_t n_visited;     /* sessions the session pass has reached */
   plan *p;
   size_t cap_actions;
+  /* fmt_time() of cube_now (made once) and of the last other time */
+  char now_text[SCTIME_RFC3339_MAX];
+  sc_time last_t;
+  char last_text[SCTIME_RFC3339_MAX];
 } planner;
 
 /* ---------- names ---------- */
@@ -268,32 +272,149 @@ static void cat3(char *buf, size_t len, const char *a, const char *b,
   buf[o] = 0;
 }
 
+/* A bounded string builder: appends, truncating at cap - 1 like
+ * snprintf, and counts what it would have written. */
+typedef struct sbuf {
+  char *b;
+  size_t cap, len;
+} sbuf;
+
+static void sb_putn(sbuf *o, const char *x, size_t n)
+{
+  if(o->len + 1 < o->cap) {
+    size_t room = o->cap - 1 - o->len;
+    memcpy(o->b + o->len, x, n < room ? n : room);
+  }
+  o->len += n;
+}
+
+static void sb_puts(sbuf *o, const char *x)
+{
+  sb_putn(o, x, strlen(x));
+}
+
+static void sb_putu(sbuf *o, uint64_t v)
+{
+  char d[24];
+  size_t i = sizeof(d);
+  do
+    d[--i] = (char)('0' + v % 10);
+  while(v /= 10);
+  sb_putn(o, d + i, sizeof(d) - i);
+}
+
+static void sb_puti(sbuf *o, int64_t v)
+{
+  if(v < 0) {
+    sb_putn(o, "-", 1);
+    sb_putu(o, (uint64_t)0 - (uint64_t)v);
+  }
+  else
+    sb_putu(o, (uint64_t)v);
+}
+
+/* the NUL, then what vsnprintf() would return */
+static size_t sb_end(sbuf *o)
+{
+  if(o->cap)
+    o->b[o->len < o->cap ? o->len : o->cap - 1] = 0;
+  return o->len;
+}
+
+/* vsnprintf() for the formats the planner uses on every pass: %s, %zu,
+ * %d, PRId64 and %% (glibc's vfprintf is most of the cost of 15,000
+ * reasons). Any other conversion goes to vsnprintf() itself. Same output,
+ * same truncation, same return value. */
+static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+  static const char i64[] = "%" PRId64;
+  const size_t ni = sizeof(i64) - 1;
+  sbuf o;
+  const char *f;
+  for(f = fmt; (f = strchr(f, '%')); ) {
+    if(f[1] == 's' || f[1] == '%' || f[1] == 'd')
+      f += 2;
+    else if(f[1] == 'z' && f[2] == 'u')
+      f += 3;
+    else if(!strncmp(f, i64, ni))
+      f += ni;
+    else {
+      int n = vsnprintf(buf, cap, fmt, ap);
+      return n < 0 ? 0 : (size_t)n;
+    }
+  }
+  o.b = buf;
+  o.cap = cap;
+  o.len = 0;
+  for(f = fmt; *f; ) {
+    const char *pc = strchr(f, '%');
+    if(!pc) {
+      sb_puts(&o, f);
+      break;
+    }
+    sb_putn(&o, f, (size_t)(pc - f));
+    if(pc[1] == 's') {
+      const char *x = va_arg(ap, const char *);
+      sb_puts(&o, x ? x : "(null)");
+      f = pc + 2;
+    }
+    else if(pc[1] == '%') {
+      sb_putn(&o, "%", 1);
+      f = pc + 2;
+    }
+    else if(pc[1] == 'd') {
+      sb_puti(&o, va_arg(ap, int));
+      f = pc + 2;
+    }
+    else if(pc[1] == 'z') {
+      sb_putu(&o, va_arg(ap, size_t));
+      f = pc + 3;
+    }
+    else {
+      sb_puti(&o, va_arg(ap, int64_t));
+      f = pc + ni;
+    }
+  }
+  return sb_end(&o);
+}
+
 /* "25h", "1h30m", "15m", "90s" -> "1m30s", "500ms". */
 static void fmt_dur(int64_t ms, char *buf, size_t len)
 {
-  char tmp[64];
-  size_t o = 0;
-  int64_t h, m, s;
-  bool neg = ms < 0;
-  if(neg)
-    ms = -ms;
-  if(ms < 1000) {
-    snprintf(buf, len, "%s%" PRId64 "ms", neg ? "-" : "", ms);
+  sbuf o;
+  uint64_t u, h, m, s;
+  o.b = buf;
+  o.cap = len;
+  o.len = 0;
+  if(ms < 0)
+    sb_putn(&o, "-", 1);
+  u = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
+  if(u < 1000) {
+    sb_putu(&o, u);
+    sb_putn(&o, "ms", 2);
+    sb_end(&o);
     return;
   }
-  h = ms / 3600000;
-  m = (ms / 60000) % 60;
-  s = (ms / 1000) % 60;
-  tmp[0] = 0;
-  if(h)
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "h", h);
-  if(m)
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "m", m);
-  if(s || (!h && !m))
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "s", s);
-  if(ms % 1000 && o < sizeof(tmp))
-    snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "ms", ms % 1000);
-  snprintf(buf, len, "%s%s", neg ? "-" : "", tmp);
+  h = u / 3600000;
+  m = (u / 60000) % 60;
+  s = (u / 1000) % 60;
+  if(h) {
+    sb_putu(&o, h);
+    sb_putn(&o, "h", 1);
+  }
+  if(m) {
+    sb_putu(&o, m);
+    sb_putn(&o, "m", 1);
+  }
+  if(s || (!h && !m)) {
+    sb_putu(&o, s);
+    sb_putn(&o, "s", 1);
+  }
+  if(u % 1000) {
+    sb_putu(&o, u % 1000);
+    sb_putn(&o, "ms", 2);
+  }
+  sb_end(&o);
 }
 
 static void fmt_time(sc_time t, char *buf, size_t len)
@@ -302,6 +423,21 @@ static void fmt_time(sc_time t, char *buf, size_t len)
     snprintf(buf, len, "(none)");
   else
     sctime_format_rfc3339(t, buf, len);
+}
+
+/* fmt_time() through the planner's two-entry cache */
+static void pl_time(planner *pl, sc_time t, char *buf, size_t len)
+{
+  sbuf o;
+  o.b = buf;
+  o.cap = len;
+  o.len = 0;
+  if(t != pl->in->cube_now && (t != pl->last_t || !pl->last_text[0])) {
+    fmt_time(t, pl->last_text, sizeof(pl->last_text));
+    pl->last_t = t;
+  }
+  sb_puts(&o, t == pl->in->cube_now ? pl->now_text : pl->last_text);
+  sb_end(&o);
 }
 
 static int64_t timeout_secs(int64_t ms)
@@ -660,7 +796,7 @@ static sc_err add_action(planner *pl, plan_action_type type,
   if(!(reason = arena_reserve(&p->arena, PLAN_REASON_MAX)))
     return SC_ERR_NOMEM;
   va_start(ap, fmt);
-  len = (size_t)vsnprintf(reason, PLAN_REASON_MAX, fmt, ap);
+  len = fmt_v(reason, PLAN_REASON_MAX, fmt, ap);
   va_end(ap);
   if(len >= PLAN_REASON_MAX)
     len = PLAN_REASON_MAX - 1;
@@ -950,7 +1086,7 @@ static void want_ready(want *w, const char *status, const char *reason,
   w->ready_reason = reason;
   w->lazy = false;
   va_start(ap, fmt);
-  vsnprintf(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
+  fmt_v(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
   va_end(ap);
 }
 
@@ -998,8 +1134,8 @@ static sc_err add_reclaim(planner *pl, const sess_rec *r, const sb_rec *sb)
 {
   char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32], ra[32];
   sc_err err;
-  fmt_time(sb->end_at, te, sizeof(te));
-  fmt_time(pl->in->cube_now, tn, sizeof(tn));
+  pl_time(pl, sb->end_at, te, sizeof(te));
+  pl_time(pl, pl->in->cube_now, tn, sizeof(tn));
   fmt_dur(pl->in->cube_now - sb->end_at, age, sizeof(age));
   fmt_dur(rec_reclaim(r), ra, sizeof(ra));
   err = add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
@@ -1044,7 +1180,8 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
   char td[SCTIME_RFC3339_MAX];
   const session *s = r->s;
   plan_delete_kind kind = r->tomb ? PLAN_DEL_TOMBSTONE : PLAN_DEL_ENDED;
-  fmt_time(s->meta.deletion_timestamp, td, sizeof(td));
+  if(r->tomb) /* only the tombstone's reason says when */
+    pl_time(pl, s->meta.deletion_timestamp, td, sizeof(td));
   for(i = 0; i < r->sb_n; i++) {
     const sb_rec *sb = &pl->sbs[pl->sc->sblist[r->sb_first + i]];
     if(r->tomb)
@@ -1170,7 +1307,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       char ta[SCTIME_RFC3339_MAX];
       sc_time until = s->status.create_intent_at +
                       pl->cfg->create_intent_ttl_ms;
-      fmt_time(s->status.create_intent_at, ta, sizeof(ta));
+      pl_time(pl, s->status.create_intent_at, ta, sizeof(ta));
       want_ready(w, "False", "Creating",
                  "waiting for the create claimed by %s at %s (Cube's clock)",
                  s->status.create_intent_by ? s->status.create_intent_by
@@ -1226,8 +1363,8 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       *due = at;
       if(now && now >= at) {
         char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], hi[32];
-        fmt_time(sb->end_at, te, sizeof(te));
-        fmt_time(now, tn, sizeof(tn));
+        pl_time(pl, sb->end_at, te, sizeof(te));
+        pl_time(pl, now, tn, sizeof(tn));
         fmt_dur(rec_idle(r) / 2, hi, sizeof(hi));
         return add_action(pl, PLAN_KEEPALIVE, PLAN_DEL_NONE, r, sb,
                           timeout_secs(rec_idle(r)),
@@ -1412,8 +1549,8 @@ static sc_err plan_orphans(planner *pl)
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
       plan_action *a;
-      fmt_time(sb->end_at, te, sizeof(te));
-      fmt_time(now, tn, sizeof(tn));
+      pl_time(pl, sb->end_at, te, sizeof(te));
+      pl_time(pl, now, tn, sizeof(tn));
       fmt_dur(now - sb->end_at, age, sizeof(age));
       err = add_action(pl, PLAN_DELETE, PLAN_DEL_ORPHAN, NULL, sb, 0,
                        "orphan: no session or tombstone for tenant %s "
@@ -2134,6 +2271,7 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
                ? cfg->controller_name : PLAN_DEFAULT_CONTROLLER;
   pl.p = p;
   pl.cur_rec = NONE32;
+  fmt_time(in->cube_now, pl.now_text, sizeof(pl.now_text));
   if(in->n_sessions) {
     /* every field of every entry is written below */
     p->sessions = malloc(in->n_sessions * sizeof(*p->sessions));
