@@ -46,6 +46,7 @@ enum link_state {
 };
 
 #define NONE32 UINT32_MAX
+#define SESS_BIT 0x80000000u /* in the pairs table: a session */
 
 /* One per input session, in input order (rec i is input session i).
  * Indexes are 32-bit: plan_compute() refuses 2^32 - 1 items or more. */
@@ -69,25 +70,31 @@ typedef struct sess_rec {
   bool redo;            /* the one-pass guess was wrong: decide again */
 } sess_rec;
 
-/* One per input sandbox with an ID, in input order. */
+/* One per input sandbox with an ID, in input order: one cache line
+ * (the array is 64-byte aligned), since the session pass reads the linked
+ * one's at random. What is rarely needed (startedAt, the managed-by text,
+ * the whole sandbox for sb_cmp) is read from the input by in_idx. */
 typedef struct sb_rec {
   uint64_t h;           /* hash of the ID */
   uint64_t hpair;       /* hash of the (tenant, sid) tags, when has_pair */
-  const cube_sandbox *b;
-  /* copies of b's fields, so the passes after the first do not chase b */
   const char *id;
-  const char *tenant, *sid, *mb;
-  sc_time started_at, end_at;
+  const char *tenant, *sid; /* the tags */
+  sc_time end_at;
+  uint32_t in_idx;      /* index in in->sandboxes */
   uint32_t owner;       /* rec index, or NONE32 */
   uint32_t first_claim; /* the first rec linking it (chain: next_claim) */
-  uint32_t n_claims;    /* recs whose status.sandboxID is this ID */
-  cube_sb_state state;
-  bool ours;
-  bool has_pair;        /* ours, with both tags */
-  bool dup;             /* a second report of an ID: ignored */
-  bool linked;          /* some session's status records it */
-  bool resolved;        /* its claims were sorted out (redo) */
+  uint8_t state;        /* cube_sb_state */
+  uint8_t n_claims;     /* recs whose status.sandboxID is this ID, up to
+                           255 (only 0, 1 and more matter) */
+  unsigned ours : 1;
+  unsigned has_mb : 1;  /* a lea.managed-by tag, ours or not */
+  unsigned has_pair : 1;/* ours, with both tags */
+  unsigned dup : 1;     /* a second report of an ID: ignored */
+  unsigned linked : 1;  /* some session's status records it */
+  unsigned resolved : 1;/* its claims were sorted out (redo) */
 } sb_rec;
+
+_Static_assert(sizeof(sb_rec) <= 64, "an sb_rec is one cache line");
 
 /* A sort key: a 64-bit hash and the index of the record it stands for. */
 typedef struct hkey {
@@ -110,10 +117,10 @@ struct plan_scratch {
   sb_rec *sbs;
   size_t cap_sbs;
   hslot *ids;           /* sandboxes by ID */
-  hslot *sbpairs;       /* our sandboxes by (tenant, sid) tags */
-  size_t cap_sbtab;     /* slots in each of the two above */
-  hslot *spairs;        /* sessions by (tenant, sid) */
-  size_t cap_stab;
+  size_t cap_ids;
+  hslot *pairs;         /* by (tenant, sid): our sandboxes' tags, and
+                           the sessions (idx | SESS_BIT) */
+  size_t cap_pairs;
   uint32_t *sblist;     /* per-session sandbox lists */
   size_t cap_sblist;
   uint32_t *act_rec;    /* the rec of each action (NONE32: orphan) */
@@ -133,7 +140,7 @@ typedef struct planner {
   size_t n_recs;
   sb_rec *sbs;          /* in input order (those with an ID) */
   size_t n_sbs;
-  size_t sbmask, smask; /* table sizes - 1 */
+  size_t sbmask, pmask; /* table sizes - 1: ids, pairs */
   const char **gone;    /* sorted */
   size_t n_gone;
   size_t n_sblist;
@@ -485,7 +492,8 @@ static int64_t rec_reclaim(const sess_rec *r)
 /* The three tags of a sandbox in one pass over its metadata: the same
  * answers as sc_kvlist_get() (keys are unique in an sc_kvlist), touching
  * each key once. */
-static void read_tags(sb_rec *sb, const sc_kvlist *md)
+static void read_tags(const sc_kvlist *md, const char **tenant,
+                      const char **sid, const char **mb)
 {
   static const char pfx[] = SESSION_TAG_PREFIX;
   size_t i, np = sizeof(pfx) - 1;
@@ -494,11 +502,11 @@ static void read_tags(sb_rec *sb, const sc_kvlist *md)
     if(strncmp(k, pfx, np))
       continue;
     if(!strcmp(k, SESSION_TAG_TENANT_ID))
-      sb->tenant = md->items[i].value;
+      *tenant = md->items[i].value;
     else if(!strcmp(k, SESSION_TAG_SESSION_ID))
-      sb->sid = md->items[i].value;
+      *sid = md->items[i].value;
     else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
-      sb->mb = md->items[i].value;
+      *mb = md->items[i].value;
   }
 }
 
@@ -568,25 +576,26 @@ static int kv_cmp(const sc_kvlist *a, const sc_kvlist *b)
 
 /* A total order, so a sandbox observed twice resolves the same way
  * whatever the input order. */
-static int sb_cmp(const void *pa, const void *pb)
+static int sb_cmp(const plan_input *in, const sb_rec *sa, const sb_rec *sb)
 {
-  const sb_rec *a = pa, *b = pb;
+  const cube_sandbox *a = &in->sandboxes[sa->in_idx];
+  const cube_sandbox *b = &in->sandboxes[sb->in_idx];
   int c;
-  if(a->h != b->h)
-    return a->h < b->h ? -1 : 1;
-  if((c = strcmp(a->b->sandbox_id, b->b->sandbox_id)))
+  if(sa->h != sb->h)
+    return sa->h < sb->h ? -1 : 1;
+  if((c = strcmp(a->sandbox_id, b->sandbox_id)))
     return c;
-  if(state_rank(a->b->state) != state_rank(b->b->state))
-    return state_rank(a->b->state) - state_rank(b->b->state);
-  if(a->b->metadata.n != b->b->metadata.n)
-    return a->b->metadata.n > b->b->metadata.n ? -1 : 1;
-  if(a->b->end_at != b->b->end_at)
-    return a->b->end_at < b->b->end_at ? -1 : 1;
-  if(a->b->started_at != b->b->started_at)
-    return a->b->started_at < b->b->started_at ? -1 : 1;
-  if((c = kv_cmp(&a->b->metadata, &b->b->metadata)))
+  if(state_rank(a->state) != state_rank(b->state))
+    return state_rank(a->state) - state_rank(b->state);
+  if(a->metadata.n != b->metadata.n)
+    return a->metadata.n > b->metadata.n ? -1 : 1;
+  if(a->end_at != b->end_at)
+    return a->end_at < b->end_at ? -1 : 1;
+  if(a->started_at != b->started_at)
+    return a->started_at < b->started_at ? -1 : 1;
+  if((c = kv_cmp(&a->metadata, &b->metadata)))
     return c;
-  return strcmp0(a->b->template_id, b->b->template_id);
+  return strcmp0(a->template_id, b->template_id);
 }
 
 static int str_cmp(const void *pa, const void *pb)
@@ -1163,8 +1172,10 @@ static size_t pick_winner(const planner *pl, const sess_rec *r)
       continue;
     }
     w = &pl->sbs[best];
-    if(b->started_at != w->started_at) {
-      if(!w->started_at || (b->started_at && b->started_at < w->started_at))
+    sc_time bs = pl->in->sandboxes[b->in_idx].started_at;
+    sc_time ws = pl->in->sandboxes[w->in_idx].started_at;
+    if(bs != ws) {
+      if(!ws || (bs && bs < ws))
         best = k;
     }
     else if(strcmp(b->id, w->id) < 0)
@@ -1458,12 +1469,14 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
+    const char *mb = sc_kvlist_get(&pl->in->sandboxes[sb->in_idx].metadata,
+                                   SESSION_TAG_MANAGED_BY);
     w.conflict = true;
     w.conflict_reason = "SandboxMismatch";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tags of another owner "
              "(session %s, managed-by %s)", sb->id,
-             sb->sid ? sb->sid : "(none)", sb->mb ? sb->mb : "(none)");
+             sb->sid ? sb->sid : "(none)", mb ? mb : "(none)");
   }
   else if(r->ls == LS_CLAIMED) {
     const sess_rec *o = &pl->recs[r->other_link];
@@ -1637,6 +1650,26 @@ static void *reserve(void *old, size_t *cap, size_t need, size_t size)
   return n;
 }
 
+/* the same, 64-byte aligned (records of one cache line) */
+static void *reserve_aligned(void *old, size_t *cap, size_t need,
+                             size_t size)
+{
+  void *n = NULL;
+  if(need < 1)
+    need = 1;
+  if(old && need <= *cap)
+    return old;
+  free(old);
+  *cap = 0;
+  if(need > SIZE_MAX / size / 2)
+    return NULL;
+  need += need / 8;
+  if(posix_memalign(&n, 64, need * size))
+    return NULL;
+  *cap = need;
+  return n;
+}
+
 /* append x to a growing uint32 array */
 static sc_err push32(uint32_t **v, size_t *cap, size_t n, uint32_t x)
 {
@@ -1721,20 +1754,21 @@ static void read_sandboxes(planner *pl)
   for(i = 0; i < in->n_sandboxes; i++) {
     const cube_sandbox *b = &in->sandboxes[i];
     sb_rec *sb;
+    const char *mb;
     prefetch_sandbox(in, i);
     if(!b->sandbox_id || !*b->sandbox_id)
       continue; /* nothing can be done to a sandbox without an ID */
     sb = &pl->sbs[pl->n_sbs++];
     sb->h = hash_fin(hash_strn(HASH_INIT, b->sandbox_id,
                                strlen(b->sandbox_id)));
-    sb->b = b;
+    sb->in_idx = (uint32_t)i;
     sb->id = b->sandbox_id;
     sb->state = b->state;
-    sb->started_at = b->started_at;
     sb->end_at = b->end_at;
-    sb->tenant = sb->sid = sb->mb = NULL;
-    read_tags(sb, &b->metadata);
-    sb->ours = sb->mb && !strcmp(sb->mb, pl->cname);
+    sb->tenant = sb->sid = mb = NULL;
+    read_tags(&b->metadata, &sb->tenant, &sb->sid, &mb);
+    sb->has_mb = mb != NULL;
+    sb->ours = mb && !strcmp(mb, pl->cname);
     sb->has_pair = sb->ours && sb->tenant && sb->sid;
     sb->hpair = sb->has_pair ? pair_hash(sb->tenant, sb->sid) : 0;
     sb->owner = NONE32;
@@ -1762,7 +1796,7 @@ static void read_sandboxes(planner *pl)
         /* reported twice: keep the first in sb_cmp order (on a tie, the
          * first in input order: the two are alike then) */
         sb_rec *o = &pl->sbs[e->idx];
-        if(sb_cmp(sb, o) < 0) {
+        if(sb_cmp(in, sb, o) < 0) {
           sb_dup(pl, o);
           e->idx = (uint32_t)i;
         }
@@ -1772,14 +1806,14 @@ static void read_sandboxes(planner *pl)
       }
     }
   }
-  t = pl->sc->sbpairs;
+  t = pl->sc->pairs;
   for(i = 0; i < n; i++) {
     const sb_rec *sb = &pl->sbs[i];
     if(i + AHEAD_SLOT < n && pl->sbs[i + AHEAD_SLOT].has_pair)
-      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].hpair & pl->sbmask], 1);
+      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].hpair & pl->pmask], 1);
     if(!sb->has_pair)
       continue;
-    for(pos = sb->hpair & pl->sbmask;; pos = (pos + 1) & pl->sbmask)
+    for(pos = sb->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask)
       if(t[pos].idx == NONE32) {
         t[pos].tag = (uint32_t)(sb->hpair >> 32);
         t[pos].idx = (uint32_t)i;
@@ -1794,27 +1828,42 @@ static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
   if(sb->tenant && strcmp(sb->tenant, r->tenant))
     return LS_CONFLICT_TENANT;
   if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
-     (sb->mb && !sb->ours))
+     (sb->has_mb && !sb->ours))
     return LS_CONFLICT_SB;
   return LS_OWNED;
 }
 
-/* our unlinked sandboxes tagged with r's (tenant, sessionID), except
- * skip (the linked one): r takes them, and becomes their owner */
-static sc_err take_tagged(planner *pl, sess_rec *r, uint32_t i,
-                          uint32_t skip)
+/* One walk over r's (tenant, sessionID) slots in the pairs table:
+ * r takes our unlinked sandboxes with those tags (except skip, the linked
+ * one) and becomes their owner; a session seen there with the same hash
+ * shares r's pair, so both are decided again once every claim is known;
+ * with insert, r is then added. */
+static sc_err walk_pairs(planner *pl, uint32_t i, uint32_t skip, bool insert)
 {
-  const hslot *t = pl->sc->sbpairs;
+  sess_rec *r = &pl->recs[i];
+  hslot *t = pl->sc->pairs;
   uint32_t tag = (uint32_t)(r->hpair >> 32);
   size_t pos;
   sc_err err;
-  for(pos = r->hpair & pl->sbmask;; pos = (pos + 1) & pl->sbmask) {
-    const hslot *e = &t[pos];
+  for(pos = r->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask) {
+    hslot *e = &t[pos];
     sb_rec *sb;
-    if(e->idx == NONE32)
+    if(e->idx == NONE32) {
+      if(insert) {
+        e->tag = tag;
+        e->idx = i | SESS_BIT;
+      }
       return SC_OK;
+    }
     if(e->tag != tag || e->idx == skip)
       continue;
+    if(e->idx & SESS_BIT) {
+      uint32_t o = e->idx & ~SESS_BIT;
+      if(insert && pl->recs[o].hpair == r->hpair &&
+         ((err = mark_redo(pl, o)) || (err = mark_redo(pl, i))))
+        return err;
+      continue;
+    }
     sb = &pl->sbs[e->idx];
     if(sb->hpair != r->hpair || !sb->ours || sb->linked ||
        strcmp(sb->tenant, r->tenant) || strcmp(sb->sid, r->sid))
@@ -1822,28 +1871,6 @@ static sc_err take_tagged(planner *pl, sess_rec *r, uint32_t i,
     sb->owner = i;
     r->attached = true;
     if((err = push_sb(pl, r, e->idx)))
-      return err;
-  }
-}
-
-/* r shares its (tenant, sessionID) hash with an earlier session: both
- * are decided again once every claim is known */
-static sc_err spair_insert(planner *pl, uint32_t i)
-{
-  sess_rec *r = &pl->recs[i];
-  hslot *t = pl->sc->spairs;
-  uint32_t tag = (uint32_t)(r->hpair >> 32);
-  size_t pos;
-  sc_err err;
-  for(pos = r->hpair & pl->smask;; pos = (pos + 1) & pl->smask) {
-    hslot *e = &t[pos];
-    if(e->idx == NONE32) {
-      e->tag = tag;
-      e->idx = i;
-      return SC_OK;
-    }
-    if(e->tag == tag && pl->recs[e->idx].hpair == r->hpair &&
-       ((err = mark_redo(pl, e->idx)) || (err = mark_redo(pl, i))))
       return err;
   }
 }
@@ -1879,7 +1906,8 @@ static sc_err join_session(planner *pl, uint32_t i)
       r->link_sb = k;
       r->next_claim = sb->first_claim;
       sb->first_claim = i;
-      sb->n_claims++;
+      if(sb->n_claims < UINT8_MAX)
+        sb->n_claims++;
       sb->linked = true;
       r->ls = link_tags(r, sb);
       if(r->ls == LS_OWNED) {
@@ -1889,8 +1917,7 @@ static sc_err join_session(planner *pl, uint32_t i)
       }
     }
   }
-  if(r->has_pair &&
-     ((err = spair_insert(pl, i)) || (err = take_tagged(pl, r, i, k))))
+  if(r->has_pair && (err = walk_pairs(pl, i, k, true)))
     return err;
   return SC_OK;
 }
@@ -1954,8 +1981,7 @@ static void ahead_hash(planner *pl, size_t j)
   r->has_pair = r->tenant && r->sid;
   if(r->has_pair) {
     r->hpair = pair_hash(r->tenant, r->sid);
-    __builtin_prefetch(&pl->sc->sbpairs[r->hpair & pl->sbmask]);
-    __builtin_prefetch(&pl->sc->spairs[r->hpair & pl->smask]);
+    __builtin_prefetch(&pl->sc->pairs[r->hpair & pl->pmask]);
   }
   for(q = 0; q < s->status.n_conditions; q++) {
     __builtin_prefetch(c[q].type);
@@ -2005,8 +2031,11 @@ static sc_err resolve_claims(planner *pl, sb_rec *sb)
 {
   uint32_t *v, q, w;
   size_t n = 0, a, b;
-  if(!(v = malloc(sb->n_claims * sizeof(*v))))
+  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+    n++;
+  if(!(v = malloc(n * sizeof(*v))))
     return SC_ERR_NOMEM;
+  n = 0;
   for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
     v[n++] = q;
   for(a = 1; a < n; a++) /* insertion sort: a handful of claims */
@@ -2095,8 +2124,8 @@ static sc_err redo_marked(planner *pl)
     if(r->ls == LS_OWNED && (err = push_sb(pl, r, r->link_sb)))
       goto out;
     if(r->has_pair && !r->pair_loser &&
-       (err = take_tagged(pl, r, R[a], r->ls == LS_OWNED ? r->link_sb
-                                                         : NONE32)))
+       (err = walk_pairs(pl, R[a], r->ls == LS_OWNED ? r->link_sb : NONE32,
+                         false)))
       goto out;
   }
   /* 5. drop their first actions and statuses, and decide again */
@@ -2135,8 +2164,7 @@ void plan_scratch_free(plan_scratch *sc)
   free(sc->recs);
   free(sc->sbs);
   free(sc->ids);
-  free(sc->sbpairs);
-  free(sc->spairs);
+  free(sc->pairs);
   free(sc->sblist);
   free(sc->act_rec);
   free(sc->redo);
@@ -2149,32 +2177,19 @@ static sc_err prepare(planner *pl)
   const plan_input *in = pl->in;
   plan_scratch *sc = pl->sc;
   size_t sbslots = table_slots(in->n_sandboxes);
-  size_t sslots = table_slots(in->n_sessions);
+  size_t pslots = table_slots(in->n_sessions + in->n_sandboxes);
   size_t i;
   if(!(sc->recs = reserve(sc->recs, &sc->cap_recs, in->n_sessions,
                           sizeof(*sc->recs))) ||
-     !(sc->sbs = reserve(sc->sbs, &sc->cap_sbs, in->n_sandboxes,
-                         sizeof(*sc->sbs))) ||
+     !(sc->sbs = reserve_aligned(sc->sbs, &sc->cap_sbs, in->n_sandboxes,
+                                 sizeof(*sc->sbs))) ||
      !(sc->gone = reserve(sc->gone, &sc->cap_gone, in->n_gone,
                           sizeof(*sc->gone))))
     return SC_ERR_NOMEM;
-  if(sc->cap_sbtab < sbslots) {
-    free(sc->ids);
-    free(sc->sbpairs);
-    sc->cap_sbtab = 0;
-    sc->ids = malloc(sbslots * sizeof(*sc->ids));
-    sc->sbpairs = malloc(sbslots * sizeof(*sc->sbpairs));
-    if(!sc->ids || !sc->sbpairs)
-      return SC_ERR_NOMEM;
-    sc->cap_sbtab = sbslots;
-  }
-  if(sc->cap_stab < sslots) {
-    free(sc->spairs);
-    sc->cap_stab = 0;
-    if(!(sc->spairs = malloc(sslots * sizeof(*sc->spairs))))
-      return SC_ERR_NOMEM;
-    sc->cap_stab = sslots;
-  }
+  if(!(sc->ids = reserve(sc->ids, &sc->cap_ids, sbslots, sizeof(*sc->ids))) ||
+     !(sc->pairs = reserve(sc->pairs, &sc->cap_pairs, pslots,
+                           sizeof(*sc->pairs))))
+    return SC_ERR_NOMEM;
   /* the lists hold one sandbox per session nearly always */
   if(sc->cap_sblist < in->n_sandboxes + 16) {
     free(sc->sblist);
@@ -2184,10 +2199,9 @@ static sc_err prepare(planner *pl)
     sc->cap_sblist = in->n_sandboxes + 16;
   }
   memset(sc->ids, 0xff, sbslots * sizeof(*sc->ids));
-  memset(sc->sbpairs, 0xff, sbslots * sizeof(*sc->sbpairs));
-  memset(sc->spairs, 0xff, sslots * sizeof(*sc->spairs));
+  memset(sc->pairs, 0xff, pslots * sizeof(*sc->pairs));
   pl->sbmask = sbslots - 1;
-  pl->smask = sslots - 1;
+  pl->pmask = pslots - 1;
   pl->recs = sc->recs;
   pl->sbs = sc->sbs;
   pl->gone = sc->gone;
@@ -2246,7 +2260,7 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   *out = NULL;
   if(!in || !cfg || (in->n_sessions && !in->sessions) ||
      (in->n_sandboxes && !in->sandboxes) || (in->n_gone && !in->gone) ||
-     in->n_sessions >= NONE32 || in->n_sandboxes >= NONE32)
+     in->n_sessions >= SESS_BIT || in->n_sandboxes >= SESS_BIT)
     return SC_ERR_INVALID;
   for(i = 0; i < in->n_sessions; i++)
     if(!in->sessions[i])
