@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../lib/dynbuf.h"
+#include "plan_hash.h"
 
 #define PLAN_DEFAULT_CONTROLLER "session-controller"
 
@@ -203,60 +204,16 @@ static bool str_eq0(const char *a, const char *b)
   return a == b || !strcmp0(a, b);
 }
 
-/* A fixed 64-bit string hash, so every replica sorts alike. The internal
- * sorts only need to be deterministic, not lexicographic; keying them on
- * a hash avoids chasing string pointers (cache misses dominate at 100k
- * sessions). Equal hashes fall back to the strings, so the hash only has
- * to spread well (the radix sort keys on its top bits). It reads 8 bytes
- * per multiply instead of FNV-1a's one byte per multiply (a serial chain
- * of about 100 multiplies per session and sandbox). The words are read
- * with memcpy() within the string (no over-read), in host byte order:
- * the hash orders nothing visible (actions are sorted by their strings
- * at the end, and pick_winner() is a total order). */
-#define HASH_K1 0x9e3779b97f4a7c15ULL
-#define HASH_K2 0xff51afd7ed558ccdULL
-#define HASH_K3 0xc4ceb9fe1a85ec53ULL
-#define HASH_INIT 0xcbf29ce484222325ULL
-
-static uint64_t hash_fin(uint64_t h)
-{
-  h ^= h >> 33;
-  h *= HASH_K2;
-  h ^= h >> 33;
-  h *= HASH_K3;
-  h ^= h >> 33;
-  return h;
-}
-
-/* The length goes in first: "ab"+"c" differs from "a"+"bc" in a pair. */
-static uint64_t hash_strn(uint64_t h, const char *s, size_t n)
-{
-  size_t i;
-  uint64_t w;
-  h = (h ^ (uint64_t)n) * HASH_K1;
-  for(i = 0; i + 8 <= n; i += 8) {
-    memcpy(&w, s + i, 8);
-    h = (h ^ w) * HASH_K1;
-    h ^= h >> 29;
-  }
-  if(i < n) {
-    w = 0;
-    memcpy(&w, s + i, n - i);
-    h = (h ^ w) * HASH_K1;
-    h ^= h >> 29;
-  }
-  return h;
-}
-
-static uint64_t pair_hashn(const char *a, size_t na, const char *b,
-                           size_t nb)
-{
-  return hash_fin(hash_strn(hash_strn(HASH_INIT, a, na), b, nb));
-}
+/* The hash (plan_hash.h) keys the tables and sorts: cache misses, not
+ * instructions, are the cost at 100k sessions, and a hash compares
+ * without touching the strings. Equal hashes fall back to the strings. */
+#define hash_fin plan_hash_fin
+#define hash_strn plan_hash_strn
+#define HASH_INIT PLAN_HASH_INIT
 
 static uint64_t pair_hash(const char *a, const char *b)
 {
-  return pair_hashn(a, strlen(a), b, strlen(b));
+  return plan_hash_pair(a, b);
 }
 
 /* Concatenate up to three strings into buf (truncating): a cheap
