@@ -52,8 +52,7 @@ enum link_state {
 /* One per input session, in input order (rec i is input session i).
  * Indexes are 32-bit: plan_compute() refuses 2^32 - 1 items or more. */
 typedef struct sess_rec {
-  const session *s;
-  const char *ns, *name, *tenant, *sid;
+  const session *s;     /* namespace, name, tenant, sessionID: rec_ns()... */
   const char *link;     /* status.sandboxID, NULL for none or "" */
   uint64_t hlink;       /* hash of link */
   uint64_t hpair;       /* hash of (tenant, sid), when has_pair */
@@ -63,12 +62,12 @@ typedef struct sess_rec {
   uint32_t next_claim;  /* the next rec linking the same sandbox */
   uint32_t sb_first, sb_n;/* into the per-session sandbox list */
   uint8_t ls;           /* enum link_state */
-  bool tomb;
-  bool has_pair;
-  bool pair_conflict;   /* a live non-owner of a shared (tenant, sid) */
-  bool pair_loser;      /* any non-owner of a shared (tenant, sid) */
-  bool attached;        /* took a sandbox by its tags (not its link) */
-  bool redo;            /* the one-pass guess was wrong: decide again */
+  unsigned tomb : 1;
+  unsigned has_pair : 1;
+  unsigned pair_conflict : 1; /* a live non-owner of a shared (tenant, sid) */
+  unsigned pair_loser : 1;    /* any non-owner of a shared (tenant, sid) */
+  unsigned attached : 1;  /* took a sandbox by its tags (not its link) */
+  unsigned redo : 1;      /* the one-pass guess was wrong: decide again */
 } sess_rec;
 
 /* One per input sandbox with an ID, in input order: one cache line
@@ -435,6 +434,28 @@ static bool is_ended(const session *s)
          s->spec.state == SESSION_STATE_ENDED;
 }
 
+/* the session's keys, with their defaults */
+static const char *rec_ns(const sess_rec *r)
+{
+  return r->s->meta.namespace_ ? r->s->meta.namespace_
+                               : SESSION_DEFAULT_NAMESPACE;
+}
+
+static const char *rec_name(const sess_rec *r)
+{
+  return r->s->meta.name ? r->s->meta.name : "";
+}
+
+static const char *rec_sid(const sess_rec *r)
+{
+  return r->s->spec.session_id ? r->s->spec.session_id : r->s->meta.name;
+}
+
+static const char *rec_tenant(const sess_rec *r)
+{
+  return r->s->spec.tenant_id ? r->s->spec.tenant_id : rec_ns(r);
+}
+
 static int64_t rec_idle(const sess_rec *r)
 {
   return eff_idle(r->s);
@@ -498,9 +519,9 @@ static int rec_cmp(const void *pa, const void *pb)
   int c;
   if(a->tomb != b->tomb)
     return a->tomb ? 1 : -1;
-  if((c = strcmp0(a->ns, b->ns)))
+  if((c = strcmp0(rec_ns(a), rec_ns(b))))
     return c;
-  if((c = strcmp0(a->name, b->name)))
+  if((c = strcmp0(rec_name(a), rec_name(b))))
     return c;
   if((c = strcmp0(a->s->meta.uid, b->s->meta.uid)))
     return c;
@@ -564,12 +585,12 @@ static int str_cmp(const void *pa, const void *pb)
  * a pair claim: (tenant, sessionID). */
 static const char *key_a(const planner *pl, bool pair, size_t rec)
 {
-  return pair ? pl->recs[rec].tenant : pl->recs[rec].link;
+  return pair ? rec_tenant(&pl->recs[rec]) : pl->recs[rec].link;
 }
 
 static const char *key_b(const planner *pl, bool pair, size_t rec)
 {
-  return pair ? pl->recs[rec].sid : NULL;
+  return pair ? rec_sid(&pl->recs[rec]) : NULL;
 }
 
 /* Within one key, claims sort by priority: live before tombstones, then
@@ -785,9 +806,8 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->cube_now = pl->in->cube_now;
   if(r) {
     a->s = r->s;
-    if(!(a->ns = arena_strdup(&p->arena, r->ns ? r->ns
-                                        : SESSION_DEFAULT_NAMESPACE)) ||
-       !(a->name = arena_strdup(&p->arena, r->name ? r->name : "")))
+    if(!(a->ns = arena_strdup(&p->arena, rec_ns(r))) ||
+       !(a->name = arena_strdup(&p->arena, rec_name(r))))
       return SC_ERR_NOMEM;
   }
   if(sb) {
@@ -1291,7 +1311,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                       timeout_secs(rec_idle(r)),
                       "no sandbox for session %s/%s (state %s%s%s): create "
                       "from template %s with timeout %" PRId64 "s",
-                      r->ns, r->name, session_state_name(state),
+                      rec_ns(r), rec_name(r), session_state_name(state),
                       r->ls == LS_GONE ? ", linked sandbox " : "",
                       r->ls == LS_GONE ? "confirmed gone" : "",
                       s->spec.template_id, timeout_secs(rec_idle(r)));
@@ -1422,7 +1442,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tenant tag %s, not %s: it is "
              "never adopted, paused, resumed or deleted for this session",
-             sb->id, sb->tenant, r->tenant);
+             sb->id, sb->tenant, rec_tenant(r));
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
@@ -1441,7 +1461,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SandboxClaimed";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s is also recorded by session %s/%s",
-             r->link, o->ns, o->name);
+             r->link, rec_ns(o), rec_name(o));
   }
   else if(r->pair_conflict) {
     const sess_rec *o = &pl->recs[r->other_pair];
@@ -1449,7 +1469,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SessionIDInUse";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "tenant %s sessionID %s is already used by session %s/%s",
-             r->tenant, r->sid, o->ns, o->name);
+             rec_tenant(r), rec_sid(r), rec_ns(o), rec_name(o));
   }
   blocked = w.conflict;
 
@@ -1782,9 +1802,9 @@ static void read_sandboxes(planner *pl)
 /* Is the linked sandbox's tags' word against the session's? */
 static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
 {
-  if(sb->tenant && strcmp(sb->tenant, r->tenant))
+  if(sb->tenant && strcmp(sb->tenant, rec_tenant(r)))
     return LS_CONFLICT_TENANT;
-  if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
+  if((sb->sid && rec_sid(r) && strcmp(sb->sid, rec_sid(r))) ||
      (sb->has_mb && !sb->ours))
     return LS_CONFLICT_SB;
   return LS_OWNED;
@@ -1823,7 +1843,7 @@ static sc_err walk_pairs(planner *pl, uint32_t i, uint32_t skip, bool insert)
     }
     sb = &pl->sbs[e->idx];
     if(sb->hpair != r->hpair || !sb->ours || sb->linked ||
-       strcmp(sb->tenant, r->tenant) || strcmp(sb->sid, r->sid))
+       strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)))
       continue;
     sb->owner = i;
     r->attached = true;
@@ -1920,13 +1940,10 @@ static void ahead_hash(planner *pl, size_t j)
   const session *s = pl->in->sessions[j];
   const session_condition *c = s->status.conditions;
   sess_rec *r = &pl->recs[j];
+  const char *tenant, *sid;
   size_t q;
   r->s = s;
   r->tomb = s->meta.deletion_timestamp != 0;
-  r->ns = s->meta.namespace_ ? s->meta.namespace_ : SESSION_DEFAULT_NAMESPACE;
-  r->name = s->meta.name ? s->meta.name : "";
-  r->sid = s->spec.session_id ? s->spec.session_id : s->meta.name;
-  r->tenant = s->spec.tenant_id ? s->spec.tenant_id : r->ns;
   r->link = s->status.sandbox_id && *s->status.sandbox_id
               ? s->status.sandbox_id : NULL;
   r->redo = false;
@@ -1935,9 +1952,11 @@ static void ahead_hash(planner *pl, size_t j)
     r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, strlen(r->link)));
     __builtin_prefetch(&pl->sc->ids[r->hlink & pl->sbmask]);
   }
-  r->has_pair = r->tenant && r->sid;
+  tenant = rec_tenant(r);
+  sid = rec_sid(r);
+  r->has_pair = tenant && sid;
   if(r->has_pair) {
-    r->hpair = pair_hash(r->tenant, r->sid);
+    r->hpair = pair_hash(tenant, sid);
     __builtin_prefetch(&pl->sc->pairs[r->hpair & pl->pmask]);
   }
   for(q = 0; q < s->status.n_conditions; q++) {
