@@ -2,13 +2,17 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. Everything is joined through arrays of
- * (64-bit hash, index) keys radix-sorted on the hash (ties fall back to
- * the strings) and merged, so a pass costs O(S + B) plus O(log) binary
- * searches for the few tag joins. At 100k sessions memory latency, not
- * instructions, is the cost: the passes over the input run in its order
- * and prefetch ahead, unchanged statuses are not copied, and the actions'
- * strings share one arena (docs/planner.md, "Cost").
+ * No I/O, no clock, no globals. The sandboxes go into open-addressing
+ * hash tables (by ID, and by their (tenant, sessionID) tags); then one
+ * pass over the sessions joins and decides each in turn, guessing that no
+ * other session contests its claims, and the few sessions whose guess a
+ * later session proves wrong are decided again exactly (see "the join,
+ * in one pass" below). Equal hashes always fall back to the strings. A
+ * pass costs O(S + B). At 100k sessions memory latency, not instructions,
+ * is the cost: the passes over the input run in its order and prefetch
+ * ahead, unchanged statuses are not copied, the actions' strings share
+ * one arena, and the working arrays can be kept between passes
+ * (plan_scratch). docs/planner.md, "Cost" and "Third round".
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
@@ -623,7 +627,8 @@ typedef int (*key_cmp)(const planner *pl, bool pair, const hkey *x,
  * run equal in those bits (duplicates and the rare partial collision) is
  * insertion-sorted with the full comparator. The result is what a stable
  * sort by the comparator gives, in O(n) instead of O(n log n) indirect
- * calls, and only 16-byte keys move: records stay where they are. */
+ * calls, and only 16-byte keys move: records stay where they are. Since
+ * the third round only the sessions decided again are sorted this way. */
 #define RADIX_BITS 11
 #define RADIX_PASSES 3
 #define RADIX_SHIFT (64 - RADIX_PASSES * RADIX_BITS)

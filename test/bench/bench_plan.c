@@ -16,6 +16,9 @@
  * /proc/self/clear_refs) with the page faults of a steady pass. Two
  * floors put the times in scale: a deep copy of every status, and one
  * read of every string a pass must read (in input order, nothing else).
+ * The passes keep one plan_scratch across them, as the reconciler does,
+ * when the library has plan_compute_ex() (BENCH_NO_SCRATCH=1: they call
+ * plan_compute() instead).
  */
 #include <malloc.h>
 #include <stdio.h>
