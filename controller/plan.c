@@ -2,13 +2,17 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. Everything is joined through arrays of
- * (64-bit hash, index) keys radix-sorted on the hash (ties fall back to
- * the strings) and merged, so a pass costs O(S + B) plus O(log) binary
- * searches for the few tag joins. At 100k sessions memory latency, not
- * instructions, is the cost: the passes over the input run in its order
- * and prefetch ahead, unchanged statuses are not copied, and the actions'
- * strings share one arena (docs/planner.md, "Cost").
+ * No I/O, no clock, no globals. The sandboxes go into open-addressing
+ * hash tables (by ID, and by their (tenant, sessionID) tags); then one
+ * pass over the sessions joins and decides each in turn, guessing that no
+ * other session contests its claims, and the few sessions whose guess a
+ * later session proves wrong are decided again exactly (see "the join,
+ * in one pass" below). Equal hashes always fall back to the strings. A
+ * pass costs O(S + B). At 100k sessions memory latency, not instructions,
+ * is the cost: the passes over the input run in its order and prefetch
+ * ahead, unchanged statuses are not copied, the actions' strings share
+ * one arena, and the working arrays can be kept between passes
+ * (plan_scratch). docs/planner.md, "Cost" and "Third round".
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
@@ -31,6 +35,7 @@
 #include <string.h>
 
 #include "../lib/dynbuf.h"
+#include "plan_hash.h"
 
 #define PLAN_DEFAULT_CONTROLLER "session-controller"
 
@@ -45,63 +50,115 @@ enum link_state {
   LS_CLAIMED         /* another live session records the same ID */
 };
 
+#define NONE32 UINT32_MAX
+#define SESS_BIT 0x80000000u /* in the pairs table: a session */
+
+/* One per input session, in input order (rec i is input session i).
+ * Indexes are 32-bit: plan_compute() refuses 2^32 - 1 items or more. */
 typedef struct sess_rec {
-  const session *s;
-  size_t in_idx;        /* index in the input and in plan->sessions */
-  bool tomb;
-  const char *ns, *name, *tenant, *sid;
-  int64_t idle_ms, reclaim_ms, gen;
-  const char *link;     /* status.sandboxID */
-  enum link_state ls;
-  size_t link_sb;       /* index in sbs when LS_OWNED / conflict */
-  size_t other_link;    /* the rec that won the link (LS_CLAIMED) */
-  size_t other_pair;    /* the rec owning the shared (tenant, sid) */
-  bool pair_conflict;   /* a live non-owner of a shared (tenant, sid) */
-  bool unbound;         /* spec.tenantID is not the namespace, and the
-                           config binds them: no tag join, no create */
-  size_t sb_first, sb_n;/* into the per-session sandbox list */
+  const session *s;     /* namespace, name, tenant, sessionID: rec_ns()... */
+  const char *link;     /* status.sandboxID, NULL for none or "" */
+  uint64_t hlink;       /* hash of link */
+  uint64_t hpair;       /* hash of (tenant, sid), when has_pair */
+  uint32_t link_sb;     /* index in sbs when the link is observed */
+  uint32_t other_link;  /* the rec that won the link (LS_CLAIMED) */
+  uint32_t other_pair;  /* the rec owning the shared (tenant, sid) */
+  uint32_t next_claim;  /* the next rec linking the same sandbox */
+  uint32_t sb_first, sb_n;/* into the per-session sandbox list */
+  uint8_t ls;           /* enum link_state */
+  unsigned tomb : 1;
+  unsigned has_pair : 1;
+  unsigned pair_conflict : 1; /* a live non-owner of a shared (tenant, sid) */
+  unsigned pair_loser : 1;    /* any non-owner of a shared (tenant, sid) */
+  unsigned attached : 1;  /* took a sandbox by its tags (not its link) */
+  unsigned redo : 1;      /* the one-pass guess was wrong: decide again */
+  unsigned unbound : 1;   /* spec.tenantID is not the namespace and the
+                             config binds them: no tag join, no create */
 } sess_rec;
 
+/* One per input sandbox with an ID, in input order: one cache line
+ * (the array is 64-byte aligned), since the session pass reads the linked
+ * one's at random. What is rarely needed (startedAt, the managed-by text,
+ * the whole sandbox for sb_cmp) is read from the input by in_idx. */
 typedef struct sb_rec {
-  uint64_t h;           /* hash of the ID: sorts without touching strings */
-  const cube_sandbox *b;
-  /* copies of b's fields, so the passes after the sort do not chase b */
+  uint64_t h;           /* hash of the ID */
+  uint64_t hpair;       /* hash of the (tenant, sid) tags, when has_pair */
   const char *id;
-  cube_sb_state state;
-  sc_time started_at, end_at;
-  const char *tenant, *sid, *mb;
-  bool ours;
-  bool dup;             /* a second report of an ID: ignored */
-  bool linked;          /* some session's status records it */
-  size_t owner;         /* rec index, or SIZE_MAX */
+  const char *tenant, *sid; /* the tags */
+  sc_time end_at;
+  uint32_t in_idx;      /* index in in->sandboxes */
+  uint32_t owner;       /* rec index, or NONE32 */
+  uint32_t first_claim; /* the first rec linking it (chain: next_claim) */
+  uint8_t state;        /* cube_sb_state */
+  uint8_t n_claims;     /* recs whose status.sandboxID is this ID, up to
+                           255 (only 0, 1 and more matter) */
+  unsigned ours : 1;
+  unsigned has_mb : 1;  /* a lea.managed-by tag, ours or not */
+  unsigned has_pair : 1;/* ours, with both tags */
+  unsigned dup : 1;     /* a second report of an ID: ignored */
+  unsigned linked : 1;  /* some session's status records it */
+  unsigned resolved : 1;/* its claims were sorted out (redo) */
 } sb_rec;
 
-/* A sort key: a 64-bit hash and the index of the record it stands for
- * (a sandbox in sbs, a session in recs). */
+_Static_assert(sizeof(sb_rec) <= 64, "an sb_rec is one cache line");
+
+/* A sort key: a 64-bit hash and the index of the record it stands for. */
 typedef struct hkey {
   uint64_t h;
   size_t i;
 } hkey;
 
+/* An open-addressing hash table slot: the top 32 bits of a 64-bit hash
+ * and an index (NONE32: empty). The low bits pick the first slot. */
+typedef struct hslot {
+  uint32_t tag;
+  uint32_t idx;
+} hslot;
+
+/* Working memory of a pass. Kept between passes by plan_compute_ex()'s
+ * caller so the arrays are neither allocated nor faulted in again. */
+struct plan_scratch {
+  sess_rec *recs;
+  size_t cap_recs;
+  sb_rec *sbs;
+  size_t cap_sbs;
+  hslot *ids;           /* sandboxes by ID */
+  size_t cap_ids;
+  hslot *pairs;         /* by (tenant, sid): our sandboxes' tags, and
+                           the sessions (idx | SESS_BIT) */
+  size_t cap_pairs;
+  uint32_t *sblist;     /* per-session sandbox lists */
+  size_t cap_sblist;
+  uint32_t *act_rec;    /* the rec of each action (NONE32: orphan) */
+  size_t cap_act_rec;
+  uint32_t *redo;       /* recs decided again */
+  size_t cap_redo;
+  const char **gone;
+  size_t cap_gone;
+};
+
 typedef struct planner {
   const plan_input *in;
   const plan_config *cfg;
   const char *cname;
+  plan_scratch *sc;
   sess_rec *recs;       /* in input order */
   size_t n_recs;
   sb_rec *sbs;          /* in input order (those with an ID) */
   size_t n_sbs;
-  hkey *order;          /* sbs by (hash, ID, sb_cmp), one per ID */
-  size_t n_order;
+  size_t sbmask, pmask; /* table sizes - 1: ids, pairs */
   const char **gone;    /* sorted */
   size_t n_gone;
-  hkey *links;          /* recs by (hash, link, priority) */
-  size_t n_links;
-  hkey *pairs;          /* recs by (hash, tenant, sid, priority) */
-  size_t n_pairs;
-  size_t *sblist;       /* per-session sandbox indexes, by rec */
+  size_t n_sblist;
+  uint32_t cur_rec;     /* the rec whose actions are being added */
+  size_t n_redo;        /* recs in sc->redo */
+  size_t n_visited;     /* sessions the session pass has reached */
   plan *p;
   size_t cap_actions;
+  /* fmt_time() of cube_now (made once) and of the last other time */
+  char now_text[SCTIME_RFC3339_MAX];
+  sc_time last_t;
+  char last_text[SCTIME_RFC3339_MAX];
 } planner;
 
 /* ---------- names ---------- */
@@ -153,60 +210,16 @@ static bool str_eq0(const char *a, const char *b)
   return a == b || !strcmp0(a, b);
 }
 
-/* A fixed 64-bit string hash, so every replica sorts alike. The internal
- * sorts only need to be deterministic, not lexicographic; keying them on
- * a hash avoids chasing string pointers (cache misses dominate at 100k
- * sessions). Equal hashes fall back to the strings, so the hash only has
- * to spread well (the radix sort keys on its top bits). It reads 8 bytes
- * per multiply instead of FNV-1a's one byte per multiply (a serial chain
- * of about 100 multiplies per session and sandbox). The words are read
- * with memcpy() within the string (no over-read), in host byte order:
- * the hash orders nothing visible (actions are sorted by their strings
- * at the end, and pick_winner() is a total order). */
-#define HASH_K1 0x9e3779b97f4a7c15ULL
-#define HASH_K2 0xff51afd7ed558ccdULL
-#define HASH_K3 0xc4ceb9fe1a85ec53ULL
-#define HASH_INIT 0xcbf29ce484222325ULL
-
-static uint64_t hash_fin(uint64_t h)
-{
-  h ^= h >> 33;
-  h *= HASH_K2;
-  h ^= h >> 33;
-  h *= HASH_K3;
-  h ^= h >> 33;
-  return h;
-}
-
-/* The length goes in first: "ab"+"c" differs from "a"+"bc" in a pair. */
-static uint64_t hash_strn(uint64_t h, const char *s, size_t n)
-{
-  size_t i;
-  uint64_t w;
-  h = (h ^ (uint64_t)n) * HASH_K1;
-  for(i = 0; i + 8 <= n; i += 8) {
-    memcpy(&w, s + i, 8);
-    h = (h ^ w) * HASH_K1;
-    h ^= h >> 29;
-  }
-  if(i < n) {
-    w = 0;
-    memcpy(&w, s + i, n - i);
-    h = (h ^ w) * HASH_K1;
-    h ^= h >> 29;
-  }
-  return h;
-}
-
-static uint64_t pair_hashn(const char *a, size_t na, const char *b,
-                           size_t nb)
-{
-  return hash_fin(hash_strn(hash_strn(HASH_INIT, a, na), b, nb));
-}
+/* The hash (plan_hash.h) keys the tables and sorts: cache misses, not
+ * instructions, are the cost at 100k sessions, and a hash compares
+ * without touching the strings. Equal hashes fall back to the strings. */
+#define hash_fin plan_hash_fin
+#define hash_strn plan_hash_strn
+#define HASH_INIT PLAN_HASH_INIT
 
 static uint64_t pair_hash(const char *a, const char *b)
 {
-  return pair_hashn(a, strlen(a), b, strlen(b));
+  return plan_hash_pair(a, b);
 }
 
 /* Concatenate up to three strings into buf (truncating): a cheap
@@ -229,32 +242,149 @@ static void cat3(char *buf, size_t len, const char *a, const char *b,
   buf[o] = 0;
 }
 
+/* A bounded string builder: appends, truncating at cap - 1 like
+ * snprintf, and counts what it would have written. */
+typedef struct sbuf {
+  char *b;
+  size_t cap, len;
+} sbuf;
+
+static void sb_putn(sbuf *o, const char *x, size_t n)
+{
+  if(o->len + 1 < o->cap) {
+    size_t room = o->cap - 1 - o->len;
+    memcpy(o->b + o->len, x, n < room ? n : room);
+  }
+  o->len += n;
+}
+
+static void sb_puts(sbuf *o, const char *x)
+{
+  sb_putn(o, x, strlen(x));
+}
+
+static void sb_putu(sbuf *o, uint64_t v)
+{
+  char d[24];
+  size_t i = sizeof(d);
+  do
+    d[--i] = (char)('0' + v % 10);
+  while(v /= 10);
+  sb_putn(o, d + i, sizeof(d) - i);
+}
+
+static void sb_puti(sbuf *o, int64_t v)
+{
+  if(v < 0) {
+    sb_putn(o, "-", 1);
+    sb_putu(o, (uint64_t)0 - (uint64_t)v);
+  }
+  else
+    sb_putu(o, (uint64_t)v);
+}
+
+/* the NUL, then what vsnprintf() would return */
+static size_t sb_end(sbuf *o)
+{
+  if(o->cap)
+    o->b[o->len < o->cap ? o->len : o->cap - 1] = 0;
+  return o->len;
+}
+
+/* vsnprintf() for the formats the planner uses on every pass: %s, %zu,
+ * %d, PRId64 and %% (glibc's vfprintf is most of the cost of 15,000
+ * reasons). Any other conversion goes to vsnprintf() itself. Same output,
+ * same truncation, same return value. */
+static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+  static const char i64[] = "%" PRId64;
+  const size_t ni = sizeof(i64) - 1;
+  sbuf o;
+  const char *f;
+  for(f = fmt; (f = strchr(f, '%')); ) {
+    if(f[1] == 's' || f[1] == '%' || f[1] == 'd')
+      f += 2;
+    else if(f[1] == 'z' && f[2] == 'u')
+      f += 3;
+    else if(!strncmp(f, i64, ni))
+      f += ni;
+    else {
+      int n = vsnprintf(buf, cap, fmt, ap);
+      return n < 0 ? 0 : (size_t)n;
+    }
+  }
+  o.b = buf;
+  o.cap = cap;
+  o.len = 0;
+  for(f = fmt; *f; ) {
+    const char *pc = strchr(f, '%');
+    if(!pc) {
+      sb_puts(&o, f);
+      break;
+    }
+    sb_putn(&o, f, (size_t)(pc - f));
+    if(pc[1] == 's') {
+      const char *x = va_arg(ap, const char *);
+      sb_puts(&o, x ? x : "(null)");
+      f = pc + 2;
+    }
+    else if(pc[1] == '%') {
+      sb_putn(&o, "%", 1);
+      f = pc + 2;
+    }
+    else if(pc[1] == 'd') {
+      sb_puti(&o, va_arg(ap, int));
+      f = pc + 2;
+    }
+    else if(pc[1] == 'z') {
+      sb_putu(&o, va_arg(ap, size_t));
+      f = pc + 3;
+    }
+    else {
+      sb_puti(&o, va_arg(ap, int64_t));
+      f = pc + ni;
+    }
+  }
+  return sb_end(&o);
+}
+
 /* "25h", "1h30m", "15m", "90s" -> "1m30s", "500ms". */
 static void fmt_dur(int64_t ms, char *buf, size_t len)
 {
-  char tmp[64];
-  size_t o = 0;
-  int64_t h, m, s;
-  bool neg = ms < 0;
-  if(neg)
-    ms = -ms;
-  if(ms < 1000) {
-    snprintf(buf, len, "%s%" PRId64 "ms", neg ? "-" : "", ms);
+  sbuf o;
+  uint64_t u, h, m, s;
+  o.b = buf;
+  o.cap = len;
+  o.len = 0;
+  if(ms < 0)
+    sb_putn(&o, "-", 1);
+  u = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
+  if(u < 1000) {
+    sb_putu(&o, u);
+    sb_putn(&o, "ms", 2);
+    sb_end(&o);
     return;
   }
-  h = ms / 3600000;
-  m = (ms / 60000) % 60;
-  s = (ms / 1000) % 60;
-  tmp[0] = 0;
-  if(h)
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "h", h);
-  if(m)
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "m", m);
-  if(s || (!h && !m))
-    o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "s", s);
-  if(ms % 1000 && o < sizeof(tmp))
-    snprintf(tmp + o, sizeof(tmp) - o, "%" PRId64 "ms", ms % 1000);
-  snprintf(buf, len, "%s%s", neg ? "-" : "", tmp);
+  h = u / 3600000;
+  m = (u / 60000) % 60;
+  s = (u / 1000) % 60;
+  if(h) {
+    sb_putu(&o, h);
+    sb_putn(&o, "h", 1);
+  }
+  if(m) {
+    sb_putu(&o, m);
+    sb_putn(&o, "m", 1);
+  }
+  if(s || (!h && !m)) {
+    sb_putu(&o, s);
+    sb_putn(&o, "s", 1);
+  }
+  if(u % 1000) {
+    sb_putu(&o, u % 1000);
+    sb_putn(&o, "ms", 2);
+  }
+  sb_end(&o);
 }
 
 static void fmt_time(sc_time t, char *buf, size_t len)
@@ -263,6 +393,21 @@ static void fmt_time(sc_time t, char *buf, size_t len)
     snprintf(buf, len, "(none)");
   else
     sctime_format_rfc3339(t, buf, len);
+}
+
+/* fmt_time() through the planner's two-entry cache */
+static void pl_time(planner *pl, sc_time t, char *buf, size_t len)
+{
+  sbuf o;
+  o.b = buf;
+  o.cap = len;
+  o.len = 0;
+  if(t != pl->in->cube_now && (t != pl->last_t || !pl->last_text[0])) {
+    fmt_time(t, pl->last_text, sizeof(pl->last_text));
+    pl->last_t = t;
+  }
+  sb_puts(&o, t == pl->in->cube_now ? pl->now_text : pl->last_text);
+  sb_end(&o);
 }
 
 static int64_t timeout_secs(int64_t ms)
@@ -296,10 +441,44 @@ static bool is_ended(const session *s)
          s->spec.state == SESSION_STATE_ENDED;
 }
 
+/* the session's keys, with their defaults */
+static const char *rec_ns(const sess_rec *r)
+{
+  return r->s->meta.namespace_ ? r->s->meta.namespace_
+                               : SESSION_DEFAULT_NAMESPACE;
+}
+
+static const char *rec_name(const sess_rec *r)
+{
+  return r->s->meta.name ? r->s->meta.name : "";
+}
+
+static const char *rec_sid(const sess_rec *r)
+{
+  return r->s->spec.session_id ? r->s->spec.session_id : r->s->meta.name;
+}
+
+static const char *rec_tenant(const sess_rec *r)
+{
+  return r->s->spec.tenant_id ? r->s->spec.tenant_id : rec_ns(r);
+}
+
+static int64_t rec_idle(const sess_rec *r)
+{
+  return eff_idle(r->s);
+}
+
+static int64_t rec_reclaim(const sess_rec *r)
+{
+  return r->s->spec.reclaim_after_ms < 0 ? SESSION_DEFAULT_RECLAIM_AFTER_MS
+                                         : r->s->spec.reclaim_after_ms;
+}
+
 /* The three tags of a sandbox in one pass over its metadata: the same
  * answers as sc_kvlist_get() (keys are unique in an sc_kvlist), touching
  * each key once. */
-static void read_tags(sb_rec *sb, const sc_kvlist *md)
+static void read_tags(const sc_kvlist *md, const char **tenant,
+                      const char **sid, const char **mb)
 {
   static const char pfx[] = SESSION_TAG_PREFIX;
   size_t i, np = sizeof(pfx) - 1;
@@ -308,11 +487,11 @@ static void read_tags(sb_rec *sb, const sc_kvlist *md)
     if(strncmp(k, pfx, np))
       continue;
     if(!strcmp(k, SESSION_TAG_TENANT_ID))
-      sb->tenant = md->items[i].value;
+      *tenant = md->items[i].value;
     else if(!strcmp(k, SESSION_TAG_SESSION_ID))
-      sb->sid = md->items[i].value;
+      *sid = md->items[i].value;
     else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
-      sb->mb = md->items[i].value;
+      *mb = md->items[i].value;
   }
 }
 
@@ -339,27 +518,6 @@ static void prefetch_sandbox(const plan_input *in, size_t i)
   }
 }
 
-/* The same for sessions: the struct, then the strings the join hashes. */
-static void prefetch_session(const plan_input *in, size_t i)
-{
-  if(i + PREFETCH_FAR < in->n_sessions) {
-    const char *s = (const char *)in->sessions[i + PREFETCH_FAR];
-    __builtin_prefetch(s);
-    __builtin_prefetch(s + 64);
-    __builtin_prefetch(s + 128);
-    __builtin_prefetch(s + 192);
-    __builtin_prefetch(s + 256);
-  }
-  if(i + PREFETCH_NEAR < in->n_sessions) {
-    const session *s = in->sessions[i + PREFETCH_NEAR];
-    __builtin_prefetch(s->meta.name);
-    __builtin_prefetch(s->meta.namespace_);
-    __builtin_prefetch(s->spec.tenant_id);
-    __builtin_prefetch(s->spec.session_id);
-    __builtin_prefetch(s->status.sandbox_id);
-  }
-}
-
 /* ---------- sorting ---------- */
 
 static int rec_cmp(const void *pa, const void *pb)
@@ -368,15 +526,15 @@ static int rec_cmp(const void *pa, const void *pb)
   int c;
   if(a->tomb != b->tomb)
     return a->tomb ? 1 : -1;
-  if((c = strcmp0(a->ns, b->ns)))
+  if((c = strcmp0(rec_ns(a), rec_ns(b))))
     return c;
-  if((c = strcmp0(a->name, b->name)))
+  if((c = strcmp0(rec_name(a), rec_name(b))))
     return c;
   if((c = strcmp0(a->s->meta.uid, b->s->meta.uid)))
     return c;
   if((c = strcmp0(a->s->meta.resource_version, b->s->meta.resource_version)))
     return c;
-  return a->in_idx < b->in_idx ? -1 : a->in_idx > b->in_idx;
+  return a < b ? -1 : a > b; /* both point into recs: input order */
 }
 
 static int state_rank(cube_sb_state st)
@@ -403,25 +561,26 @@ static int kv_cmp(const sc_kvlist *a, const sc_kvlist *b)
 
 /* A total order, so a sandbox observed twice resolves the same way
  * whatever the input order. */
-static int sb_cmp(const void *pa, const void *pb)
+static int sb_cmp(const plan_input *in, const sb_rec *sa, const sb_rec *sb)
 {
-  const sb_rec *a = pa, *b = pb;
+  const cube_sandbox *a = &in->sandboxes[sa->in_idx];
+  const cube_sandbox *b = &in->sandboxes[sb->in_idx];
   int c;
-  if(a->h != b->h)
-    return a->h < b->h ? -1 : 1;
-  if((c = strcmp(a->b->sandbox_id, b->b->sandbox_id)))
+  if(sa->h != sb->h)
+    return sa->h < sb->h ? -1 : 1;
+  if((c = strcmp(a->sandbox_id, b->sandbox_id)))
     return c;
-  if(state_rank(a->b->state) != state_rank(b->b->state))
-    return state_rank(a->b->state) - state_rank(b->b->state);
-  if(a->b->metadata.n != b->b->metadata.n)
-    return a->b->metadata.n > b->b->metadata.n ? -1 : 1;
-  if(a->b->end_at != b->b->end_at)
-    return a->b->end_at < b->b->end_at ? -1 : 1;
-  if(a->b->started_at != b->b->started_at)
-    return a->b->started_at < b->b->started_at ? -1 : 1;
-  if((c = kv_cmp(&a->b->metadata, &b->b->metadata)))
+  if(state_rank(a->state) != state_rank(b->state))
+    return state_rank(a->state) - state_rank(b->state);
+  if(a->metadata.n != b->metadata.n)
+    return a->metadata.n > b->metadata.n ? -1 : 1;
+  if(a->end_at != b->end_at)
+    return a->end_at < b->end_at ? -1 : 1;
+  if(a->started_at != b->started_at)
+    return a->started_at < b->started_at ? -1 : 1;
+  if((c = kv_cmp(&a->metadata, &b->metadata)))
     return c;
-  return strcmp0(a->b->template_id, b->b->template_id);
+  return strcmp0(a->template_id, b->template_id);
 }
 
 static int str_cmp(const void *pa, const void *pb)
@@ -433,12 +592,12 @@ static int str_cmp(const void *pa, const void *pb)
  * a pair claim: (tenant, sessionID). */
 static const char *key_a(const planner *pl, bool pair, size_t rec)
 {
-  return pair ? pl->recs[rec].tenant : pl->recs[rec].link;
+  return pair ? rec_tenant(&pl->recs[rec]) : pl->recs[rec].link;
 }
 
 static const char *key_b(const planner *pl, bool pair, size_t rec)
 {
-  return pair ? pl->recs[rec].sid : NULL;
+  return pair ? rec_sid(&pl->recs[rec]) : NULL;
 }
 
 /* Within one key, claims sort by priority: live before tombstones, then
@@ -463,38 +622,6 @@ static bool claim_same(const planner *pl, bool pair, const hkey *x,
          !strcmp0(key_b(pl, pair, x->i), key_b(pl, pair, y->i));
 }
 
-/* first pair claim with key (h, a, b), or SIZE_MAX */
-static size_t pair_find(const planner *pl, uint64_t h, const char *a,
-                        const char *b)
-{
-  const hkey *v = pl->pairs;
-  size_t lo = 0, hi = pl->n_pairs;
-  while(lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = v[mid].h < h ? -1 : v[mid].h > h;
-    if(!c)
-      c = strcmp(pl->recs[v[mid].i].tenant, a);
-    if(!c)
-      c = strcmp0(pl->recs[v[mid].i].sid, b);
-    if(c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if(lo < pl->n_pairs && v[lo].h == h && !strcmp(pl->recs[v[lo].i].tenant, a)
-     && !strcmp0(pl->recs[v[lo].i].sid, b))
-    return lo;
-  return SIZE_MAX;
-}
-
-/* The order of sandboxes: sb_cmp on the records the keys stand for. */
-static int sbkey_cmp(const planner *pl, bool unused, const hkey *x,
-                     const hkey *y)
-{
-  (void)unused;
-  return sb_cmp(&pl->sbs[x->i], &pl->sbs[y->i]);
-}
-
 typedef int (*key_cmp)(const planner *pl, bool pair, const hkey *x,
                        const hkey *y);
 
@@ -503,7 +630,8 @@ typedef int (*key_cmp)(const planner *pl, bool pair, const hkey *x,
  * run equal in those bits (duplicates and the rare partial collision) is
  * insertion-sorted with the full comparator. The result is what a stable
  * sort by the comparator gives, in O(n) instead of O(n log n) indirect
- * calls, and only 16-byte keys move: records stay where they are. */
+ * calls, and only 16-byte keys move: records stay where they are. Since
+ * the third round only the sessions decided again are sorted this way. */
 #define RADIX_BITS 11
 #define RADIX_PASSES 3
 #define RADIX_SHIFT (64 - RADIX_PASSES * RADIX_BITS)
@@ -663,11 +791,20 @@ static sc_err add_action(planner *pl, plan_action_type type,
   if(!(reason = arena_reserve(&p->arena, PLAN_REASON_MAX)))
     return SC_ERR_NOMEM;
   va_start(ap, fmt);
-  len = (size_t)vsnprintf(reason, PLAN_REASON_MAX, fmt, ap);
+  len = fmt_v(reason, PLAN_REASON_MAX, fmt, ap);
   va_end(ap);
   if(len >= PLAN_REASON_MAX)
     len = PLAN_REASON_MAX - 1;
   p->arena->used += len + 1;
+  if(p->n_actions >= pl->sc->cap_act_rec) {
+    size_t ncap = pl->cap_actions;
+    uint32_t *na = realloc(pl->sc->act_rec, ncap * sizeof(*na));
+    if(!na)
+      return SC_ERR_NOMEM;
+    pl->sc->act_rec = na;
+    pl->sc->cap_act_rec = ncap;
+  }
+  pl->sc->act_rec[p->n_actions] = pl->cur_rec;
   a = &p->actions[p->n_actions];
   memset(a, 0, sizeof(*a));
   p->n_actions++;
@@ -677,9 +814,8 @@ static sc_err add_action(planner *pl, plan_action_type type,
   a->cube_now = pl->in->cube_now;
   if(r) {
     a->s = r->s;
-    if(!(a->ns = arena_strdup(&p->arena, r->ns ? r->ns
-                                        : SESSION_DEFAULT_NAMESPACE)) ||
-       !(a->name = arena_strdup(&p->arena, r->name ? r->name : "")))
+    if(!(a->ns = arena_strdup(&p->arena, rec_ns(r))) ||
+       !(a->name = arena_strdup(&p->arena, rec_name(r))))
       return SC_ERR_NOMEM;
   }
   if(sb) {
@@ -944,7 +1080,7 @@ static void want_ready(want *w, const char *status, const char *reason,
   w->ready_reason = reason;
   w->lazy = false;
   va_start(ap, fmt);
-  vsnprintf(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
+  fmt_v(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
   va_end(ap);
 }
 
@@ -983,19 +1119,19 @@ static bool reclaim_due(const planner *pl, const sess_rec *r,
                         const sb_rec *sb)
 {
   sc_time now = pl->in->cube_now;
-  return sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 &&
+  return sb->state == CUBE_SB_PAUSED && rec_reclaim(r) > 0 &&
          sb->end_at != 0 && now != 0 &&
-         now - sb->end_at >= r->reclaim_ms;
+         now - sb->end_at >= rec_reclaim(r);
 }
 
 static sc_err add_reclaim(planner *pl, const sess_rec *r, const sb_rec *sb)
 {
   char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32], ra[32];
   sc_err err;
-  fmt_time(sb->end_at, te, sizeof(te));
-  fmt_time(pl->in->cube_now, tn, sizeof(tn));
+  pl_time(pl, sb->end_at, te, sizeof(te));
+  pl_time(pl, pl->in->cube_now, tn, sizeof(tn));
   fmt_dur(pl->in->cube_now - sb->end_at, age, sizeof(age));
-  fmt_dur(r->reclaim_ms, ra, sizeof(ra));
+  fmt_dur(rec_reclaim(r), ra, sizeof(ra));
   err = add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
                    "sandbox %s paused for %s by Cube's clock (endAt %s, "
                    "now %s) >= reclaimAfter %s",
@@ -1014,15 +1150,17 @@ static size_t pick_winner(const planner *pl, const sess_rec *r)
   if(r->ls == LS_OWNED)
     return r->link_sb;
   for(i = 0; i < r->sb_n; i++) {
-    size_t k = pl->sblist[r->sb_first + i];
+    size_t k = pl->sc->sblist[r->sb_first + i];
     const sb_rec *b = &pl->sbs[k], *w;
     if(best == SIZE_MAX) {
       best = k;
       continue;
     }
     w = &pl->sbs[best];
-    if(b->started_at != w->started_at) {
-      if(!w->started_at || (b->started_at && b->started_at < w->started_at))
+    sc_time bs = pl->in->sandboxes[b->in_idx].started_at;
+    sc_time ws = pl->in->sandboxes[w->in_idx].started_at;
+    if(bs != ws) {
+      if(!ws || (bs && bs < ws))
         best = k;
     }
     else if(strcmp(b->id, w->id) < 0)
@@ -1038,9 +1176,10 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
   char td[SCTIME_RFC3339_MAX];
   const session *s = r->s;
   plan_delete_kind kind = r->tomb ? PLAN_DEL_TOMBSTONE : PLAN_DEL_ENDED;
-  fmt_time(s->meta.deletion_timestamp, td, sizeof(td));
+  if(r->tomb) /* only the tombstone's reason says when */
+    pl_time(pl, s->meta.deletion_timestamp, td, sizeof(td));
   for(i = 0; i < r->sb_n; i++) {
-    const sb_rec *sb = &pl->sbs[pl->sblist[r->sb_first + i]];
+    const sb_rec *sb = &pl->sbs[pl->sc->sblist[r->sb_first + i]];
     if(r->tomb)
       err = add_action(pl, PLAN_DELETE, kind, r, sb, 0,
                        "session deleted (deletionTimestamp %s): delete its "
@@ -1065,7 +1204,7 @@ static sc_err plan_ended(planner *pl, sess_rec *r, want *w)
     if(w->phase == SESSION_PHASE_NONE)
       w->phase = SESSION_PHASE_PENDING;
     want_ready(w, "False", "Ending", "deleting %zu sandbox(es)%s",
-               r->sb_n, r->ls == LS_CONFIRM ? ", confirming the linked one"
+               (size_t)r->sb_n, r->ls == LS_CONFIRM ? ", confirming the linked one"
                                              : "");
   }
   return SC_OK;
@@ -1111,13 +1250,13 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
    * delete both. This pass links the winner (a compare-and-set status
    * write); the next one, by any replica, deletes the others. */
   for(i = 0; r->ls == LS_OWNED && i < r->sb_n; i++) {
-    size_t k = pl->sblist[r->sb_first + i];
+    size_t k = pl->sc->sblist[r->sb_first + i];
     if(k == wi)
       continue;
     err = add_action(pl, PLAN_DELETE, PLAN_DEL_DUPLICATE, r, &pl->sbs[k], 0,
                      "session has %zu sandboxes; keeping %s (%s): delete "
                      "duplicate %s",
-                     r->sb_n, pl->sbs[wi].id,
+                     (size_t)r->sb_n, pl->sbs[wi].id,
                      r->ls == LS_OWNED ? "status.sandboxID"
                                        : "oldest startedAt, then lowest ID",
                      pl->sbs[k].id);
@@ -1164,7 +1303,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       char ta[SCTIME_RFC3339_MAX];
       sc_time until = s->status.create_intent_at +
                       pl->cfg->create_intent_ttl_ms;
-      fmt_time(s->status.create_intent_at, ta, sizeof(ta));
+      pl_time(pl, s->status.create_intent_at, ta, sizeof(ta));
       want_ready(w, "False", "Creating",
                  "waiting for the create claimed by %s at %s (Cube's clock)",
                  s->status.create_intent_by ? s->status.create_intent_by
@@ -1177,13 +1316,13 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
     want_ready(w, "False", "Creating", "creating a sandbox from template %s",
                s->spec.template_id);
     return add_action(pl, PLAN_CREATE, PLAN_DEL_NONE, r, NULL,
-                      timeout_secs(r->idle_ms),
+                      timeout_secs(rec_idle(r)),
                       "no sandbox for session %s/%s (state %s%s%s): create "
                       "from template %s with timeout %" PRId64 "s",
-                      r->ns, r->name, session_state_name(state),
+                      rec_ns(r), rec_name(r), session_state_name(state),
                       r->ls == LS_GONE ? ", linked sandbox " : "",
                       r->ls == LS_GONE ? "confirmed gone" : "",
-                      s->spec.template_id, timeout_secs(r->idle_ms));
+                      s->spec.template_id, timeout_secs(rec_idle(r)));
   }
 
   sb = &pl->sbs[wi];
@@ -1202,34 +1341,34 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
     w->phase = SESSION_PHASE_RUNNING;
     want_sandbox_msg(w, "True", "SandboxRunning", w->sandbox_id,
                      MSG_RUNNING);
-    if(w->applied_idle_timeout_ms != r->idle_ms) {
+    if(w->applied_idle_timeout_ms != rec_idle(r)) {
       char ni[32], oi[32];
-      fmt_dur(r->idle_ms, ni, sizeof(ni));
+      fmt_dur(rec_idle(r), ni, sizeof(ni));
       fmt_dur(w->applied_idle_timeout_ms, oi, sizeof(oi));
       if(state == SESSION_STATE_RUNNING && sb->end_at)
-        *due = sb->end_at - r->idle_ms / 2;
+        *due = sb->end_at - rec_idle(r) / 2;
       return add_action(pl, PLAN_SET_TIMEOUT, PLAN_DEL_NONE, r, sb,
-                        timeout_secs(r->idle_ms),
+                        timeout_secs(rec_idle(r)),
                         "idleTimeout is %s but %s was applied to sandbox "
                         "%s: set its timeout to %" PRId64 "s",
                         ni, w->applied_idle_timeout_ms ? oi : "none known",
-                        sb->id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(rec_idle(r)));
     }
     if(state == SESSION_STATE_RUNNING && sb->end_at) {
-      sc_time at = sb->end_at - r->idle_ms / 2;
+      sc_time at = sb->end_at - rec_idle(r) / 2;
       *due = at;
       if(now && now >= at) {
         char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], hi[32];
-        fmt_time(sb->end_at, te, sizeof(te));
-        fmt_time(now, tn, sizeof(tn));
-        fmt_dur(r->idle_ms / 2, hi, sizeof(hi));
+        pl_time(pl, sb->end_at, te, sizeof(te));
+        pl_time(pl, now, tn, sizeof(tn));
+        fmt_dur(rec_idle(r) / 2, hi, sizeof(hi));
         return add_action(pl, PLAN_KEEPALIVE, PLAN_DEL_NONE, r, sb,
-                          timeout_secs(r->idle_ms),
+                          timeout_secs(rec_idle(r)),
                           "spec.state Running: sandbox %s would idle out at "
                           "endAt %s (now %s, within idleTimeout/2 = %s): "
                           "extend by %" PRId64 "s",
                           sb->id, te, tn, hi,
-                          timeout_secs(r->idle_ms));
+                          timeout_secs(rec_idle(r)));
       }
     }
     return SC_OK;
@@ -1248,11 +1387,11 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "resuming sandbox %s: spec.state is Running",
                  sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
-                        timeout_secs(r->idle_ms),
+                        timeout_secs(rec_idle(r)),
                         "spec.state Running and sandbox %s is %s: resume "
                         "with timeout %" PRId64 "s",
                         sb->id, cube_sb_state_name(sb->state),
-                        timeout_secs(r->idle_ms));
+                        timeout_secs(rec_idle(r)));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller &&
        sb->state == CUBE_SB_PAUSED) {
@@ -1260,11 +1399,11 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "resuming sandbox %s: the controller paused it and "
                  "spec.state is Active again", sb->id);
       return add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb,
-                        timeout_secs(r->idle_ms),
+                        timeout_secs(rec_idle(r)),
                         "sandbox %s was paused by the controller and "
                         "spec.state is Active again: resume with timeout "
                         "%" PRId64 "s",
-                        sb->id, timeout_secs(r->idle_ms));
+                        sb->id, timeout_secs(rec_idle(r)));
     }
     if(state == SESSION_STATE_ACTIVE && w->paused_by_controller)
       want_ready(w, "False", "Resuming",
@@ -1279,8 +1418,8 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
-    if(sb->state == CUBE_SB_PAUSED && r->reclaim_ms > 0 && sb->end_at)
-      *due = sb->end_at + r->reclaim_ms;
+    if(sb->state == CUBE_SB_PAUSED && rec_reclaim(r) > 0 && sb->end_at)
+      *due = sb->end_at + rec_reclaim(r);
     return SC_OK;
 
   default:
@@ -1293,40 +1432,10 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 }
 
-/* Ahead of the per-session pass: the status a few sessions on (its
- * strings, its conditions and their strings) and the sandbox it links. */
-static void prefetch_rec(const planner *pl, size_t i)
-{
-  size_t j;
-  if(i + PREFETCH_FARTHEST < pl->n_recs) {
-    const session *s = pl->recs[i + PREFETCH_FARTHEST].s;
-    __builtin_prefetch(s);
-    __builtin_prefetch(&s->status);
-    __builtin_prefetch(&s->status.conditions);
-    __builtin_prefetch(&s->spec.template_id);
-  }
-  if(i + PREFETCH_FAR < pl->n_recs) {
-    const sess_rec *r = &pl->recs[i + PREFETCH_FAR];
-    __builtin_prefetch(r->s->status.conditions);
-    __builtin_prefetch(r->s->status.sandbox_state);
-    __builtin_prefetch(r->s->spec.template_id);
-    if(r->link_sb != SIZE_MAX)
-      __builtin_prefetch(&pl->sbs[r->link_sb]);
-  }
-  if(i + PREFETCH_NEAR < pl->n_recs) {
-    const sess_rec *r = &pl->recs[i + PREFETCH_NEAR];
-    const session_status *st = &r->s->status;
-    for(j = 0; j < st->n_conditions; j++) {
-      __builtin_prefetch(st->conditions[j].type);
-      __builtin_prefetch(st->conditions[j].message);
-    }
-  }
-}
-
 static sc_err plan_session_one(planner *pl, sess_rec *r)
 {
   const session *s = r->s;
-  plan_session *ps = &pl->p->sessions[r->in_idx];
+  plan_session *ps = &pl->p->sessions[r - pl->recs];
   want w;
   sc_err err;
   sc_time due = 0;
@@ -1341,16 +1450,18 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tenant tag %s, not %s: it is "
              "never adopted, paused, resumed or deleted for this session",
-             sb->id, sb->tenant, r->tenant);
+             sb->id, sb->tenant, rec_tenant(r));
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
+    const char *mb = sc_kvlist_get(&pl->in->sandboxes[sb->in_idx].metadata,
+                                   SESSION_TAG_MANAGED_BY);
     w.conflict = true;
     w.conflict_reason = "SandboxMismatch";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tags of another owner "
              "(session %s, managed-by %s)", sb->id,
-             sb->sid ? sb->sid : "(none)", sb->mb ? sb->mb : "(none)");
+             sb->sid ? sb->sid : "(none)", mb ? mb : "(none)");
   }
   else if(r->ls == LS_CLAIMED) {
     const sess_rec *o = &pl->recs[r->other_link];
@@ -1358,7 +1469,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SandboxClaimed";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s is also recorded by session %s/%s",
-             r->link, o->ns, o->name);
+             r->link, rec_ns(o), rec_name(o));
   }
   else if(r->unbound) {
     w.conflict = true;
@@ -1366,7 +1477,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "spec.tenantID %s is not the namespace %s: a session acts only "
              "for the tenant of its namespace (--tenant-binding namespace)",
-             r->tenant, r->ns);
+             rec_tenant(r), rec_ns(r));
   }
   else if(r->pair_conflict) {
     const sess_rec *o = &pl->recs[r->other_pair];
@@ -1374,7 +1485,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     w.conflict_reason = "SessionIDInUse";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "tenant %s sessionID %s is already used by session %s/%s",
-             r->tenant, r->sid, o->ns, o->name);
+             rec_tenant(r), rec_sid(r), rec_ns(o), rec_name(o));
   }
   blocked = w.conflict;
 
@@ -1429,7 +1540,7 @@ static sc_err plan_orphans(planner *pl)
   for(i = 0; i < pl->n_sbs; i++) {
     sb_rec *sb = &pl->sbs[i];
     sc_time at;
-    if(!sb->ours || sb->linked || sb->owner != SIZE_MAX)
+    if(!sb->ours || sb->linked || sb->owner != NONE32)
       continue;
     if(sb->state != CUBE_SB_PAUSED || !sb->end_at || !now)
       continue; /* running orphans are left to Cube's idle pause */
@@ -1444,8 +1555,8 @@ static sc_err plan_orphans(planner *pl)
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
       plan_action *a;
-      fmt_time(sb->end_at, te, sizeof(te));
-      fmt_time(now, tn, sizeof(tn));
+      pl_time(pl, sb->end_at, te, sizeof(te));
+      pl_time(pl, now, tn, sizeof(tn));
       fmt_dur(now - sb->end_at, age, sizeof(age));
       err = add_action(pl, PLAN_DELETE, PLAN_DEL_ORPHAN, NULL, sb, 0,
                        "orphan: no session or tombstone for tenant %s "
@@ -1497,301 +1608,641 @@ static int action_cmp(const void *pa, const void *pb)
   return strcmp0(a->reason, b->reason);
 }
 
-/* ---------- the join ---------- */
+/* ---------- the join, in one pass ---------- */
 
-/* Resolve links: the first claim of an ID owns it. Only an observed
- * sandbox can be contested: when the ID is gone or unconfirmed, every
- * claimant sees the same (gone, or confirm).
- *
- * A merge of the links with the sandboxes, both in hash order. When
- * exactly one sandbox has the link's hash, the ID strings are not
- * compared here (that would be two cache misses per session in random
- * order): check_links() compares them afterwards in session order, and
- * on a mismatch (a 64-bit collision) the merge runs again with exact
- * comparisons. */
-static void merge_links(planner *pl, bool exact)
+/* How the join works (docs/planner.md, "Third round"). The sandboxes are
+ * read first, in input order, into records and two hash tables: by ID,
+ * and (ours only) by the (tenant, sessionID) tags. Then one pass over the
+ * sessions, in input order, joins each session and decides it at once,
+ * while its struct and strings are in the cache. That pass guesses that
+ * the session is the only one linking its sandbox, the only one with its
+ * (tenant, sessionID), and that no later session links a sandbox it takes
+ * by its tags. Wherever a later session proves a guess wrong, the
+ * sessions involved are marked "redo"; after the pass their actions and
+ * statuses are dropped, the claims are sorted out exactly (rec_cmp,
+ * claim_cmp: the same priorities as ever) and they are decided again.
+ * Sessions not marked depend on nothing another session can change, so
+ * the plan is the one the full join gives, whatever the input order. */
+
+/* malloc'd room for need items of size (the old content is not kept) */
+static void *reserve(void *old, size_t *cap, size_t need, size_t size)
 {
-  size_t i, j, m, q;
-  for(i = 0, m = 0; i < pl->n_links; i = j) {
-    sess_rec *owner = &pl->recs[pl->links[i].i];
-    uint64_t h = pl->links[i].h;
-    size_t k = SIZE_MAX;
-    enum link_state unseen;
-    if(i + PREFETCH_FAR < pl->n_links)
-      __builtin_prefetch(&pl->recs[pl->links[i + PREFETCH_FAR].i].ls);
-    while(m < pl->n_order && pl->order[m].h < h)
-      m++;
-    if(!exact && m < pl->n_order && pl->order[m].h == h &&
-       (m + 1 == pl->n_order || pl->order[m + 1].h != h))
-      k = pl->order[m].i; /* the only candidate: verified later */
-    else
-      for(q = m; q < pl->n_order && pl->order[q].h == h; q++)
-        if(!strcmp(pl->sbs[pl->order[q].i].id, owner->link)) {
-          k = pl->order[q].i;
-          break;
-        }
-    unseen = is_gone(pl, owner->link) ? LS_GONE : LS_CONFIRM;
-    for(j = i + 1; j < pl->n_links && claim_same(pl, false, &pl->links[j],
-                                                 &pl->links[i]); j++)
-      ;
-    for(q = i + 1; q < j; q++) {
-      sess_rec *r = &pl->recs[pl->links[q].i];
-      r->other_link = pl->links[i].i;
-      if(k == SIZE_MAX)
-        r->ls = unseen;
-      else
-        r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
-    }
-    if(k != SIZE_MAX) {
-      pl->sbs[k].linked = true;
-      owner->link_sb = k;
-      owner->ls = LS_OWNED; /* until the tags say otherwise */
-    }
-    else
-      owner->ls = unseen;
+  void *n;
+  if(need < 1)
+    need = 1;
+  if(old && need <= *cap)
+    return old;
+  free(old);
+  *cap = 0;
+  if(need > SIZE_MAX / size / 2)
+    return NULL;
+  need += need / 8; /* a little room for the next pass */
+  if(!(n = malloc(need * size)))
+    return NULL;
+  *cap = need;
+  return n;
+}
+
+/* the same, 64-byte aligned (records of one cache line) */
+static void *reserve_aligned(void *old, size_t *cap, size_t need,
+                             size_t size)
+{
+  void *n = NULL;
+  if(need < 1)
+    need = 1;
+  if(old && need <= *cap)
+    return old;
+  free(old);
+  *cap = 0;
+  if(need > SIZE_MAX / size / 2)
+    return NULL;
+  need += need / 8;
+  if(posix_memalign(&n, 64, need * size))
+    return NULL;
+  *cap = need;
+  return n;
+}
+
+/* append x to a growing uint32 array */
+static sc_err push32(uint32_t **v, size_t *cap, size_t n, uint32_t x)
+{
+  if(n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    uint32_t *nv = realloc(*v, ncap * sizeof(*nv));
+    if(!nv)
+      return SC_ERR_NOMEM;
+    *v = nv;
+    *cap = ncap;
+  }
+  (*v)[n] = x;
+  return SC_OK;
+}
+
+static size_t table_slots(size_t n)
+{
+  size_t m = 16;
+  while(m < 2 * n)
+    m <<= 1;
+  return m;
+}
+
+static sc_err push_sb(planner *pl, sess_rec *r, uint32_t k)
+{
+  sc_err err = push32(&pl->sc->sblist, &pl->sc->cap_sblist, pl->n_sblist, k);
+  if(err)
+    return err;
+  pl->n_sblist++;
+  r->sb_n++;
+  return SC_OK;
+}
+
+static sc_err mark_redo(planner *pl, uint32_t i)
+{
+  sc_err err;
+  if(pl->recs[i].redo)
+    return SC_OK;
+  if((err = push32(&pl->sc->redo, &pl->sc->cap_redo, pl->n_redo, i)))
+    return err;
+  pl->n_redo++;
+  pl->recs[i].redo = true;
+  return SC_OK;
+}
+
+/* the sandbox with this ID (exactly), or NONE32 */
+static uint32_t id_find(const planner *pl, uint64_t h, const char *id)
+{
+  const hslot *t = pl->sc->ids;
+  uint32_t tag = (uint32_t)(h >> 32);
+  size_t pos;
+  for(pos = h & pl->sbmask;; pos = (pos + 1) & pl->sbmask) {
+    const hslot *e = &t[pos];
+    if(e->idx == NONE32)
+      return NONE32;
+    if(e->tag == tag && pl->sbs[e->idx].h == h &&
+       !strcmp(pl->sbs[e->idx].id, id))
+      return e->idx;
   }
 }
 
-static void reset_links(planner *pl)
+static void sb_dup(planner *pl, sb_rec *sb)
 {
-  size_t i;
-  for(i = 0; i < pl->n_recs; i++) {
-    pl->recs[i].ls = LS_NONE;
-    pl->recs[i].link_sb = SIZE_MAX;
-    pl->recs[i].other_link = SIZE_MAX;
-  }
-  for(i = 0; i < pl->n_sbs; i++) {
-    pl->sbs[i].linked = false;
-    pl->sbs[i].owner = SIZE_MAX;
-  }
+  sb->dup = true;
+  if(sb->ours)
+    pl->p->n_managed--;
+  sb->ours = false;
+  sb->has_pair = false;
 }
 
-/* In session (memory) order: each owner's link really is its sandbox's
- * ID (false when not: merge again exactly), then the sandbox's tags. */
-static bool check_links(planner *pl)
-{
-  size_t i;
-  for(i = 0; i < pl->n_recs; i++) {
-    sess_rec *r = &pl->recs[i];
-    sb_rec *sb;
-    if(i + PREFETCH_NEAR < pl->n_recs &&
-       pl->recs[i + PREFETCH_NEAR].ls == LS_OWNED) {
-      const sess_rec *y = &pl->recs[i + PREFETCH_NEAR];
-      const sb_rec *x = &pl->sbs[y->link_sb];
-      __builtin_prefetch(x->id);
-      __builtin_prefetch(x->tenant);
-      __builtin_prefetch(x->sid);
-      __builtin_prefetch(y->link);
-      __builtin_prefetch(y->tenant);
-      __builtin_prefetch(y->sid);
-    }
-    if(i + PREFETCH_FAR < pl->n_recs &&
-       pl->recs[i + PREFETCH_FAR].ls == LS_OWNED)
-      __builtin_prefetch(&pl->sbs[pl->recs[i + PREFETCH_FAR].link_sb]);
-    if(r->ls != LS_OWNED)
-      continue;
-    sb = &pl->sbs[r->link_sb];
-    if(strcmp(sb->id, r->link))
-      return false;
-    if(sb->tenant && strcmp(sb->tenant, r->tenant))
-      r->ls = LS_CONFLICT_TENANT;
-    else if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
-            (sb->mb && !sb->ours))
-      r->ls = LS_CONFLICT_SB;
-    else
-      sb->owner = i;
-  }
-  return true;
-}
+/* The sandboxes, in input order: records, then the ID table (one record
+ * per ID: the first in sb_cmp order), then the tag table. The tables are
+ * filled in passes of their own over the records, asking for each slot a
+ * few records ahead: a slot is a cache miss (2 MB tables at 100k). */
+#define AHEAD_SLOT 16
 
-static sc_err build_join(planner *pl)
+static void read_sandboxes(planner *pl)
 {
   const plan_input *in = pl->in;
-  size_t i, j, n;
-  sc_err err;
-  size_t *count;
-
-  /* sessions, then their claims by link and by tag pair */
-  pl->recs = calloc(in->n_sessions ? in->n_sessions : 1, sizeof(*pl->recs));
-  pl->links = malloc((in->n_sessions ? in->n_sessions : 1) *
-                     sizeof(*pl->links));
-  pl->pairs = malloc((in->n_sessions ? in->n_sessions : 1) *
-                     sizeof(*pl->pairs));
-  if(!pl->recs || !pl->links || !pl->pairs)
-    return SC_ERR_NOMEM;
-  for(i = 0; i < in->n_sessions; i++) {
-    const session *s = in->sessions[i];
-    sess_rec *r = &pl->recs[pl->n_recs++];
-    prefetch_session(in, i);
-    r->s = s;
-    r->in_idx = i;
-    r->tomb = s->meta.deletion_timestamp != 0;
-    r->ns = s->meta.namespace_ ? s->meta.namespace_
-                               : SESSION_DEFAULT_NAMESPACE;
-    r->name = s->meta.name ? s->meta.name : "";
-    r->sid = s->spec.session_id ? s->spec.session_id : s->meta.name;
-    r->tenant = s->spec.tenant_id ? s->spec.tenant_id : r->ns;
-    r->unbound = pl->cfg->bind_tenant_to_namespace &&
-                 strcmp(r->tenant, r->ns) != 0;
-    r->idle_ms = eff_idle(s);
-    r->reclaim_ms = s->spec.reclaim_after_ms < 0
-                      ? SESSION_DEFAULT_RECLAIM_AFTER_MS
-                      : s->spec.reclaim_after_ms;
-    r->gen = eff_gen(s);
-    r->link = s->status.sandbox_id; /* "" is no link: see below */
-    r->link_sb = SIZE_MAX;
-    r->other_link = SIZE_MAX;
-    r->other_pair = SIZE_MAX;
-  }
-  for(i = 0; i < pl->n_recs; i++) {
-    sess_rec *r = &pl->recs[i];
-    if(i + PREFETCH_NEAR < pl->n_recs) {
-      const sess_rec *y = &pl->recs[i + PREFETCH_NEAR];
-      __builtin_prefetch(y->link);
-      __builtin_prefetch(y->tenant);
-      __builtin_prefetch(y->sid);
-    }
-    if(r->link && !*r->link)
-      r->link = NULL; /* checked here, not above: one cache miss less */
-    if(r->link) {
-      hkey *c = &pl->links[pl->n_links++];
-      size_t nl = strlen(r->link);
-      c->h = hash_fin(hash_strn(HASH_INIT, r->link, nl));
-      c->i = i;
-    }
-    if(r->tenant && r->sid && !r->unbound) {
-      hkey *c = &pl->pairs[pl->n_pairs++];
-      size_t nt = strlen(r->tenant), ns = strlen(r->sid);
-      c->h = pair_hashn(r->tenant, nt, r->sid, ns);
-      c->i = i;
-    }
-  }
-
-  /* sandboxes: sorted by (hash, ID), one record per ID */
-  pl->sbs = calloc(in->n_sandboxes ? in->n_sandboxes : 1, sizeof(*pl->sbs));
-  if(!pl->sbs)
-    return SC_ERR_NOMEM;
+  hslot *t = pl->sc->ids;
+  size_t i, pos, n;
   for(i = 0; i < in->n_sandboxes; i++) {
     const cube_sandbox *b = &in->sandboxes[i];
     sb_rec *sb;
+    const char *mb;
     prefetch_sandbox(in, i);
     if(!b->sandbox_id || !*b->sandbox_id)
       continue; /* nothing can be done to a sandbox without an ID */
     sb = &pl->sbs[pl->n_sbs++];
-    n = strlen(b->sandbox_id);
-    sb->h = hash_fin(hash_strn(HASH_INIT, b->sandbox_id, n));
-    sb->b = b;
+    sb->h = hash_fin(hash_strn(HASH_INIT, b->sandbox_id,
+                               strlen(b->sandbox_id)));
+    sb->in_idx = (uint32_t)i;
     sb->id = b->sandbox_id;
     sb->state = b->state;
-    sb->started_at = b->started_at;
     sb->end_at = b->end_at;
-    /* the tags, read here in input (memory) order */
-    read_tags(sb, &b->metadata);
-    sb->ours = sb->mb && !strcmp(sb->mb, pl->cname);
-    sb->owner = SIZE_MAX;
+    sb->tenant = sb->sid = mb = NULL;
+    read_tags(&b->metadata, &sb->tenant, &sb->sid, &mb);
+    sb->has_mb = mb != NULL;
+    sb->ours = mb && !strcmp(mb, pl->cname);
+    sb->has_pair = sb->ours && sb->tenant && sb->sid;
+    sb->hpair = sb->has_pair ? pair_hash(sb->tenant, sb->sid) : 0;
+    sb->owner = NONE32;
+    sb->first_claim = NONE32;
+    sb->n_claims = 0;
+    sb->dup = sb->linked = sb->resolved = false;
     if(sb->ours)
-      pl->p->n_managed++; /* less the duplicate reports, below */
+      pl->p->n_managed++; /* less the duplicate reports */
   }
-  pl->order = malloc((pl->n_sbs ? pl->n_sbs : 1) * sizeof(*pl->order));
-  if(!pl->order)
-    return SC_ERR_NOMEM;
-  for(i = 0; i < pl->n_sbs; i++) {
-    pl->order[i].h = pl->sbs[i].h;
-    pl->order[i].i = i;
-  }
-  if((err = sort_keys(pl, false, &pl->order, pl->n_sbs, sbkey_cmp)))
-    return err;
-  /* one record per ID: the first in sb_cmp order (the records are
-   * touched only when two keys share a hash, not in random order) */
-  for(i = 0, n = 0; i < pl->n_sbs; i++) {
-    if(n && pl->order[n - 1].h == pl->order[i].h) {
-      sb_rec *sb = &pl->sbs[pl->order[i].i];
-      if(!strcmp(pl->sbs[pl->order[n - 1].i].id, sb->id)) {
-        sb->dup = true;
-        if(sb->ours)
-          pl->p->n_managed--;
-        sb->ours = false;
-        continue;
-      }
-    }
-    pl->order[n++] = pl->order[i];
-  }
-  pl->n_order = n;
-
-  /* gone */
-  if(in->n_gone) {
-    pl->gone = calloc(in->n_gone, sizeof(*pl->gone));
-    if(!pl->gone)
-      return SC_ERR_NOMEM;
-    for(i = 0; i < in->n_gone; i++)
-      if(in->gone[i])
-        pl->gone[pl->n_gone++] = in->gone[i];
-    qsort(pl->gone, pl->n_gone, sizeof(*pl->gone), str_cmp);
-  }
-
-  if((err = sort_keys(pl, false, &pl->links, pl->n_links, claim_cmp)) ||
-     (err = sort_keys(pl, true, &pl->pairs, pl->n_pairs, claim_cmp)))
-    return err;
-
-  merge_links(pl, false);
-  if(!check_links(pl)) {
-    reset_links(pl);
-    merge_links(pl, true);
-    check_links(pl); /* exact now: cannot fail */
-  }
-
-  /* resolve pairs: live non-owners are in conflict */
-  for(i = 0; i < pl->n_pairs; i = j) {
-    for(j = i + 1; j < pl->n_pairs && claim_same(pl, true, &pl->pairs[j],
-                                                 &pl->pairs[i]); j++) {
-      sess_rec *r = &pl->recs[pl->pairs[j].i];
-      if(!r->tomb) {
-        r->pair_conflict = true;
-        r->other_pair = pl->pairs[i].i;
-      }
-    }
-  }
-
-  /* tag join for the sandboxes no link claimed */
-  for(i = 0; i < pl->n_sbs; i++) {
+  n = pl->n_sbs;
+  for(i = 0; i < n; i++) {
     sb_rec *sb = &pl->sbs[i];
-    size_t c;
-    if(sb->linked || !sb->ours || !sb->tenant || !sb->sid)
+    uint32_t tag = (uint32_t)(sb->h >> 32);
+    if(i + AHEAD_SLOT < n)
+      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].h & pl->sbmask], 1);
+    for(pos = sb->h & pl->sbmask;; pos = (pos + 1) & pl->sbmask) {
+      hslot *e = &t[pos];
+      if(e->idx == NONE32) {
+        e->tag = tag;
+        e->idx = (uint32_t)i;
+        break;
+      }
+      if(e->tag == tag && pl->sbs[e->idx].h == sb->h &&
+         !strcmp(pl->sbs[e->idx].id, sb->id)) {
+        /* reported twice: keep the first in sb_cmp order (on a tie, the
+         * first in input order: the two are alike then) */
+        sb_rec *o = &pl->sbs[e->idx];
+        if(sb_cmp(in, sb, o) < 0) {
+          sb_dup(pl, o);
+          e->idx = (uint32_t)i;
+        }
+        else
+          sb_dup(pl, sb);
+        break;
+      }
+    }
+  }
+  t = pl->sc->pairs;
+  for(i = 0; i < n; i++) {
+    const sb_rec *sb = &pl->sbs[i];
+    if(i + AHEAD_SLOT < n && pl->sbs[i + AHEAD_SLOT].has_pair)
+      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].hpair & pl->pmask], 1);
+    if(!sb->has_pair)
       continue;
-    c = pair_find(pl, pair_hash(sb->tenant, sb->sid), sb->tenant, sb->sid);
-    if(c != SIZE_MAX)
-      sb->owner = pl->pairs[c].i;
+    for(pos = sb->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask)
+      if(t[pos].idx == NONE32) {
+        t[pos].tag = (uint32_t)(sb->hpair >> 32);
+        t[pos].idx = (uint32_t)i;
+        break;
+      }
   }
+}
 
-  /* per-session lists (counting sort, in input order: nothing depends on
-   * the order within a list, pick_winner() is a total order and the
-   * actions are sorted at the end; a duplicate report owns nothing) */
-  count = calloc(pl->n_recs + 1, sizeof(*count));
-  pl->sblist = calloc(pl->n_sbs ? pl->n_sbs : 1, sizeof(*pl->sblist));
-  if(!count || !pl->sblist) {
-    free(count);
-    return SC_ERR_NOMEM;
+/* Is the linked sandbox's tags' word against the session's? */
+static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
+{
+  if(sb->tenant && strcmp(sb->tenant, rec_tenant(r)))
+    return LS_CONFLICT_TENANT;
+  if((sb->sid && rec_sid(r) && strcmp(sb->sid, rec_sid(r))) ||
+     (sb->has_mb && !sb->ours))
+    return LS_CONFLICT_SB;
+  return LS_OWNED;
+}
+
+/* One walk over r's (tenant, sessionID) slots in the pairs table:
+ * r takes our unlinked sandboxes with those tags (except skip, the linked
+ * one) and becomes their owner; a session seen there with the same hash
+ * shares r's pair, so both are decided again once every claim is known;
+ * with insert, r is then added. */
+static sc_err walk_pairs(planner *pl, uint32_t i, uint32_t skip, bool insert)
+{
+  sess_rec *r = &pl->recs[i];
+  hslot *t = pl->sc->pairs;
+  uint32_t tag = (uint32_t)(r->hpair >> 32);
+  size_t pos;
+  sc_err err;
+  for(pos = r->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask) {
+    hslot *e = &t[pos];
+    sb_rec *sb;
+    if(e->idx == NONE32) {
+      if(insert) {
+        e->tag = tag;
+        e->idx = i | SESS_BIT;
+      }
+      return SC_OK;
+    }
+    if(e->tag != tag || e->idx == skip)
+      continue;
+    if(e->idx & SESS_BIT) {
+      uint32_t o = e->idx & ~SESS_BIT;
+      if(insert && pl->recs[o].hpair == r->hpair &&
+         ((err = mark_redo(pl, o)) || (err = mark_redo(pl, i))))
+        return err;
+      continue;
+    }
+    sb = &pl->sbs[e->idx];
+    if(sb->hpair != r->hpair || !sb->ours || sb->linked ||
+       strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)))
+      continue;
+    sb->owner = i;
+    r->attached = true;
+    if((err = push_sb(pl, r, e->idx)))
+      return err;
   }
-  for(i = 0; i < pl->n_sbs; i++)
-    if(pl->sbs[i].owner != SIZE_MAX)
-      count[pl->sbs[i].owner]++;
-  for(i = 0, n = 0; i < pl->n_recs; i++) {
-    pl->recs[i].sb_first = n;
-    pl->recs[i].sb_n = count[i];
-    n += count[i];
-    count[i] = pl->recs[i].sb_first;
+}
+
+/* Join session i, guessing as above; wrong guesses mark "redo". */
+static sc_err join_session(planner *pl, uint32_t i)
+{
+  sess_rec *r = &pl->recs[i];
+  uint32_t k = NONE32;
+  sc_err err;
+  r->ls = LS_NONE;
+  r->link_sb = NONE32;
+  r->other_link = r->other_pair = r->next_claim = NONE32;
+  r->pair_conflict = r->pair_loser = r->attached = false;
+  r->sb_first = (uint32_t)pl->n_sblist;
+  r->sb_n = 0;
+  if(r->link) {
+    k = id_find(pl, r->hlink, r->link);
+    if(k == NONE32)
+      r->ls = is_gone(pl, r->link) ? LS_GONE : LS_CONFIRM;
+    else {
+      sb_rec *sb = &pl->sbs[k];
+      if(sb->n_claims) { /* linked twice: every claimant again */
+        uint32_t q;
+        for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+          if((err = mark_redo(pl, q)))
+            return err;
+        if((err = mark_redo(pl, i)))
+          return err;
+      }
+      else if(sb->owner != NONE32 && (err = mark_redo(pl, sb->owner)))
+        return err; /* taken by its tags before: that one again */
+      r->link_sb = k;
+      r->next_claim = sb->first_claim;
+      sb->first_claim = i;
+      if(sb->n_claims < UINT8_MAX)
+        sb->n_claims++;
+      sb->linked = true;
+      r->ls = link_tags(r, sb);
+      if(r->ls == LS_OWNED) {
+        sb->owner = i;
+        if((err = push_sb(pl, r, k)))
+          return err;
+      }
+    }
   }
-  for(i = 0; i < pl->n_sbs; i++) {
-    size_t o = pl->sbs[i].owner;
-    if(o != SIZE_MAX)
-      pl->sblist[count[o]++] = i;
-  }
-  free(count);
+  if(r->has_pair && (err = walk_pairs(pl, i, k, true)))
+    return err;
   return SC_OK;
 }
 
-sc_err plan_compute(const plan_input *in, const plan_config *cfg,
-                    plan **out)
+/* ---------- the session pass's pipeline ---------- */
+
+/* Memory latency is the cost at 100k sessions, so each session is asked
+ * for in stages ahead of its turn: the struct, then its strings, then
+ * (hashed) the table slots, then the linked sandbox's record, then that
+ * record's strings. */
+#define AHEAD_STRUCT 24
+#define AHEAD_STRINGS 16
+#define AHEAD_HASH 10
+#define AHEAD_SB 5
+#define AHEAD_SBSTR 2
+
+static void ahead_struct(const planner *pl, size_t j)
+{
+  const char *s = (const char *)pl->in->sessions[j];
+  __builtin_prefetch(s);
+  __builtin_prefetch(s + 64);
+  __builtin_prefetch(s + 128);
+  __builtin_prefetch(s + 192);
+  __builtin_prefetch(s + 256);
+  __builtin_prefetch(s + sizeof(session) - 1); /* malloc aligns to 16 */
+}
+
+static void ahead_strings(const planner *pl, size_t j)
+{
+  const session *s = pl->in->sessions[j];
+  __builtin_prefetch(s->meta.name);
+  __builtin_prefetch(s->meta.namespace_);
+  __builtin_prefetch(s->spec.tenant_id);
+  __builtin_prefetch(s->spec.session_id);
+  __builtin_prefetch(s->status.sandbox_id);
+  __builtin_prefetch(s->status.sandbox_state);
+  __builtin_prefetch(s->status.conditions);
+}
+
+/* fills rec j (what the join reads of the session) and hashes its keys */
+static void ahead_hash(planner *pl, size_t j)
+{
+  const session *s = pl->in->sessions[j];
+  const session_condition *c = s->status.conditions;
+  sess_rec *r = &pl->recs[j];
+  const char *tenant, *sid;
+  size_t q;
+  r->s = s;
+  r->tomb = s->meta.deletion_timestamp != 0;
+  r->link = s->status.sandbox_id && *s->status.sandbox_id
+              ? s->status.sandbox_id : NULL;
+  r->redo = false;
+  r->link_sb = NONE32; /* a hint until join_session() */
+  if(r->link) {
+    r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, strlen(r->link)));
+    __builtin_prefetch(&pl->sc->ids[r->hlink & pl->sbmask]);
+  }
+  tenant = rec_tenant(r);
+  sid = rec_sid(r);
+  r->unbound = pl->cfg->bind_tenant_to_namespace && tenant &&
+              strcmp(tenant, rec_ns(r)) != 0;
+  r->has_pair = tenant && sid && !r->unbound;
+  if(r->has_pair) {
+    r->hpair = pair_hash(tenant, sid);
+    __builtin_prefetch(&pl->sc->pairs[r->hpair & pl->pmask]);
+  }
+  for(q = 0; q < s->status.n_conditions; q++) {
+    __builtin_prefetch(c[q].type);
+    __builtin_prefetch(c[q].status);
+    __builtin_prefetch(c[q].reason);
+    __builtin_prefetch(c[q].message);
+  }
+}
+
+static void ahead_sb(planner *pl, size_t j)
+{
+  sess_rec *r = &pl->recs[j];
+  const hslot *t = pl->sc->ids;
+  uint32_t tag = (uint32_t)(r->hlink >> 32);
+  size_t pos;
+  if(!r->link)
+    return;
+  for(pos = r->hlink & pl->sbmask; t[pos].idx != NONE32;
+      pos = (pos + 1) & pl->sbmask)
+    if(t[pos].tag == tag) {
+      const char *x = (const char *)&pl->sbs[t[pos].idx];
+      r->link_sb = t[pos].idx;
+      __builtin_prefetch(x);
+      __builtin_prefetch(x + sizeof(sb_rec) - 1);
+      return;
+    }
+}
+
+static void ahead_sbstr(const planner *pl, size_t j)
+{
+  const sess_rec *r = &pl->recs[j];
+  const sb_rec *sb;
+  if(r->link_sb == NONE32)
+    return;
+  sb = &pl->sbs[r->link_sb];
+  __builtin_prefetch(sb->id);
+  __builtin_prefetch(sb->tenant);
+  __builtin_prefetch(sb->sid);
+}
+
+/* ---------- the wrong guesses ---------- */
+
+/* the claims on a sandbox linked by several sessions: the first by
+ * priority owns it (if its tags agree); live losers are in conflict,
+ * tombstones let go */
+static sc_err resolve_claims(planner *pl, sb_rec *sb)
+{
+  uint32_t *v, q, w;
+  size_t n = 0, a, b;
+  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+    n++;
+  if(!(v = malloc(n * sizeof(*v))))
+    return SC_ERR_NOMEM;
+  n = 0;
+  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+    v[n++] = q;
+  for(a = 1; a < n; a++) /* insertion sort: a handful of claims */
+    for(b = a; b > 0 && rec_cmp(&pl->recs[v[b - 1]], &pl->recs[v[b]]) > 0;
+        b--) {
+      uint32_t x = v[b];
+      v[b] = v[b - 1];
+      v[b - 1] = x;
+    }
+  w = v[0];
+  pl->recs[w].ls = link_tags(&pl->recs[w], sb);
+  if(pl->recs[w].ls == LS_OWNED)
+    sb->owner = w;
+  for(a = 1; a < n; a++) {
+    sess_rec *r = &pl->recs[v[a]];
+    r->other_link = w;
+    r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
+  }
+  sb->resolved = true;
+  free(v);
+  return SC_OK;
+}
+
+/* Sort out the claims of the sessions marked redo, exactly, then decide
+ * them again (their first actions and statuses are dropped). */
+static sc_err redo_marked(planner *pl)
+{
+  plan *p = pl->p;
+  const uint32_t *R = pl->sc->redo;
+  size_t n = pl->n_redo, m = 0, a, b;
+  hkey *keys = NULL;
+  sc_err err = SC_OK;
+  if(!n)
+    return SC_OK;
+  /* 1. forget the owners the guesses set */
+  for(a = 0; a < n; a++) {
+    const sess_rec *r = &pl->recs[R[a]];
+    for(b = 0; b < r->sb_n; b++) {
+      sb_rec *sb = &pl->sbs[pl->sc->sblist[r->sb_first + b]];
+      if(sb->owner == R[a])
+        sb->owner = NONE32;
+    }
+  }
+  /* 2. links */
+  for(a = 0; a < n; a++) {
+    sess_rec *r = &pl->recs[R[a]];
+    sb_rec *sb;
+    r->pair_conflict = r->pair_loser = false;
+    r->other_pair = NONE32;
+    if(r->link_sb == NONE32)
+      continue;
+    sb = &pl->sbs[r->link_sb];
+    if(sb->n_claims == 1) {
+      r->ls = link_tags(r, sb);
+      if(r->ls == LS_OWNED)
+        sb->owner = R[a];
+    }
+    else if(!sb->resolved && (err = resolve_claims(pl, sb)))
+      return err;
+  }
+  /* 3. (tenant, sessionID): every session sharing one is here */
+  if(!(keys = malloc(n * sizeof(*keys))))
+    return SC_ERR_NOMEM;
+  for(a = 0; a < n; a++)
+    if(pl->recs[R[a]].has_pair) {
+      keys[m].h = pl->recs[R[a]].hpair;
+      keys[m++].i = R[a];
+    }
+  if((err = sort_keys(pl, true, &keys, m, claim_cmp)))
+    goto out;
+  for(a = 0; a < m; a = b)
+    for(b = a + 1; b < m && claim_same(pl, true, &keys[b], &keys[a]); b++) {
+      sess_rec *r = &pl->recs[keys[b].i];
+      r->pair_loser = true;
+      if(!r->tomb) {
+        r->pair_conflict = true;
+        r->other_pair = (uint32_t)keys[a].i;
+      }
+    }
+  /* 4. their sandboxes */
+  for(a = 0; a < n; a++) {
+    sess_rec *r = &pl->recs[R[a]];
+    r->sb_first = (uint32_t)pl->n_sblist;
+    r->sb_n = 0;
+    r->attached = false;
+    if(r->ls == LS_OWNED && (err = push_sb(pl, r, r->link_sb)))
+      goto out;
+    if(r->has_pair && !r->pair_loser &&
+       (err = walk_pairs(pl, R[a], r->ls == LS_OWNED ? r->link_sb : NONE32,
+                         false)))
+      goto out;
+  }
+  /* 5. drop their first actions and statuses, and decide again */
+  for(a = 0, b = 0; a < p->n_actions; a++) {
+    uint32_t o = pl->sc->act_rec[a];
+    if(o != NONE32 && pl->recs[o].redo)
+      continue; /* its strings stay in the arena until plan_free() */
+    pl->sc->act_rec[b] = o;
+    p->actions[b++] = p->actions[a];
+  }
+  p->n_actions = b;
+  for(a = 0; a < n && !err; a++) {
+    plan_session *ps = &p->sessions[R[a]];
+    if(ps->status_changed)
+      session_status_clear(&ps->status);
+    ps->status_changed = false;
+    pl->cur_rec = R[a];
+    err = plan_session_one(pl, &pl->recs[R[a]]);
+  }
+out:
+  free(keys);
+  return err;
+}
+
+/* ---------- the pass ---------- */
+
+plan_scratch *plan_scratch_new(void)
+{
+  return calloc(1, sizeof(plan_scratch));
+}
+
+void plan_scratch_free(plan_scratch *sc)
+{
+  if(!sc)
+    return;
+  free(sc->recs);
+  free(sc->sbs);
+  free(sc->ids);
+  free(sc->pairs);
+  free(sc->sblist);
+  free(sc->act_rec);
+  free(sc->redo);
+  free(sc->gone);
+  free(sc);
+}
+
+static sc_err prepare(planner *pl)
+{
+  const plan_input *in = pl->in;
+  plan_scratch *sc = pl->sc;
+  size_t sbslots = table_slots(in->n_sandboxes);
+  size_t pslots = table_slots(in->n_sessions + in->n_sandboxes);
+  size_t i;
+  if(!(sc->recs = reserve(sc->recs, &sc->cap_recs, in->n_sessions,
+                          sizeof(*sc->recs))) ||
+     !(sc->sbs = reserve_aligned(sc->sbs, &sc->cap_sbs, in->n_sandboxes,
+                                 sizeof(*sc->sbs))) ||
+     !(sc->gone = reserve(sc->gone, &sc->cap_gone, in->n_gone,
+                          sizeof(*sc->gone))))
+    return SC_ERR_NOMEM;
+  if(!(sc->ids = reserve(sc->ids, &sc->cap_ids, sbslots, sizeof(*sc->ids))) ||
+     !(sc->pairs = reserve(sc->pairs, &sc->cap_pairs, pslots,
+                           sizeof(*sc->pairs))))
+    return SC_ERR_NOMEM;
+  /* the lists hold one sandbox per session nearly always */
+  if(sc->cap_sblist < in->n_sandboxes + 16) {
+    free(sc->sblist);
+    sc->cap_sblist = 0;
+    if(!(sc->sblist = malloc((in->n_sandboxes + 16) * sizeof(*sc->sblist))))
+      return SC_ERR_NOMEM;
+    sc->cap_sblist = in->n_sandboxes + 16;
+  }
+  memset(sc->ids, 0xff, sbslots * sizeof(*sc->ids));
+  memset(sc->pairs, 0xff, pslots * sizeof(*sc->pairs));
+  pl->sbmask = sbslots - 1;
+  pl->pmask = pslots - 1;
+  pl->recs = sc->recs;
+  pl->sbs = sc->sbs;
+  pl->gone = sc->gone;
+  for(i = 0; i < in->n_gone; i++)
+    if(in->gone[i])
+      pl->gone[pl->n_gone++] = in->gone[i];
+  if(pl->n_gone > 1)
+    qsort(pl->gone, pl->n_gone, sizeof(*pl->gone), str_cmp);
+  return SC_OK;
+}
+
+/* The session pass: each session joined and decided in turn. */
+static sc_err sessions_pass(planner *pl)
+{
+  size_t i, n = pl->in->n_sessions;
+  sc_err err;
+  for(i = 0; i < n && i < AHEAD_HASH; i++)
+    ahead_hash(pl, i);
+  for(i = 0; i < n; i++) {
+    plan_session *ps = &pl->p->sessions[i];
+    if(i + AHEAD_STRUCT < n)
+      ahead_struct(pl, i + AHEAD_STRUCT);
+    if(i + AHEAD_STRINGS < n)
+      ahead_strings(pl, i + AHEAD_STRINGS);
+    if(i + AHEAD_HASH < n)
+      ahead_hash(pl, i + AHEAD_HASH);
+    if(i + AHEAD_SB < n)
+      ahead_sb(pl, i + AHEAD_SB);
+    if(i + AHEAD_SBSTR < n)
+      ahead_sbstr(pl, i + AHEAD_SBSTR);
+    pl->n_visited = i;
+    ps->s = pl->recs[i].s;
+    ps->status_changed = false;
+    ps->next_due = 0;
+    ps->status = ps->s->status;
+    if((err = join_session(pl, (uint32_t)i)))
+      return err;
+    pl->cur_rec = (uint32_t)i;
+    if(!pl->recs[i].redo && (err = plan_session_one(pl, &pl->recs[i])))
+      return err;
+  }
+  pl->n_visited = n;
+  return SC_OK;
+}
+
+sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
+                       plan_scratch *scratch, plan **out)
 {
   planner pl;
   plan *p;
@@ -1802,11 +2253,20 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
     return SC_ERR_INVALID;
   *out = NULL;
   if(!in || !cfg || (in->n_sessions && !in->sessions) ||
-     (in->n_sandboxes && !in->sandboxes) || (in->n_gone && !in->gone))
+     (in->n_sandboxes && !in->sandboxes) || (in->n_gone && !in->gone) ||
+     in->n_sessions >= SESS_BIT || in->n_sandboxes >= SESS_BIT)
     return SC_ERR_INVALID;
   for(i = 0; i < in->n_sessions; i++)
     if(!in->sessions[i])
       return SC_ERR_INVALID;
+  if(!scratch) {
+    plan_scratch *tmp = plan_scratch_new();
+    if(!tmp)
+      return SC_ERR_NOMEM;
+    err = plan_compute_ex(in, cfg, tmp, out);
+    plan_scratch_free(tmp);
+    return err;
+  }
 
   memset(&pl, 0, sizeof(pl));
   p = calloc(1, sizeof(*p));
@@ -1814,43 +2274,47 @@ sc_err plan_compute(const plan_input *in, const plan_config *cfg,
     return SC_ERR_NOMEM;
   pl.in = in;
   pl.cfg = cfg;
+  pl.sc = scratch;
   pl.cname = cfg->controller_name && *cfg->controller_name
                ? cfg->controller_name : PLAN_DEFAULT_CONTROLLER;
   pl.p = p;
+  pl.cur_rec = NONE32;
+  fmt_time(in->cube_now, pl.now_text, sizeof(pl.now_text));
   if(in->n_sessions) {
-    p->sessions = calloc(in->n_sessions, sizeof(*p->sessions));
+    /* every field of every entry is written below */
+    p->sessions = malloc(in->n_sessions * sizeof(*p->sessions));
     if(!p->sessions) {
       err = SC_ERR_NOMEM;
       goto out;
     }
     p->n_sessions = in->n_sessions;
   }
-  if((err = build_join(&pl)))
+  if((err = prepare(&pl)))
     goto out;
-  for(i = 0; i < pl.n_recs; i++) {
-    prefetch_rec(&pl, i);
-    if((err = plan_session_one(&pl, &pl.recs[i])))
-      goto out;
-  }
+  read_sandboxes(&pl);
+  if((err = sessions_pass(&pl)) || (err = redo_marked(&pl)))
+    goto out;
+  pl.cur_rec = NONE32;
   if((err = plan_orphans(&pl)))
     goto out;
   if(p->n_actions > 1)
     qsort(p->actions, p->n_actions, sizeof(*p->actions), action_cmp);
 
 out:
-  free(pl.recs);
-  free(pl.sbs);
-  free(pl.order);
-  free(pl.gone);
-  free(pl.links);
-  free(pl.pairs);
-  free(pl.sblist);
   if(err) {
+    for(i = pl.n_visited; i < p->n_sessions; i++)
+      p->sessions[i].status_changed = false; /* not written */
     plan_free(p);
     return err;
   }
   *out = p;
   return SC_OK;
+}
+
+sc_err plan_compute(const plan_input *in, const plan_config *cfg,
+                    plan **out)
+{
+  return plan_compute_ex(in, cfg, NULL, out);
 }
 
 void plan_free(plan *p)

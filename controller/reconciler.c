@@ -101,6 +101,7 @@ struct reconciler {
   char identity[96];    /* status.createIntent.by: replica#random */
   recorder rec;        /* events (kube store); none by default */
   bool follower;       /* leader election: not the leader, do not act */
+  plan_scratch *scratch; /* the planner's arrays, kept across passes */
 };
 
 static void pump(reconciler *r);
@@ -809,7 +810,9 @@ static void on_observed(observation *obs, void *ud)
   in.n_gone = ps->obs->n_gone;
   in.list_complete = ps->full && !ps->obs->truncated;
   in.cube_now = ps->cube_now;
-  err = plan_compute(&in, &r->o.plan, &ps->p);
+  if(!r->scratch) /* NULL (out of memory): one per call instead */
+    r->scratch = plan_scratch_new();
+  err = plan_compute_ex(&in, &r->o.plan, r->scratch, &ps->p);
   if(err) {
     pass_fail(ps, "planning failed (out of memory)", -1);
     pass_finish(ps);
@@ -1239,6 +1242,7 @@ void reconciler_free(reconciler *r)
   if(r->qtimer)
     event_free(r->qtimer);
   queue_free(r->q);
+  plan_scratch_free(r->scratch);
   free(r);
 }
 

@@ -16,6 +16,9 @@
  * /proc/self/clear_refs) with the page faults of a steady pass. Two
  * floors put the times in scale: a deep copy of every status, and one
  * read of every string a pass must read (in input order, nothing else).
+ * The passes keep one plan_scratch across them, as the reconciler does,
+ * when the library has plan_compute_ex() (BENCH_NO_SCRATCH=1: they call
+ * plan_compute() instead).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -27,6 +30,26 @@
 #include "../../api/session.h"
 #include "../../controller/plan.h"
 #include "../../controller/sandbox.h"
+
+/* plan_compute_ex() and its scratch, when the library has them (weak: the
+ * same bench_plan.c builds against older versions of plan.c, which lack
+ * them, so before/after runs use one source). */
+__attribute__((weak)) plan_scratch *plan_scratch_new(void);
+__attribute__((weak)) void plan_scratch_free(plan_scratch *sc);
+__attribute__((weak)) sc_err plan_compute_ex(const plan_input *in,
+                                             const plan_config *cfg,
+                                             plan_scratch *scratch,
+                                             plan **out);
+
+/* a pass as the reconciler runs it: with a scratch kept across passes
+ * when there is one (BENCH_NO_SCRATCH=1 in the environment: without) */
+static sc_err compute(const plan_input *in, const plan_config *cfg,
+                      plan_scratch *sc, plan **out)
+{
+  if(sc)
+    return plan_compute_ex(in, cfg, sc, out);
+  return plan_compute(in, cfg, out);
+}
 
 #define NOW 1795946400000LL
 #define MIN_MS (60 * 1000LL)
@@ -177,6 +200,8 @@ int main(int argc, char **argv)
   long long changed = 0, still = 0;
   double cold;
   plan *p = NULL;
+  plan_scratch *sc = NULL;
+  const char *nosc = getenv("BENCH_NO_SCRATCH");
 
   if(argc < 2 || argc > 3)
     die("usage: bench_plan N [ROUNDS]");
@@ -278,6 +303,9 @@ int main(int argc, char **argv)
   in.list_complete = true;
   in.cube_now = NOW;
   plan_config_defaults(&cfg);
+  if(plan_scratch_new && plan_compute_ex && !(nosc && *nosc == '1') &&
+     !(sc = plan_scratch_new()))
+    die("out of memory");
   rss0 = peak_rss_kb();
   reset_peak();
   in_cold = proc_kb("VmRSS");
@@ -285,7 +313,7 @@ int main(int argc, char **argv)
   /* the cold pass: statuses as an older controller left them */
   {
     double t0 = now_ms();
-    if(plan_compute(&in, &cfg, &p))
+    if(compute(&in, &cfg, sc, &p))
       die("plan_compute failed");
     cold = now_ms() - t0;
   }
@@ -306,7 +334,7 @@ int main(int argc, char **argv)
   flt0 = minflt();
   for(i = 0; i < rounds; i++) {
     double t0 = now_ms();
-    if(plan_compute(&in, &cfg, &p))
+    if(compute(&in, &cfg, sc, &p))
       die("plan_compute failed");
     t[i] = now_ms() - t0;
     if(i + 1 < rounds) {
@@ -322,16 +350,19 @@ int main(int argc, char **argv)
   qsort(t, (size_t)rounds, sizeof(*t), dbl_cmp);
   printf("sessions=%lld sandboxes=%zu actions=%zu orphans=%zu "
          "cold=%.1fms (statuses written %lld) steady best=%.1fms "
-         "median=%.1fms (statuses changing %lld; status-copy floor %.1fms, "
+         "median=%.1fms (%s; statuses changing %lld; status-copy floor %.1fms, "
          "read floor %.1fms) "
          "rss_input=%ldKB rss_peak=%ldKB\n"
          "  memory: input %ldKB; cold pass peak %+ldKB over it; settled input "
          "%ldKB, steady pass peak %+ldKB over it (the planner's own); %ld page faults per steady pass\n",
          n, nb, p->n_actions, p->n_orphans, cold, changed, t[0],
-         t[rounds / 2], still, copy_floor_ms(ss, n),
+         t[rounds / 2], sc ? "scratch kept" : "no scratch", still,
+         copy_floor_ms(ss, n),
          read_floor_ms(ss, n, bs, nb), rss0, peak_rss_kb(),
          in_cold, hwm_cold - in_cold, in_steady, hwm_steady - in_steady, flt);
   plan_free(p);
+  if(sc)
+    plan_scratch_free(sc);
   for(i = 0; i < n; i++)
     session_free(ss[i]);
   for(i = 0; i < (long long)nb; i++)

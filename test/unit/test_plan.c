@@ -631,6 +631,7 @@ TEST(create_intent_of_another_replica_waits)
     plan *p;
     const plan_session *ps;
     w->cfg.identity = "r0#self";
+    free(s->spec.session_id); /* the default (the name) */
     s->spec.session_id = strdup("c1");
     s->status.phase = SESSION_PHASE_CREATING;
     s->status.create_intent_by = strdup(cases[i].by);

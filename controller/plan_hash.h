@@ -1,0 +1,79 @@
+/*
+ * plan_hash.h - the planner's fixed 64-bit string hash. Private to
+ * plan.c; a header only so that the tests can build hash collisions and
+ * prove the planner falls back to the strings (test_plan_collide.c).
+ *
+ * Every replica must sort alike, so the hash is fixed (not keyed). It
+ * orders nothing visible: equal hashes fall back to the strings. It reads
+ * 8 bytes per multiply (memcpy within the string, host byte order), with
+ * the length mixed in first, so "ab"+"c" differs from "a"+"bc" in a pair.
+ * No ownership: pure functions.
+ */
+#ifndef SC_PLAN_HASH_H
+#define SC_PLAN_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PLAN_HASH_K1 0x9e3779b97f4a7c15ULL
+#define PLAN_HASH_K2 0xff51afd7ed558ccdULL
+#define PLAN_HASH_K3 0xc4ceb9fe1a85ec53ULL
+#define PLAN_HASH_INIT 0xcbf29ce484222325ULL
+
+/* the length, before the words */
+static inline uint64_t plan_hash_len(uint64_t h, size_t n)
+{
+  return (h ^ (uint64_t)n) * PLAN_HASH_K1;
+}
+
+/* one 8-byte word (the last one zero-padded) */
+static inline uint64_t plan_hash_word(uint64_t h, uint64_t w)
+{
+  h = (h ^ w) * PLAN_HASH_K1;
+  return h ^ (h >> 29);
+}
+
+static inline uint64_t plan_hash_strn(uint64_t h, const char *s, size_t n)
+{
+  size_t i;
+  uint64_t w;
+  h = plan_hash_len(h, n);
+  for(i = 0; i + 8 <= n; i += 8) {
+    memcpy(&w, s + i, 8);
+    h = plan_hash_word(h, w);
+  }
+  if(i < n) {
+    w = 0;
+    memcpy(&w, s + i, n - i);
+    h = plan_hash_word(h, w);
+  }
+  return h;
+}
+
+/* a murmur-style finaliser: the tables use the low bits and the top 32 */
+static inline uint64_t plan_hash_fin(uint64_t h)
+{
+  h ^= h >> 33;
+  h *= PLAN_HASH_K2;
+  h ^= h >> 33;
+  h *= PLAN_HASH_K3;
+  h ^= h >> 33;
+  return h;
+}
+
+/* a sandbox ID, a status.sandboxID */
+static inline uint64_t plan_hash_id(const char *s)
+{
+  return plan_hash_fin(plan_hash_strn(PLAN_HASH_INIT, s, strlen(s)));
+}
+
+/* (tenant, sessionID) */
+static inline uint64_t plan_hash_pair(const char *a, const char *b)
+{
+  return plan_hash_fin(plan_hash_strn(plan_hash_strn(PLAN_HASH_INIT, a,
+                                                     strlen(a)),
+                                      b, strlen(b)));
+}
+
+#endif
