@@ -413,7 +413,7 @@ typedef struct conv {
 static void problem(ctx *c, long *shown, const char *what, const char *a,
                     const char *b)
 {
-  if(c->verbose || (*shown)++ < 10)
+  if(c->verbose || (*shown)++ < 100)
     fprintf(stderr, "%s: %s (%s)\n", a, what, b ? b : "-");
 }
 

@@ -137,8 +137,13 @@ run_dialect() {
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
     "$SIM/_sim/faults" >/dev/null
   quiet=$(date +%s)
-  # two resync periods, plus slack for a loaded machine (--converge-limit)
-  limit=${climit:-$((2 * resync + 30))}
+  # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
+  # pauses up to the longest idleTimeout (30 min) after its last request
+  # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
+  # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
+  # after that last change; plus slack for a loaded machine
+  # (--converge-limit overrides)
+  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 30))}
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
@@ -177,7 +182,9 @@ run_dialect() {
   else
     printf '%-38s %s\n' "converged after (s)" "NOT within $limit"
     [ "$drv_rc" -eq 0 ] || echo "driver failed ($drv_rc): $(tail -n 3 "$D/driver.log")"
-    head -n 30 "$D/problems"
+    # the rarer kinds first: a status still catching up hides nothing
+    { grep -v "status does not match" "$D/problems" | head -n 30
+      grep "status does not match" "$D/problems" | head -n 10; }
     echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours"
     FAIL=$((FAIL + 1))
     keep=1
