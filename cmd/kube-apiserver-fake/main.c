@@ -21,8 +21,9 @@ static void usage(FILE *f)
         " [--client-ca FILE]]\n"
         "Default --listen 127.0.0.1:0 (any free port, printed on stdout).\n"
         "--token-file is re-read at every request (token rotation).\n"
-        "--tls-cert/--tls-key serve HTTPS; --client-ca requires a client\n"
-        "certificate signed by that CA (the handshake fails otherwise).\n",
+        "--tls-cert/--tls-key serve HTTPS; --client-ca verifies client\n"
+        "certificates with that CA: one it did not sign fails the handshake,\n"
+        "a request with none (and no valid token) gets 401.\n",
         f);
 }
 
