@@ -15,6 +15,9 @@
 PKGS    := libcurl yaml-0.1 json-c libevent openssl sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# extra libraries of one command (only the fake serves TLS through
+# libevent's bufferevent_openssl; the product binaries do not need it)
+kube-apiserver-fake_LIBS := $(shell pkg-config --libs libevent_openssl 2>/dev/null)
 
 CC      ?= cc
 BUILD   ?= build
@@ -66,10 +69,10 @@ $(BUILD)/lib$(1).a: $$($(1)_OBJ)
 	ar rcs $$@ $$($(1)_OBJ)
 $(BINDIR)/$(1): $(BUILD)/obj/cmd/$(1)/main.o $(BUILD)/lib$(1).a $(LIBSC)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) $$(PKG_LIBS)
 $(BUILD)/test/$(1)/%: test/$(1)/%.c $(BUILD)/lib$(1).a $(LIBSC)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_CFLAGS) $$(ALL_LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+	$$(CC) $$(ALL_CFLAGS) $$(ALL_LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) $$(PKG_LIBS)
 endef
 $(foreach c,$(CMDS),$(eval $(call CMD_RULES,$(c))))
 

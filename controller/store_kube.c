@@ -25,6 +25,10 @@
 #define LINE_MAX_ (4 * 1024 * 1024)
 #define TOKEN_TTL_MS 60000
 #define RETRIES 4
+/* a server's Retry-After is honoured up to this (the synchronous calls
+ * block the event loop; watches wait at most WATCH_BACKOFF_MAX_MS) */
+#define RETRY_AFTER_MAX_MS 5000
+#define WATCH_BACKOFF_MAX_MS 30000
 
 typedef struct kube_watch kube_watch;
 
@@ -41,6 +45,12 @@ typedef struct kube_store {
   CURLM *multi;
   struct event *timer;
   kube_watch *watches;
+  /* the backoff of the last failed watch request, 0 once a watch got
+   * its 200: a watch started after a failure (the reconciler stops a
+   * failed watch and starts a new one) waits this long, so a server
+   * failing every watch is not asked again in a tight loop */
+  int watch_backoff_ms;
+  int watch_retry_after_ms;  /* the server's last Retry-After on a watch */
 } kube_store;
 
 struct kube_watch {
@@ -54,6 +64,7 @@ struct kube_watch {
   struct curl_slist *hdrs;
   dynbuf line;             /* bytes of the stream not yet a whole line */
   long code;               /* HTTP status of the running request */
+  char errbuf[CURL_ERROR_SIZE];
   bool expired, stopped, failing, in_cb;
   int backoff_ms;
   struct event *retry;
@@ -134,15 +145,87 @@ static void sleep_ms(int ms)
   nanosleep(&ts, NULL);
 }
 
+/* transport errors that another attempt will not cure: the TLS setup
+ * (certificates, keys, the server's certificate not trusted) and URLs */
+static bool curl_permanent(CURLcode cc)
+{
+  switch(cc) {
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_UNSUPPORTED_PROTOCOL:
+  case CURLE_URL_MALFORMAT:
+  case CURLE_WRITE_ERROR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* "TLS: <curl's detail> (check certificate-authority ...)" for TLS
+ * failures, else curl's detail or its generic text */
+static void curl_detail(const kube_store *k, CURLcode cc, const char *ebuf,
+                        char *out, size_t len)
+{
+  const char *d = ebuf && *ebuf ? ebuf : curl_easy_strerror(cc);
+  switch(cc) {
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+    snprintf(out, len, "TLS: the server's certificate is not trusted: %s "
+             "(check certificate-authority of %s)", d, k->conn.source);
+    break;
+  case CURLE_SSL_CERTPROBLEM:
+    snprintf(out, len, "TLS: the client certificate or key is not usable: "
+             "%s (%s)", d, k->conn.source);
+    break;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_SSL_CIPHER:
+  case CURLE_RECV_ERROR:
+  case CURLE_SEND_ERROR:
+  case CURLE_GOT_NOTHING:
+    /* TLS 1.3 ends the handshake before the server checks the client's
+     * certificate: a refusal shows as a connection dropped while reading */
+    if(k->conn.cert_pem && !strncmp(k->conn.server, "https:", 6))
+      snprintf(out, len, "%s%s (TLS: the server may have refused the client "
+               "certificate of %s)", cc == CURLE_SSL_CONNECT_ERROR ?
+               "TLS handshake failed: " : "", d, k->conn.source);
+    else
+      snprintf(out, len, "%s%s", cc == CURLE_SSL_CONNECT_ERROR ?
+               "TLS handshake failed: " : "", d);
+    break;
+  default:
+    snprintf(out, len, "%s", d);
+  }
+}
+
+/* the wait before attempt `attempt + 1`: 100 ms doubling, at least the
+ * server's Retry-After (seconds; capped at RETRY_AFTER_MAX_MS) */
+static int retry_wait_ms(int attempt, long retry_after_s)
+{
+  int ms = 100 << attempt;
+  if(retry_after_s > 0) {
+    long ra = retry_after_s > RETRY_AFTER_MAX_MS / 1000
+              ? RETRY_AFTER_MAX_MS : retry_after_s * 1000;
+    if(ra > ms)
+      ms = (int)ra;
+  }
+  return ms;
+}
+
 /* One synchronous call. *code is the HTTP status; *resp the parsed body
  * (NULL when empty or not JSON; the caller puts it). Retries 401 once
- * with a re-read token and 429/5xx/transport errors with backoff. */
+ * with a re-read token, and 429/5xx and transport errors RETRIES times
+ * with backoff (100 ms doubling, or the server's Retry-After when longer,
+ * capped); TLS setup errors are not retried. */
 static sc_err kreq(kube_store *k, const char *method, const char *path,
                    const char *ctype, const char *body, long *code,
                    json_object **resp, sc_errbuf *eb)
 {
   dynbuf b;
-  char url[2048];
+  char url[2048], ebuf[CURL_ERROR_SIZE];
   int attempt;
   bool reauth = false;
   sc_err err = SC_OK;
@@ -153,6 +236,7 @@ static sc_err kreq(kube_store *k, const char *method, const char *path,
   for(attempt = 0; attempt <= RETRIES; attempt++) {
     struct curl_slist *h;
     CURLcode cc;
+    curl_off_t ra = 0;
     err = refresh_token(k, false, eb);
     if(err)
       break;
@@ -162,12 +246,14 @@ static sc_err kreq(kube_store *k, const char *method, const char *path,
       break;
     }
     dynbuf_reset(&b);
+    ebuf[0] = 0;
     curl_easy_reset(k->easy);
     curl_easy_setopt(k->easy, CURLOPT_URL, url);
     curl_easy_setopt(k->easy, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(k->easy, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(k->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(k->easy, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(k->easy, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(k->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS, 30000L);
@@ -180,10 +266,13 @@ static sc_err kreq(kube_store *k, const char *method, const char *path,
     cc = curl_easy_perform(k->easy);
     curl_slist_free_all(h);
     if(cc != CURLE_OK) {
+      char d[SC_ERRBUF_SIZE];
+      curl_detail(k, cc, ebuf, d, sizeof(d));
       err = sc_errf(eb, cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
-                    : SC_ERR_UNAVAILABLE, "kube %s %s: %s", method, url,
-                    curl_easy_strerror(cc));
-      if(cc == CURLE_WRITE_ERROR)
+                    : SC_ERR_UNAVAILABLE, "kube %s %s: %s (after %d "
+                    "attempt%s)", method, url, d, attempt + 1,
+                    attempt ? "s" : "");
+      if(curl_permanent(cc))
         break;
     }
     else {
@@ -194,16 +283,23 @@ static sc_err kreq(kube_store *k, const char *method, const char *path,
         attempt--;
         continue;
       }
-      if(*code == 429 || *code >= 500)
-        err = sc_errf(eb, SC_ERR_UNAVAILABLE, "kube %s %s: HTTP %ld",
-                      method, url, *code);
+      if(*code == 429 || *code >= 500) {
+        json_object *st = dynbuf_len(&b) ?
+                          json_tokener_parse(dynbuf_ptr(&b)) : NULL;
+        err = sc_errf(eb, SC_ERR_UNAVAILABLE, "kube %s %s: HTTP %ld%s%s "
+                      "(after %d attempt%s)", method, url, *code,
+                      *status_msg(st) ? ": " : "", status_msg(st),
+                      attempt + 1, attempt ? "s" : "");
+        json_object_put(st);
+        (void)curl_easy_getinfo(k->easy, CURLINFO_RETRY_AFTER, &ra);
+      }
       else {
         err = SC_OK;
         break;
       }
     }
     if(attempt < RETRIES)
-      sleep_ms(100 << attempt);
+      sleep_ms(retry_wait_ms(attempt, (long)ra));
   }
   if(!err && dynbuf_len(&b)) {
     *resp = json_tokener_parse(dynbuf_ptr(&b));
@@ -749,10 +845,33 @@ static sc_err k_purge(store *st, const char *ns, const char *name,
 static void watch_begin(kube_watch *w);
 static void watch_free(kube_watch *w);
 
-static void watch_fail(kube_watch *w, sc_err err, const char *msg)
+/* start w's request after its backoff (half to all of it, at random),
+ * or after the server's Retry-After when that is longer */
+static void watch_schedule(kube_watch *w)
 {
   struct timeval tv;
   unsigned char r = 0;
+  int ms;
+  (void)RAND_bytes(&r, 1);
+  ms = w->backoff_ms / 2 + (w->backoff_ms / 2) * r / 255;
+  if(w->k->watch_retry_after_ms > ms)
+    ms = w->k->watch_retry_after_ms;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  evtimer_add(w->retry, &tv);
+}
+
+static void watch_fail(kube_watch *w, sc_err err, const char *msg)
+{
+  kube_store *k = w->k;
+  /* the backoff doubles across the watches of this store: the watcher
+   * may stop this one in err_cb and start another at once */
+  w->backoff_ms = w->backoff_ms > k->watch_backoff_ms ? w->backoff_ms
+                  : k->watch_backoff_ms;
+  w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 200;
+  if(w->backoff_ms > WATCH_BACKOFF_MAX_MS)
+    w->backoff_ms = WATCH_BACKOFF_MAX_MS;
+  k->watch_backoff_ms = w->backoff_ms;
   if(!w->failing && w->err_cb) {
     w->failing = true;
     w->in_cb = true;
@@ -762,18 +881,7 @@ static void watch_fail(kube_watch *w, sc_err err, const char *msg)
       return;
   }
   w->failing = true;
-  w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 200;
-  if(w->backoff_ms > 30000)
-    w->backoff_ms = 30000;
-  (void)RAND_bytes(&r, 1);
-  tv.tv_sec = 0;
-  tv.tv_usec = 0;
-  {
-    int ms = w->backoff_ms / 2 + (w->backoff_ms / 2) * r / 255;
-    tv.tv_sec = ms / 1000;
-    tv.tv_usec = (ms % 1000) * 1000;
-  }
-  evtimer_add(w->retry, &tv);
+  watch_schedule(w);
 }
 
 static void watch_expire(kube_watch *w, const char *msg)
@@ -929,8 +1037,11 @@ static void watch_drain(kube_watch *w)
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
   kube_watch *w = ud;
-  if(!w->code)
+  if(!w->code) {
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->code);
+    if(w->code == 200) /* the server is watching again */
+      w->k->watch_backoff_ms = w->k->watch_retry_after_ms = 0;
+  }
   if(w->code != 200)
     return sz * n; /* a Status body; the code says it all */
   if(dynbuf_add(&w->line, p, sz * n))
@@ -976,11 +1087,22 @@ static void watch_done(kube_watch *w, CURLcode cc)
   }
   if(code == 401)
     w->k->token_read_ms = 0;
-  if(cc != CURLE_OK)
-    snprintf(msg, sizeof(msg), "kube watch: %s", curl_easy_strerror(cc));
+  w->k->watch_retry_after_ms = 0;
+  if(cc == CURLE_OK && (code == 429 || code >= 500)) {
+    curl_off_t ra = 0;
+    (void)curl_easy_getinfo(w->easy, CURLINFO_RETRY_AFTER, &ra);
+    if(ra > 0)
+      w->k->watch_retry_after_ms = ra > WATCH_BACKOFF_MAX_MS / 1000
+                                   ? WATCH_BACKOFF_MAX_MS : (int)ra * 1000;
+  }
+  if(cc != CURLE_OK) {
+    char d[300];
+    curl_detail(w->k, cc, w->errbuf, d, sizeof(d));
+    snprintf(msg, sizeof(msg), "kube watch %s: %s", w->k->conn.server, d);
+  }
   else
-    snprintf(msg, sizeof(msg), "kube watch: HTTP %ld", code < 0 ? -code
-             : code);
+    snprintf(msg, sizeof(msg), "kube watch %s: HTTP %ld", w->k->conn.server,
+             code < 0 ? -code : code);
   watch_fail(w, SC_ERR_IO, msg);
 }
 
@@ -1098,12 +1220,14 @@ static void watch_begin(kube_watch *w)
   w->hdrs = headers(k, NULL);
   dynbuf_reset(&w->line);
   w->code = 0;
+  w->errbuf[0] = 0;
   curl_easy_reset(w->easy);
   curl_easy_setopt(w->easy, CURLOPT_URL, url);
   curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->hdrs);
   curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
   curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+  curl_easy_setopt(w->easy, CURLOPT_ERRORBUFFER, w->errbuf);
   curl_easy_setopt(w->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(w->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   curl_easy_setopt(w->easy, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -1210,7 +1334,13 @@ static sc_err k_watch_start(store *st, const char *from_revision,
   }
   w->next = k->watches;
   k->watches = w;
-  watch_begin(w);
+  if(k->watch_backoff_ms) {
+    /* the last watch failed: this one waits its turn */
+    w->backoff_ms = k->watch_backoff_ms;
+    watch_schedule(w);
+  }
+  else
+    watch_begin(w);
   *out = &w->base;
   return SC_OK;
 }

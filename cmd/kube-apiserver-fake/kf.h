@@ -14,22 +14,49 @@
 #ifndef KF_H
 #define KF_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
 
 struct event_base;
+struct bufferevent;
 typedef struct kf_server kf_server;
+typedef struct kf_tls kf_tls;
 
 typedef struct kf_opts {
   const char *token;        /* required bearer token; NULL = none */
   const char *token_file;   /* or: the token, re-read at each request */
   int history_keep;         /* watch events kept; 0 = 1000 */
   int bookmark_ms;          /* bookmark period on watches; 0 = 1000 */
+  /* HTTPS: the bufferevent of each accepted connection (evhttp_set_bevcb);
+   * NULL = plain HTTP. kf_tls_bev with a kf_tls as bev_arg. With a
+   * kf_tls that has a client CA, a verified client certificate
+   * authenticates a request as well as the token does. */
+  struct bufferevent *(*bev)(struct event_base *base, void *bev_arg);
+  void *bev_arg;
 } kf_opts;
 
 kf_server *kf_server_new(struct event_base *base, const char *host,
                          int port, const kf_opts *o, int *bound_port);
 void kf_server_free(kf_server *s);
+
+/* A TLS server context from PEM files: the server's certificate chain
+ * and key and, when client_ca is not NULL, the CA that must have signed a
+ * client certificate (connections without one fail the handshake). NULL
+ * on error with a one-line message in err. Freed with kf_tls_free() after
+ * the server that uses it. */
+kf_tls *kf_tls_new(const char *cert, const char *key, const char *client_ca,
+                   char *err, size_t errlen);
+void kf_tls_free(kf_tls *t);
+/* kf_opts.bev for a kf_tls: a bufferevent_openssl in accepting state */
+struct bufferevent *kf_tls_bev(struct event_base *base, void *arg);
+/* true when t verifies client certificates (NULL accepted) */
+bool kf_tls_client_ca(const kf_tls *t);
+/* true when req came with a verified client certificate; its subject CN
+ * into buf */
+struct evhttp_request;
+bool kf_tls_peer(struct evhttp_request *req, char *buf, size_t len);
 
 /* RFC 7386 JSON merge patch of patch onto target (modified in place;
  * patch is only read). Returns the new target (a non-object patch

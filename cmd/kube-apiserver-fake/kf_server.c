@@ -22,6 +22,7 @@
 
 #define BODY_MAX (4 * 1024 * 1024)
 #define REQLOG_MAX 4096      /* request lines kept for /_fake/requests */
+#define FAULTS_MAX 16        /* rules of /_fake/faults */
 
 typedef struct kf_res {
   const char *group;   /* "" = core */
@@ -52,6 +53,25 @@ typedef struct kf_hist {
   char *json;          /* the object at rv */
 } kf_hist;
 
+/* an injected failure (POST /_fake/faults) */
+typedef struct kf_fault {
+  int status;          /* the HTTP status to answer with */
+  int count;           /* requests left to fail; -1 = until cleared */
+  int retry_after;     /* Retry-After seconds; -1 = no header */
+  int watch;           /* 1 = watches only, 0 = not watches, -1 = both */
+  char method[8];      /* "" = any */
+  char path[256];      /* a prefix of the URL path; "" = any API path */
+} kf_fault;
+
+/* one line of /_fake/requests */
+typedef struct kf_reqlog {
+  int64_t t_ms;        /* monotonic ms since the server started */
+  char *line;          /* "METHOD PATH USER-AGENT" */
+  char *query;         /* the query string or NULL */
+  int fault;           /* the injected status, 0 = none */
+  char user[64];       /* who: a client certificate's CN, "token", "" */
+} kf_reqlog;
+
 typedef struct kf_watch kf_watch;
 struct kf_watch {
   kf_server *s;
@@ -76,9 +96,11 @@ struct kf_server {
   size_t hist_start, hist_n;
   int64_t compacted;   /* history holds compacted+1 .. rv */
   kf_watch *watches;
-  int fail_code, fail_n; /* /_fake/fail: the next fail_n API calls fail */
+  kf_fault faults[FAULTS_MAX]; /* /_fake/faults (and /_fake/fail) */
+  size_t n_faults;
   int64_t requests;
-  char *reqlog[REQLOG_MAX];  /* ring: "METHOD PATH USER-AGENT" */
+  int64_t started_ms;  /* monotonic */
+  kf_reqlog reqlog[REQLOG_MAX];  /* ring */
   size_t reqlog_start, reqlog_n;
 };
 
@@ -224,6 +246,7 @@ static void remove_obj(kf_server *s, kf_obj *ob)
 /* history and watches */
 
 static void watch_end(kf_watch *w);
+static const char *method_name(enum evhttp_cmd_type c);
 
 static void watch_send(kf_watch *w, const char *type, const char *objjson)
 {
@@ -367,15 +390,28 @@ static bool read_token(kf_server *s, char *buf, size_t len)
   return true;
 }
 
-static bool authorized(kf_server *s, struct evhttp_request *req)
+/* like an API server's authenticators: a verified client certificate
+ * (with --client-ca) or the bearer token (with --token/--token-file);
+ * nothing configured lets everyone in. *user: the certificate's CN,
+ * "token" or "" */
+static bool authorized(kf_server *s, struct evhttp_request *req,
+                       char *user, size_t ulen)
 {
   char tok[4096];
   const char *h;
-  if(!read_token(s, tok, sizeof(tok)))
+  bool certs = s->o.bev && kf_tls_client_ca(s->o.bev_arg);
+  user[0] = 0;
+  if(certs && kf_tls_peer(req, user, ulen))
     return true;
+  if(!read_token(s, tok, sizeof(tok)))
+    return !certs;
   h = evhttp_find_header(evhttp_request_get_input_headers(req),
                          "Authorization");
-  return h && !strncmp(h, "Bearer ", 7) && tok[0] && !strcmp(h + 7, tok);
+  if(h && !strncmp(h, "Bearer ", 7) && tok[0] && !strcmp(h + 7, tok)) {
+    snprintf(user, ulen, "token");
+    return true;
+  }
+  return false;
 }
 
 /* the parsed URL: /api/v1/... or /apis/G/V/... */
@@ -1044,7 +1080,272 @@ static void serve_resource(kf_server *s, struct evhttp_request *req,
 }
 
 /* ------------------------------------------------------------------ */
-/* admin: /_fake/compact, /_fake/fail?code=N&n=N, /_fake/stats */
+/* admin: /_fake/compact, /_fake/fail?code=N&n=N, /_fake/faults,
+ * /_fake/end-watches, /_fake/stats, /_fake/requests */
+
+static bool is_watch_query(const char *q)
+{
+  struct evkeyvalq kv;
+  const char *v;
+  bool w;
+  if(!q)
+    return false;
+  TAILQ_INIT(&kv);
+  if(evhttp_parse_query_str(q, &kv))
+    return false;
+  v = evhttp_find_header(&kv, "watch");
+  w = v && (!strcmp(v, "1") || !strcmp(v, "true"));
+  evhttp_clear_headers(&kv);
+  return w;
+}
+
+static json_object *fault_json(const kf_fault *f)
+{
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "status", json_object_new_int(f->status));
+  json_object_object_add(o, "count", json_object_new_int(f->count));
+  if(f->retry_after >= 0)
+    json_object_object_add(o, "retryAfter",
+                           json_object_new_int(f->retry_after));
+  if(f->path[0])
+    json_object_object_add(o, "path", json_object_new_string(f->path));
+  if(f->method[0])
+    json_object_object_add(o, "method", json_object_new_string(f->method));
+  if(f->watch >= 0)
+    json_object_object_add(o, "watch", json_object_new_boolean(f->watch));
+  return o;
+}
+
+/* one rule of a /_fake/faults body; false with msg on a bad one */
+static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
+{
+  static const char *const methods[] = {"GET", "POST", "PUT", "PATCH",
+                                        "DELETE"};
+  json_object *v;
+  size_t i;
+  memset(f, 0, sizeof(*f));
+  f->count = 1;
+  f->retry_after = -1;
+  f->watch = -1;
+  if(!json_object_is_type(o, json_type_object)) {
+    snprintf(msg, len, "a fault must be an object");
+    return false;
+  }
+  json_object_object_foreach(o, key, val) {
+    if(strcmp(key, "status") && strcmp(key, "count") &&
+       strcmp(key, "retryAfter") && strcmp(key, "path") &&
+       strcmp(key, "method") && strcmp(key, "watch")) {
+      snprintf(msg, len, "unknown field \"%.60s\"", key);
+      return false;
+    }
+    (void)val;
+  }
+  if(!json_object_object_get_ex(o, "status", &v) ||
+     !json_object_is_type(v, json_type_int) || json_object_get_int(v) < 400
+     || json_object_get_int(v) > 599) {
+    snprintf(msg, len, "status: want an integer from 400 to 599");
+    return false;
+  }
+  f->status = json_object_get_int(v);
+  if(json_object_object_get_ex(o, "count", &v)) {
+    if(!json_object_is_type(v, json_type_int) ||
+       json_object_get_int(v) < -1 || json_object_get_int(v) == 0 ||
+       json_object_get_int(v) > 1000000) {
+      snprintf(msg, len, "count: want an integer >= 1, or -1 (until "
+               "cleared)");
+      return false;
+    }
+    f->count = json_object_get_int(v);
+  }
+  if(json_object_object_get_ex(o, "retryAfter", &v)) {
+    if(!json_object_is_type(v, json_type_int) ||
+       json_object_get_int(v) < 0 || json_object_get_int(v) > 3600) {
+      snprintf(msg, len, "retryAfter: want seconds from 0 to 3600");
+      return false;
+    }
+    f->retry_after = json_object_get_int(v);
+  }
+  if(json_object_object_get_ex(o, "path", &v)) {
+    const char *p = json_object_get_string(v);
+    if(!json_object_is_type(v, json_type_string) || p[0] != '/' ||
+       strlen(p) >= sizeof(f->path)) {
+      snprintf(msg, len, "path: want a URL path prefix starting with '/'");
+      return false;
+    }
+    snprintf(f->path, sizeof(f->path), "%s", p);
+  }
+  if(json_object_object_get_ex(o, "method", &v)) {
+    const char *m = json_object_get_string(v);
+    for(i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+      if(json_object_is_type(v, json_type_string) && !strcmp(m, methods[i]))
+        break;
+    if(i == sizeof(methods) / sizeof(methods[0])) {
+      snprintf(msg, len, "method: want GET, POST, PUT, PATCH or DELETE");
+      return false;
+    }
+    snprintf(f->method, sizeof(f->method), "%s", m);
+  }
+  if(json_object_object_get_ex(o, "watch", &v)) {
+    if(!json_object_is_type(v, json_type_boolean)) {
+      snprintf(msg, len, "watch: want true or false");
+      return false;
+    }
+    f->watch = json_object_get_boolean(v);
+  }
+  return true;
+}
+
+/* POST adds rules (one object or an array), DELETE clears them, GET lists
+ * them with their remaining counts */
+static void serve_faults(kf_server *s, struct evhttp_request *req)
+{
+  enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+  json_object *body = NULL, *a;
+  kf_fault add[FAULTS_MAX];
+  size_t i, n = 0;
+  char msg[200];
+  if(cmd == EVHTTP_REQ_DELETE)
+    s->n_faults = 0;
+  else if(cmd == EVHTTP_REQ_POST) {
+    if(read_body(req, &body)) {
+      reply_status(req, 400, "BadRequest", "/_fake/faults: the body is not "
+                   "JSON");
+      return;
+    }
+    if(json_object_is_type(body, json_type_array)) {
+      n = json_object_array_length(body);
+      if(n > FAULTS_MAX - s->n_faults) {
+        json_object_put(body);
+        reply_status(req, 400, "BadRequest", "/_fake/faults: at most %d "
+                     "rules", FAULTS_MAX);
+        return;
+      }
+      for(i = 0; i < n; i++)
+        if(!fault_parse(json_object_array_get_idx(body, i), &add[i], msg,
+                        sizeof(msg))) {
+          json_object_put(body);
+          reply_status(req, 400, "BadRequest", "/_fake/faults: rule %zu: %s",
+                       i, msg);
+          return;
+        }
+    }
+    else {
+      n = 1;
+      if(s->n_faults >= FAULTS_MAX ||
+         !fault_parse(body, &add[0], msg, sizeof(msg))) {
+        json_object_put(body);
+        if(s->n_faults >= FAULTS_MAX)
+          snprintf(msg, sizeof(msg), "at most %d rules", FAULTS_MAX);
+        reply_status(req, 400, "BadRequest", "/_fake/faults: %s", msg);
+        return;
+      }
+    }
+    json_object_put(body);
+    for(i = 0; i < n; i++)
+      s->faults[s->n_faults++] = add[i];
+  }
+  else if(cmd != EVHTTP_REQ_GET) {
+    reply_status(req, 405, "MethodNotAllowed", "/_fake/faults: GET, POST "
+                 "or DELETE");
+    return;
+  }
+  a = json_object_new_array();
+  for(i = 0; i < s->n_faults; i++)
+    json_object_array_add(a, fault_json(&s->faults[i]));
+  reply_json(req, 200, a);
+  json_object_put(a);
+}
+
+/* the first live rule that matches, its count taken; NULL = none */
+static const kf_fault *fault_take(kf_server *s, struct evhttp_request *req,
+                                  const char *path)
+{
+  const char *m = NULL, *q;
+  size_t i;
+  bool watch;
+  if(!s->n_faults)
+    return NULL;
+  q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+  watch = is_watch_query(q);
+  for(i = 0; i < s->n_faults; i++) {
+    kf_fault *f = &s->faults[i];
+    if(!f->count)
+      continue;
+    if(f->path[0] ? strncmp(path, f->path, strlen(f->path))
+       : (strncmp(path, "/apis/", 6) && strncmp(path, "/api/", 5)))
+      continue;
+    if(f->watch >= 0 && f->watch != (int)watch)
+      continue;
+    if(f->method[0]) {
+      if(!m)
+        m = method_name(evhttp_request_get_command(req));
+      if(strcmp(m, f->method))
+        continue;
+    }
+    if(f->count > 0)
+      f->count--;
+    return f;
+  }
+  return NULL;
+}
+
+static void reqlog_clear(kf_server *s)
+{
+  size_t i;
+  for(i = 0; i < s->reqlog_n; i++) {
+    kf_reqlog *l = &s->reqlog[(s->reqlog_start + i) % REQLOG_MAX];
+    free(l->line);
+    free(l->query);
+  }
+  s->reqlog_start = s->reqlog_n = 0;
+}
+
+/* GET: text lines, or ?format=json an array of {t, method, path, query,
+ * userAgent, fault}; DELETE forgets them */
+static void serve_reqlog(kf_server *s, struct evhttp_request *req)
+{
+  const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+  struct evbuffer *b;
+  size_t i;
+  if(evhttp_request_get_command(req) == EVHTTP_REQ_DELETE) {
+    reqlog_clear(s);
+    reply_text(req, 200, "{}");
+    return;
+  }
+  if(q && strstr(q, "format=json")) {
+    json_object *a = json_object_new_array();
+    for(i = 0; i < s->reqlog_n; i++) {
+      const kf_reqlog *l = &s->reqlog[(s->reqlog_start + i) % REQLOG_MAX];
+      json_object *o = json_object_new_object();
+      const char *sp1 = strchr(l->line, ' ');
+      const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+      json_object_object_add(o, "t", json_object_new_int64(l->t_ms));
+      json_object_object_add(o, "method", json_object_new_string_len(
+                               l->line, sp1 ? (int)(sp1 - l->line) : 0));
+      json_object_object_add(o, "path", json_object_new_string_len(
+                               sp1 ? sp1 + 1 : "", sp2 ?
+                               (int)(sp2 - sp1 - 1) : 0));
+      json_object_object_add(o, "query", json_object_new_string(
+                               l->query ? l->query : ""));
+      json_object_object_add(o, "userAgent", json_object_new_string(
+                               sp2 ? sp2 + 1 : ""));
+      json_object_object_add(o, "fault", json_object_new_int(l->fault));
+      json_object_object_add(o, "user", json_object_new_string(l->user));
+      json_object_array_add(a, o);
+    }
+    reply_json(req, 200, a);
+    json_object_put(a);
+    return;
+  }
+  b = evbuffer_new();
+  for(i = 0; i < s->reqlog_n; i++)
+    evbuffer_add_printf(b, "%s\n",
+                        s->reqlog[(s->reqlog_start + i) % REQLOG_MAX].line);
+  evhttp_add_header(evhttp_request_get_output_headers(req),
+                    "Content-Type", "text/plain");
+  evhttp_send_reply(req, 200, "OK", b);
+  evbuffer_free(b);
+}
 
 static void serve_admin(kf_server *s, struct evhttp_request *req,
                         const char *path)
@@ -1069,15 +1370,40 @@ static void serve_admin(kf_server *s, struct evhttp_request *req,
     const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     struct evkeyvalq kv;
     const char *c, *n;
+    kf_fault f;
     TAILQ_INIT(&kv);
     if(q)
       evhttp_parse_query_str(q, &kv);
     c = qget(&kv, "code");
     n = qget(&kv, "n");
-    s->fail_code = c ? (int)strtol(c, NULL, 10) : 500;
-    s->fail_n = n ? (int)strtol(n, NULL, 10) : 1;
+    memset(&f, 0, sizeof(f));
+    f.status = c ? (int)strtol(c, NULL, 10) : 500;
+    f.count = n ? (int)strtol(n, NULL, 10) : 1;
+    f.retry_after = f.status == 429 ? 1 : -1;
+    f.watch = -1;
     evhttp_clear_headers(&kv);
+    if(f.status < 400 || f.status > 599 || f.count < 1) {
+      reply_status(req, 400, "BadRequest", "/_fake/fail: want code=400..599 "
+                   "and n>=1");
+      return;
+    }
+    s->n_faults = 0; /* the old interface: one rule at a time */
+    s->faults[s->n_faults++] = f;
     reply_text(req, 200, "{}");
+    return;
+  }
+  if(!strcmp(path, "/_fake/faults")) {
+    serve_faults(s, req);
+    return;
+  }
+  if(!strcmp(path, "/_fake/end-watches")) {
+    int n = 0;
+    while(s->watches) { /* like dropped connections: no compaction */
+      watch_end(s->watches);
+      n++;
+    }
+    snprintf(buf, sizeof(buf), "{\"ended\":%d}", n);
+    reply_text(req, 200, buf);
     return;
   }
   if(!strcmp(path, "/_fake/stats")) {
@@ -1092,15 +1418,7 @@ static void serve_admin(kf_server *s, struct evhttp_request *req,
     return;
   }
   if(!strcmp(path, "/_fake/requests")) {
-    struct evbuffer *b = evbuffer_new();
-    size_t i;
-    for(i = 0; i < s->reqlog_n; i++)
-      evbuffer_add_printf(b, "%s\n",
-                          s->reqlog[(s->reqlog_start + i) % REQLOG_MAX]);
-    evhttp_add_header(evhttp_request_get_output_headers(req),
-                      "Content-Type", "text/plain");
-    evhttp_send_reply(req, 200, "OK", b);
-    evbuffer_free(b);
+    serve_reqlog(s, req);
     return;
   }
   reply_status(req, 404, "NotFound", "no admin endpoint %s", path);
@@ -1118,25 +1436,36 @@ static const char *method_name(enum evhttp_cmd_type c)
   }
 }
 
-/* remember "METHOD PATH USER-AGENT" for /_fake/requests */
-static void log_request(kf_server *s, struct evhttp_request *req,
-                        const char *path)
+/* remember "METHOD PATH USER-AGENT" for /_fake/requests; the entry */
+static kf_reqlog *log_request(kf_server *s, struct evhttp_request *req,
+                              const char *path)
 {
   const char *ua = evhttp_find_header(evhttp_request_get_input_headers(req),
                                       "User-Agent");
-  char line[1400], *d;
+  const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+  char line[1400];
+  kf_reqlog l, *slot;
   snprintf(line, sizeof(line), "%s %s %s",
            method_name(evhttp_request_get_command(req)), path,
            ua ? ua : "-");
-  d = strdup(line);
-  if(!d)
-    return;
+  memset(&l, 0, sizeof(l));
+  l.t_ms = sctime_mono_ms() - s->started_ms;
+  l.line = strdup(line);
+  l.query = q ? strdup(q) : NULL;
+  if(!l.line || (q && !l.query)) {
+    free(l.line);
+    free(l.query);
+    return NULL;
+  }
   if(s->reqlog_n == REQLOG_MAX) {
-    free(s->reqlog[s->reqlog_start]);
+    free(s->reqlog[s->reqlog_start].line);
+    free(s->reqlog[s->reqlog_start].query);
     s->reqlog_start = (s->reqlog_start + 1) % REQLOG_MAX;
     s->reqlog_n--;
   }
-  s->reqlog[(s->reqlog_start + s->reqlog_n++) % REQLOG_MAX] = d;
+  slot = &s->reqlog[(s->reqlog_start + s->reqlog_n++) % REQLOG_MAX];
+  *slot = l;
+  return slot;
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -1144,6 +1473,9 @@ static void on_request(struct evhttp_request *req, void *arg)
   kf_server *s = arg;
   const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
   route rt;
+  const kf_fault *f;
+  kf_reqlog *l;
+  char user[64];
   if(!path)
     path = "/";
   if(!strncmp(path, "/_fake/", 7)) {
@@ -1151,19 +1483,26 @@ static void on_request(struct evhttp_request *req, void *arg)
     return;
   }
   s->requests++;
-  log_request(s, req, path);
-  if(!authorized(s, req)) {
+  l = log_request(s, req, path);
+  if(!authorized(s, req, user, sizeof(user))) {
     reply_status(req, 401, "Unauthorized", "Unauthorized");
     return;
   }
-  if(s->fail_n > 0 && (!strncmp(path, "/apis/", 6) ||
-                       !strncmp(path, "/api/", 5))) {
-    s->fail_n--;
-    if(s->fail_code == 429)
+  if(l)
+    snprintf(l->user, sizeof(l->user), "%s", user);
+  if((f = fault_take(s, req, path))) {
+    char ra[16];
+    if(l)
+      l->fault = f->status;
+    if(f->retry_after >= 0) {
+      snprintf(ra, sizeof(ra), "%d", f->retry_after);
       evhttp_add_header(evhttp_request_get_output_headers(req),
-                        "Retry-After", "1");
-    reply_status(req, s->fail_code, s->fail_code == 429 ? "TooManyRequests"
-                 : "InternalError", "injected failure %d", s->fail_code);
+                        "Retry-After", ra);
+    }
+    reply_status(req, f->status, f->status == 429 ? "TooManyRequests"
+                 : f->status == 503 ? "ServiceUnavailable"
+                 : f->status >= 500 ? "InternalError" : "BadRequest",
+                 "injected failure %d", f->status);
     return;
   }
   if(parse_route(req, &rt)) {
@@ -1182,6 +1521,7 @@ kf_server *kf_server_new(struct event_base *base, const char *host,
     return NULL;
   s->base = base;
   s->o = *o;
+  s->started_ms = sctime_mono_ms();
   if(s->o.history_keep <= 0)
     s->o.history_keep = 1000;
   if(s->o.bookmark_ms <= 0)
@@ -1197,6 +1537,8 @@ kf_server *kf_server_new(struct event_base *base, const char *host,
                              EVHTTP_REQ_DELETE);
   evhttp_set_max_body_size(s->http, BODY_MAX);
   evhttp_set_gencb(s->http, on_request, s);
+  if(s->o.bev)
+    evhttp_set_bevcb(s->http, s->o.bev, s->o.bev_arg);
   bs = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
   if(!bs) {
     kf_server_free(s);
@@ -1237,7 +1579,6 @@ void kf_server_free(kf_server *s)
       free(h->json);
     }
   free(s->hist);
-  for(i = 0; i < s->reqlog_n; i++)
-    free(s->reqlog[(s->reqlog_start + i) % REQLOG_MAX]);
+  reqlog_clear(s);
   free(s);
 }

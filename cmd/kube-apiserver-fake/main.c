@@ -1,6 +1,7 @@
 /*
  * kube-apiserver-fake - a small Kubernetes API server for the tests of the
- * kube store (docs/kube-apiserver-fake.md). Plain HTTP on loopback.
+ * kube store (docs/kube-apiserver-fake.md). Plain HTTP on loopback, or
+ * HTTPS with --tls-cert/--tls-key (and --client-ca for client certs).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,8 +17,14 @@ static void usage(FILE *f)
   fputs("usage: kube-apiserver-fake [--listen HOST:PORT] [--token T |"
         " --token-file F]\n"
         "                           [--history N] [--bookmark-ms N]\n"
+        "                           [--tls-cert FILE --tls-key FILE"
+        " [--client-ca FILE]]\n"
         "Default --listen 127.0.0.1:0 (any free port, printed on stdout).\n"
-        "--token-file is re-read at every request (token rotation).\n", f);
+        "--token-file is re-read at every request (token rotation).\n"
+        "--tls-cert/--tls-key serve HTTPS; --client-ca verifies client\n"
+        "certificates with that CA: one it did not sign fails the handshake,\n"
+        "a request with none (and no valid token) gets 401.\n",
+        f);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -50,6 +57,9 @@ int main(int argc, char **argv)
     {"token-file", required_argument, NULL, 'T'},
     {"history", required_argument, NULL, 'H'},
     {"bookmark-ms", required_argument, NULL, 'b'},
+    {"tls-cert", required_argument, NULL, 'c'},
+    {"tls-key", required_argument, NULL, 'k'},
+    {"client-ca", required_argument, NULL, 'C'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
@@ -59,6 +69,8 @@ int main(int argc, char **argv)
   struct event_base *base = NULL;
   struct event *sigterm = NULL, *sigint = NULL;
   kf_server *srv = NULL;
+  kf_tls *tls = NULL;
+  const char *cert = NULL, *key = NULL, *client_ca = NULL;
 
   memset(&o, 0, sizeof(o));
   while((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -85,6 +97,15 @@ int main(int argc, char **argv)
       if(num("--bookmark-ms", optarg, 1, 3600000, &o.bookmark_ms))
         return 2;
       break;
+    case 'c':
+      cert = optarg;
+      break;
+    case 'k':
+      key = optarg;
+      break;
+    case 'C':
+      client_ca = optarg;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -97,7 +118,22 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  if(!cert != !key || (client_ca && !cert)) {
+    fprintf(stderr, "kube-apiserver-fake: --tls-cert and --tls-key go "
+            "together (and --client-ca needs them)\n");
+    return 2;
+  }
   signal(SIGPIPE, SIG_IGN);
+  if(cert) {
+    char err[400];
+    tls = kf_tls_new(cert, key, client_ca, err, sizeof(err));
+    if(!tls) {
+      fprintf(stderr, "kube-apiserver-fake: %s\n", err);
+      return 2;
+    }
+    o.bev = kf_tls_bev;
+    o.bev_arg = tls;
+  }
   base = event_base_new();
   if(!base)
     goto out;
@@ -107,7 +143,8 @@ int main(int argc, char **argv)
             port);
     goto out;
   }
-  printf("kube-apiserver-fake listening on http://%s:%d\n", host, bound);
+  printf("kube-apiserver-fake listening on %s://%s:%d\n",
+         tls ? "https" : "http", host, bound);
   fflush(stdout);
   sigterm = evsignal_new(base, SIGTERM, on_signal, base);
   sigint = evsignal_new(base, SIGINT, on_signal, base);
@@ -117,6 +154,7 @@ int main(int argc, char **argv)
   rc = 0;
 out:
   kf_server_free(srv);
+  kf_tls_free(tls);
   if(sigterm)
     event_free(sigterm);
   if(sigint)

@@ -1,0 +1,137 @@
+#!/bin/sh
+# End-to-end: the kube store under API server faults (kube-apiserver-fake's
+# POST /_fake/faults). Calls retry 429 and 5xx with backoff and succeed once
+# the faults stop; Retry-After is honoured; a persistent 500 fails the call
+# with a clear error after the bounded retries while the controller keeps
+# running and recovers; the watch reconnects with backoff after 5xx (and
+# waits a watch's Retry-After). The timings come from the fake's request
+# log (GET /_fake/requests?format=json: t in ms).
+. "$(dirname "$0")/lib/common.sh"
+
+"$BINDIR/kube-apiserver-fake" --bookmark-ms 300 >"$T/fake.out" 2>"$T/fake.log" &
+PIDS="$PIDS $!"
+API=""
+i=0
+while [ -z "$API" ] && [ $i -lt 100 ]; do
+  API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/fake.out" 2>/dev/null)
+  [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
+done
+[ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; exit 1; }
+cat >"$T/kc" <<EOF
+apiVersion: v1
+kind: Config
+current-context: fake
+clusters:
+- {name: fake, cluster: {server: "$API"}}
+contexts:
+- {name: fake, context: {cluster: fake, user: u}}
+users:
+- {name: u, user: {}}
+EOF
+export KUBECONFIG="$T/kc"
+STORE=kube
+SP=/apis/lea.io/v1alpha1
+
+faults() { curl -sf -X POST -H 'Content-Type: application/json' -d "$1" "$API/_fake/faults" >/dev/null; }
+nofaults() { curl -sf -X DELETE "$API/_fake/faults" >/dev/null; }
+forget() { curl -sf -X DELETE "$API/_fake/requests" >/dev/null; }
+# reqs JQFILTER: the logged requests that match, as a JSON array
+reqs() { curl -sf "$API/_fake/requests?format=json" | jq -c "[.[] | select($1)]"; }
+count() { reqs "$1" | jq length; }
+# gaps JQFILTER: the ms between consecutive matching requests, one a line
+gaps() { reqs "$1" | jq -r '. as $a | range(1; length) | $a[.].t - $a[. - 1].t'; }
+
+session_yaml() {
+  cat >"$T/$1.yaml" <<YAML
+apiVersion: lea.io/v1alpha1
+kind: Session
+metadata: {name: $1, namespace: tenant-a}
+spec: {template: python-data, idleTimeout: 15m}
+YAML
+}
+for s in s1 s2 s3 s4; do session_yaml $s; done
+
+# --- the fault endpoint itself
+check "faults: a bad rule is a 400 naming the field" sh -c \
+  "curl -s -X POST -d '{\"status\":200}' '$API/_fake/faults' | grep -q 'status: want an integer from 400 to 599'"
+check "faults: an unknown field is refused" sh -c \
+  "curl -s -X POST -d '{\"status\":500,\"cuont\":2}' '$API/_fake/faults' | grep -q 'unknown field'"
+faults '[{"status":503,"count":2,"path":"/apis/lea.io/"},{"status":500,"count":-1,"method":"DELETE"}]'
+check "faults: GET lists the rules" test "$(curl -sf "$API/_fake/faults" | jq -c '[.[] | [.status, .count]]')" = '[[503,2],[500,-1]]'
+nofaults
+check "faults: DELETE clears them" test "$(curl -sf "$API/_fake/faults")" = '[]'
+
+# --- synchronous calls: 429 with Retry-After, then success
+ctl apply -f "$T/s1.yaml" >/dev/null
+forget
+faults '{"status":429,"count":2,"retryAfter":1,"path":"/apis/lea.io/","method":"GET"}'
+check "429: get succeeds once the faults stop" test "$(sess_field s1 tenant-a .metadata.name)" = s1
+check "429: 2 refused + 1 served GETs" test "$(count '.path | endswith("/sessions/s1")')" = 3
+check "429: the refused ones were the faults" test "$(count '.fault == 429')" = 2
+G=$(gaps '.path | endswith("/sessions/s1")' | tr '\n' ' ')
+set -- $G
+check "429: each retry waited the 1 s Retry-After (gaps: $G)" sh -c "[ ${1:-0} -ge 950 ] && [ ${2:-0} -ge 950 ]"
+
+# --- 503 without Retry-After: exponential backoff (100, 200, 400 ms)
+forget
+faults '{"status":503,"count":3,"path":"/apis/lea.io/v1alpha1/sessions"}'
+check "503: list succeeds after 3 faults" sh -c "'$BINDIR/sessionctl' --store kube get sessions -A | grep -q s1"
+check "503: 4 list requests" test "$(count ".path == \"$SP/sessions\"")" = 4
+G=$(gaps ".path == \"$SP/sessions\"" | tr '\n' ' ')
+set -- $G
+check "503: backoff grows 100/200/400 ms (gaps: $G)" sh -c "[ ${1:-0} -ge 90 ] && [ ${2:-0} -ge 190 ] && [ ${3:-0} -ge 390 ]"
+
+# --- persistent 500: a clear error after the bounded retries
+forget
+faults '{"status":500,"count":-1,"path":"/apis/lea.io/v1alpha1/namespaces/tenant-a/sessions/s1"}'
+t0=$(date +%s)
+ctl get sessions s1 -n tenant-a >/dev/null 2>"$T/p500.err"
+rc=$?
+t1=$(date +%s)
+check "500: the call fails" test "$rc" -ne 0
+check "500: ... with a clear error" grep -q "kube GET $API$SP/namespaces/tenant-a/sessions/s1: HTTP 500: injected failure 500 (after 5 attempts)" "$T/p500.err"
+check "500: exactly 5 attempts" test "$(count '.path | endswith("/sessions/s1")')" = 5
+check "500: bounded in time (under 5 s)" test $((t1 - t0)) -lt 5
+nofaults
+
+# --- the controller: a failing status update is retried
+start_cubesim --clock-speed 1
+faults "{\"status\":503,\"count\":2,\"method\":\"PUT\",\"path\":\"$SP/namespaces/tenant-a/sessions/s2/status\"}"
+forget
+start_controller ctl-faults --orphan-grace 10m --watch-timeout 2s
+ctl apply -f "$T/s2.yaml" >/dev/null
+check "status: sandbox created" wait_eq 20 1 sim_live_for s2
+check "status: Running despite 2 refused status updates" wait_eq 15 Running sess_field s2 tenant-a .status.phase
+check "status: the refused PUTs were retried" test "$(count '.method == "PUT" and (.path | endswith("/s2/status")) and .fault == 503')" = 2
+
+# --- the controller: persistent 500 on every list; it keeps running and
+# recovers when the server does
+faults "{\"status\":500,\"count\":-1,\"method\":\"GET\",\"watch\":false,\"path\":\"$SP/sessions\"}"
+check "list 500: the controller logs the failed list" wait_until 15 grep -q "store list failed.*HTTP 500: injected failure 500 (after 5 attempts)" "$T/ctl-faults.log"
+check "list 500: the controller keeps running" kill -0 "$CTL_PID"
+nofaults
+ctl apply -f "$T/s3.yaml" >/dev/null
+check "list 500: recovers: the next session gets its sandbox" wait_eq 20 1 sim_live_for s3
+check "list 500: ... and its status" wait_eq 15 Running sess_field s3 tenant-a .status.phase
+
+# --- the watch: 503 on reconnect, backoff, then it watches again
+forget
+faults '{"status":503,"count":4,"watch":true}'
+curl -sf -X POST "$API/_fake/end-watches" >/dev/null
+W='(.query | test("watch=1"))'
+check "watch 503: reconnected after the faults" wait_until 20 sh -c "[ \$(curl -sf '$API/_fake/stats' | jq .watches) -ge 1 ] && [ \$(curl -sf '$API/_fake/requests?format=json' | jq '[.[] | select(.query | test(\"watch=1\")) | select(.fault == 0)] | length') -ge 1 ]"
+check "watch 503: 4 refused watch requests" test "$(count "$W and .fault == 503")" = 4
+G=$(gaps "$W" | head -n 4 | tr '\n' ' ')
+set -- $G
+check "watch 503: no tight loop, growing backoff (gaps: $G)" sh -c "[ ${1:-0} -ge 90 ] && [ ${2:-0} -ge 90 ] && [ ${3:-0} -ge 190 ] && [ ${4:-0} -ge 390 ]"
+ctl apply -f "$T/s4.yaml" >/dev/null
+check "watch 503: events flow again" wait_eq 20 1 sim_live_for s4
+
+# --- the watch: 429 with Retry-After 2
+forget
+faults '{"status":429,"count":1,"retryAfter":2,"watch":true}'
+curl -sf -X POST "$API/_fake/end-watches" >/dev/null
+check "watch 429: reconnected" wait_until 20 sh -c "[ \$(curl -sf '$API/_fake/requests?format=json' | jq '[.[] | select(.query | test(\"watch=1\")) | select(.fault == 0)] | length') -ge 1 ]"
+G=$(gaps "$W" | head -n 1)
+check "watch 429: waited the Retry-After of 2 s (gap: $G ms)" test "${G:-0}" -ge 1900
+finish
