@@ -86,6 +86,8 @@ struct reconciler {
   struct event *heartbeat;
   struct event *resync;
   struct event *qtimer;
+  struct event *wtimer;  /* the next try to start the store watch */
+  int64_t watch_backoff_ms;
   store_watch *watch;
   bool stopping;
   bool ready;
@@ -1148,6 +1150,27 @@ static void on_watch_error(sc_err err, const char *msg, void *ud)
   pump(r);
 }
 
+/* No watch could be started: try again after 1 s, doubling to 30 s (the
+ * resync passes go on meanwhile; only the reaction to changes is slower). */
+static void watch_retry(reconciler *r)
+{
+  struct timeval tv;
+  if(r->stopping)
+    return;
+  r->watch_backoff_ms = r->watch_backoff_ms ? r->watch_backoff_ms * 2 : 1000;
+  if(r->watch_backoff_ms > 30000)
+    r->watch_backoff_ms = 30000;
+  tv.tv_sec = (time_t)(r->watch_backoff_ms / 1000);
+  tv.tv_usec = (suseconds_t)(r->watch_backoff_ms % 1000) * 1000;
+  {
+    char ms[24];
+    snprintf(ms, sizeof(ms), "%lld", (long long)r->watch_backoff_ms);
+    log_kv(r->o.lg, LOG_WARN, "store watch not running; trying again",
+           "after_ms", ms, NULL);
+  }
+  evtimer_add(r->wtimer, &tv);
+}
+
 static void start_watch(reconciler *r)
 {
   store_list_result res = {0};
@@ -1158,12 +1181,29 @@ static void start_watch(reconciler *r)
   if(store_list(r->o.st, &lo, &res, &eb)) {
     log_kv(r->o.lg, LOG_ERROR, "store list for watch failed", "error",
            eb.msg, NULL);
+    watch_retry(r);
     return;
   }
   if(store_watch_start(r->o.st, res.revision, on_watch_event, on_watch_error,
-                       r, &r->watch, &eb))
+                       r, &r->watch, &eb)) {
     log_kv(r->o.lg, LOG_ERROR, "store watch failed", "error", eb.msg, NULL);
+    watch_retry(r);
+  }
+  else
+    r->watch_backoff_ms = 0;
   store_list_result_free(&res);
+}
+
+static void on_wtimer(evutil_socket_t fd, short what, void *arg)
+{
+  reconciler *r = arg;
+  (void)fd;
+  (void)what;
+  if(r->watch || r->stopping)
+    return;
+  r->full_pending = true; /* changes while no watch ran: a full pass */
+  start_watch(r);
+  pump(r);
 }
 
 static void on_probe(const cube_result *res, void *ud)
@@ -1219,7 +1259,8 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->heartbeat = event_new(opts->base, -1, EV_PERSIST, on_heartbeat, r);
   r->resync = event_new(opts->base, -1, EV_PERSIST, on_resync, r);
   r->qtimer = event_new(opts->base, -1, 0, on_qtimer, r);
-  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer) {
+  r->wtimer = event_new(opts->base, -1, 0, on_wtimer, r);
+  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->wtimer) {
     sc_errf(eb, SC_ERR_NOMEM, "out of memory");
     reconciler_free(r);
     return NULL;
@@ -1241,6 +1282,8 @@ void reconciler_free(reconciler *r)
     event_free(r->resync);
   if(r->qtimer)
     event_free(r->qtimer);
+  if(r->wtimer)
+    event_free(r->wtimer);
   queue_free(r->q);
   plan_scratch_free(r->scratch);
   free(r);
@@ -1269,6 +1312,7 @@ void reconciler_stop(reconciler *r)
   r->stopping = true;
   event_del(r->resync);
   event_del(r->qtimer);
+  event_del(r->wtimer);
   store_watch_stop(r->watch);
   r->watch = NULL;
 }

@@ -134,4 +134,19 @@ curl -sf -X POST "$API/_fake/end-watches" >/dev/null
 check "watch 429: reconnected" wait_until 20 sh -c "[ \$(curl -sf '$API/_fake/requests?format=json' | jq '[.[] | select(.query | test(\"watch=1\")) | select(.fault == 0)] | length') -ge 1 ]"
 G=$(gaps "$W" | head -n 1)
 check "watch 429: waited the Retry-After of 2 s (gap: $G ms)" test "${G:-0}" -ge 1900
+
+# --- the watch expires (410) while every list fails: the reconciler must
+# try again to start a watch (not wait for its next resync, 60 s here)
+stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+stop_pid "$CTL_PID"
+start_controller ctl-relist --orphan-grace 10m --watch-timeout 2s --resync 60s
+sleep 2 # the first pass
+forget
+faults "[{\"status\":410,\"count\":1,\"watch\":true},{\"status\":500,\"count\":-1,\"method\":\"GET\",\"watch\":false,\"path\":\"$SP/sessions\"}]"
+curl -sf -X POST "$API/_fake/end-watches" >/dev/null
+check "relist: the list before a new watch failed" wait_until 20 grep -q "store list for watch failed" "$T/ctl-relist.log"
+check "relist: a retry is scheduled" wait_until 10 grep -q "store watch not running; trying again" "$T/ctl-relist.log"
+nofaults
+printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: s5, namespace: tenant-a}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
+check "relist: the watch runs again and s5 gets its sandbox (no resync needed)" wait_eq 20 1 sim_live_for s5
 finish
