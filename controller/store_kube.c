@@ -5,6 +5,7 @@
  * watches are streaming GETs on a libcurl multi handle driven by the
  * libevent loop of store_open_opts.base. */
 #include "store_impl.h"
+#include "curlev.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +43,7 @@ typedef struct kube_store {
   int64_t token_read_ms;   /* monotonic; 0 = never */
   CURL *easy;
   struct event_base *evbase;
-  CURLM *multi;
-  struct event *timer;
+  curlev *ev;              /* watches: the multi handle on the loop */
   kube_watch *watches;
   /* the backoff of the last failed watch request, 0 once a watch got
    * its 200: a watch started after a failure (the reconciler stops a
@@ -1106,84 +1106,19 @@ static void watch_done(kube_watch *w, CURLcode cc)
   watch_fail(w, SC_ERR_IO, msg);
 }
 
-static void check_done(kube_store *k)
+/* a watch request ended (curlev took its handle out of the multi) */
+static void on_transfer(CURL *e, CURLcode cc, void *ud)
 {
-  CURLMsg *m;
-  int left;
-  while((m = curl_multi_info_read(k->multi, &left))) {
-    kube_watch *w = NULL;
-    if(m->msg != CURLMSG_DONE)
-      continue;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
-    curl_multi_remove_handle(k->multi, m->easy_handle);
-    watch_done(w, m->data.result);
-  }
-  drain_all(k);
+  kube_watch *w = NULL;
+  (void)ud;
+  curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&w);
+  watch_done(w, cc);
 }
 
-static void on_socket(evutil_socket_t fd, short what, void *arg)
+/* after a batch of ended transfers */
+static void on_batch(void *ud)
 {
-  kube_store *k = arg;
-  int running = 0;
-  int flags = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
-              ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-  curl_multi_socket_action(k->multi, fd, flags, &running);
-  check_done(k);
-}
-
-static void on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-  kube_store *k = arg;
-  int running = 0;
-  (void)fd;
-  (void)what;
-  curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-  check_done(k);
-}
-
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-                   void *socketp)
-{
-  kube_store *k = userp;
-  struct event *ev = socketp;
-  short kind;
-  (void)e;
-  if(what == CURL_POLL_REMOVE) {
-    if(ev) {
-      event_free(ev);
-      curl_multi_assign(k->multi, s, NULL);
-    }
-    return 0;
-  }
-  kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-         ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-  if(!ev) {
-    ev = event_new(k->evbase, s, kind, on_socket, k);
-    if(!ev)
-      return -1;
-    curl_multi_assign(k->multi, s, ev);
-  }
-  else {
-    event_del(ev);
-    event_assign(ev, k->evbase, s, kind, on_socket, k);
-  }
-  event_add(ev, NULL);
-  return 0;
-}
-
-static int timer_cb(CURLM *m, long timeout_ms, void *userp)
-{
-  kube_store *k = userp;
-  struct timeval tv;
-  (void)m;
-  if(timeout_ms < 0) {
-    evtimer_del(k->timer);
-    return 0;
-  }
-  tv.tv_sec = timeout_ms / 1000;
-  tv.tv_usec = (timeout_ms % 1000) * 1000;
-  evtimer_add(k->timer, &tv);
-  return 0;
+  drain_all(ud);
 }
 
 static void watch_begin(kube_watch *w)
@@ -1235,7 +1170,7 @@ static void watch_begin(kube_watch *w)
   curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_TIME, (long)timeout * 2);
   tls_opts(k, w->easy);
-  if(curl_multi_add_handle(k->multi, w->easy) != CURLM_OK)
+  if(curlev_add(k->ev, w->easy))
     watch_fail(w, SC_ERR_IO, "kube watch: cannot start the request");
 }
 
@@ -1258,7 +1193,7 @@ static void watch_free(kube_watch *w)
       break;
     }
   if(w->easy) {
-    curl_multi_remove_handle(w->k->multi, w->easy);
+    curlev_remove(w->k->ev, w->easy);
     curl_easy_cleanup(w->easy);
   }
   curl_slist_free_all(w->hdrs);
@@ -1350,10 +1285,7 @@ static void k_close(store *st)
   kube_store *k = (kube_store *)st;
   while(k->watches)
     watch_free(k->watches);
-  if(k->multi)
-    curl_multi_cleanup(k->multi);
-  if(k->timer)
-    event_free(k->timer);
+  curlev_free(k->ev);
   if(k->easy)
     curl_easy_cleanup(k->easy);
   kube_conn_clear(&k->conn);
@@ -1400,16 +1332,11 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
     return SC_ERR_NOMEM;
   }
   if(k->evbase) {
-    k->multi = curl_multi_init();
-    k->timer = evtimer_new(k->evbase, on_timeout, k);
-    if(!k->multi || !k->timer) {
+    k->ev = curlev_new(k->evbase, on_transfer, on_batch, k, eb);
+    if(!k->ev) {
       k_close(&k->base);
       return SC_ERR_NOMEM;
     }
-    curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-    curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
-    curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-    curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
   }
   err = refresh_token(k, true, eb);
   if(err) {
