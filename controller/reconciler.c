@@ -490,6 +490,31 @@ static void on_pause_check(const cube_result *res, void *ud)
              res->err ? res->message : "pause refused and not paused");
 }
 
+/* A create whose answer never came or was cut (a reset, a timeout, a 2xx
+ * with a broken body) or was a 5xx may have made a sandbox all the same (E2B's create is not idempotent). The
+ * claim then stops being this process's own: "by" gets " (outcome
+ * unknown)", so the planner of every replica, this one included, waits
+ * out the claim's TTL before another create, and a sandbox made by the
+ * lost call is found by its tags and adopted instead of duplicated. */
+static void claim_outcome_unknown(call *c)
+{
+  pass *ps = c->ps;
+  sess_act *sa;
+  char by[160];
+  char *d;
+  if(c->si == (size_t)-1)
+    return;
+  sa = &ps->acts[c->si];
+  if(!sa->st.create_intent_at)
+    return;
+  snprintf(by, sizeof(by), "%s (outcome unknown)", ps->r->identity);
+  d = strdup(by);
+  if(!d)
+    return;
+  free(sa->st.create_intent_by);
+  sa->st.create_intent_by = d;
+}
+
 static void on_mutation(const cube_result *res, void *ud)
 {
   call *c = ud;
@@ -499,8 +524,12 @@ static void on_mutation(const cube_result *res, void *ud)
   observe_count_call(r->o.m, c->op, res, c->t0);
   switch(a->type) {
   case PLAN_CREATE:
-    if(res->err)
+    if(res->err) {
+      if(res->http_status < 400 || res->http_status >= 500)
+        claim_outcome_unknown(c); /* anything but a clear refusal */
+
       action_end(c, false, NULL, res->retry_after_ms, res->message);
+    }
     else
       action_end(c, true, res->sandbox_id, -1, NULL);
     return;

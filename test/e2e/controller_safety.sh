@@ -177,6 +177,23 @@ for d in cube e2b; do
     "$(sim_audit | jq -s --arg id "$z" '[.[] | select(.sandboxID==$id and .event=="timeout")] | length')" = 0
   stop_pid "$p1"; stop_pid "$SIM_PID"
 
+  # --- a create whose answer is lost (Cube made the sandbox, the reply was
+  # cut): the claim's outcome is unknown, so no second create; the next
+  # pass finds the sandbox by its tags and links it
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d" --faults 'create:reset=1,list:truncate=1'
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: lost}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
+  start_controller "lost-$d"; p1=$CTL_PID
+  creates() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
+  linked_lost() { v=$(sess_field lost default .status.sandboxID); [ -n "$v" ] && [ "$v" != null ] && echo 1; }
+  sleep 4
+  check "$d: lists short, create replies lost: one create, not a retry storm" test "$(creates)" = 1
+  sim_faults '{"spec": ""}'
+  check "$d: the lost create's sandbox is then found by its tags and linked" wait_eq 10 1 linked_lost
+  check "$d: the claim is cleared once linked" test \
+    "$(sess_field lost default '.status.createIntent // "none"')" = none
+  stop_pid "$p1"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
