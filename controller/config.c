@@ -69,6 +69,9 @@ static const opt opts[] = {
    "a pass may delete at most this fraction of managed sandboxes as orphans"},
   {"force", OPT_BOOL, O(force), "false",
    "override the orphan-deletion guard"},
+  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
+   "other replicas wait this long (by Cube's clock, and as seen by each) "
+   "for a claimed create before creating themselves"},
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},
@@ -383,6 +386,8 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     return sc_errf(eb, SC_ERR_INVALID, "--watch-poll: from 1ms to 1m");
   if(c->resync_ms < 1000)
     return sc_errf(eb, SC_ERR_INVALID, "--resync: at least 1s");
+  if(c->create_claim_ttl_ms < 1000 || c->create_claim_ttl_ms > 3600000)
+    return sc_errf(eb, SC_ERR_INVALID, "--create-claim-ttl: from 1s to 1h");
   if(log_level_parse(c->log_level) < 0)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--log-level: \"%s\" is not debug, info, warn or error",

@@ -45,6 +45,7 @@ typedef struct config {
   char *metrics_addr;
   char *log_format;
   char *tenant_binding;       /* "namespace" or "free" */
+  int64_t create_claim_ttl_ms; /* --create-claim-ttl */
   char *log_level;
   char *config_file;
   bool once;                   /* one full pass, then exit */

@@ -80,6 +80,21 @@ typedef struct call {
   char tenant_seen[129];
 } call;
 
+/* Another process's create claim, as this replica first saw it. The
+ * planner lets a create go once the claim is older than the TTL by Cube's
+ * clock; the executor also wants to have seen that same claim for the TTL
+ * by its own monotonic clock (an interval, never compared with another
+ * machine's time). Cube's clock alone is not enough when it runs fast
+ * against the claimant's real delays (a simulator at x60, a Cube clock
+ * jump): a claimant still inside its create call would get a duplicate. */
+typedef struct claim_seen {
+  char key[300];
+  char by[160];
+  sc_time at;
+  int64_t first_mono;
+} claim_seen;
+#define CLAIMS_SEEN_MAX 1024
+
 struct reconciler {
   reconciler_opts o;
   work_queue *q;
@@ -104,6 +119,8 @@ struct reconciler {
   recorder rec;        /* events (kube store); none by default */
   bool follower;       /* leader election: not the leader, do not act */
   plan_scratch *scratch; /* the planner's arrays, kept across passes */
+  claim_seen *seen;      /* foreign create claims, first seen (mono) */
+  size_t n_seen;
 };
 
 static void pump(reconciler *r);
@@ -583,6 +600,39 @@ static bool str_same(const char *a, const char *b)
   return a == b || (a && b && !strcmp(a, b));
 }
 
+/* ms this replica has seen s's current claim; 0 the first time */
+static int64_t claim_seen_for(reconciler *r, const session *s, int64_t now)
+{
+  const session_status *st = &s->status;
+  char key[300];
+  size_t i, free_i = r->n_seen;
+  int64_t ttl = r->o.plan.create_intent_ttl_ms;
+  session_key(s, key, sizeof(key));
+  for(i = 0; i < r->n_seen; i++) {
+    claim_seen *e = &r->seen[i];
+    if(!strcmp(e->key, key)) {
+      if(e->at == st->create_intent_at &&
+         !strcmp(e->by, st->create_intent_by ? st->create_intent_by : ""))
+        return now - e->first_mono;
+      free_i = i; /* a new claim of the same session */
+      break;
+    }
+    if(free_i == r->n_seen && now - e->first_mono > 4 * ttl)
+      free_i = i; /* long done: reuse */
+  }
+  if(free_i == r->n_seen) {
+    if(r->n_seen == CLAIMS_SEEN_MAX)
+      return ttl; /* table full: Cube's clock alone decides */
+    r->n_seen++;
+  }
+  snprintf(r->seen[free_i].key, sizeof(r->seen[free_i].key), "%s", key);
+  snprintf(r->seen[free_i].by, sizeof(r->seen[free_i].by), "%s",
+           st->create_intent_by ? st->create_intent_by : "");
+  r->seen[free_i].at = st->create_intent_at;
+  r->seen[free_i].first_mono = now;
+  return 0;
+}
+
 static sc_err write_early(pass *ps, size_t si, session_status *st,
                            sc_errbuf *eb);
 
@@ -633,6 +683,25 @@ static sc_err write_early(pass *ps, size_t si, session_status *st,
   return err;
 }
 
+/* An action that ends before any call: counted under result, its session
+ * looked at again after retry_after_ms (-1: the usual backoff). */
+static void action_refused(pass *ps, call *c, const char *result,
+                           int64_t retry_after_ms)
+{
+  count_action(ps->r, c->a, result);
+  if(c->si != (size_t)-1) {
+    sess_act *sa = &ps->acts[c->si];
+    sa->failed = true;
+    if(retry_after_ms > sa->retry_after_ms)
+      sa->retry_after_ms = retry_after_ms;
+    if(--sa->pending == 0)
+      act_done(ps, c->si);
+  }
+  free(c);
+  if(--ps->pending == 0)
+    pass_finish(ps);
+}
+
 static void start_action(pass *ps, const plan_action *a)
 {
   reconciler *r = ps->r;
@@ -669,6 +738,22 @@ static void start_action(pass *ps, const plan_action *a)
     cube_create_req req;
     sc_errbuf ceb;
     ceb.msg[0] = '\0';
+    if(s->status.create_intent_at &&
+       !str_same(s->status.create_intent_by, r->identity)) {
+      int64_t ttl = r->o.plan.create_intent_ttl_ms;
+      int64_t seen = claim_seen_for(r, s, sctime_mono_ms());
+      if(seen < ttl) {
+        char why[200];
+        snprintf(why, sizeof(why), "waiting: the create claim of %s is "
+                 "old by Cube's clock but seen here for %lld ms only",
+                 s->status.create_intent_by ? s->status.create_intent_by
+                                            : "(unnamed)",
+                 (long long)seen);
+        log_action(ps, a, LOG_INFO, why, NULL);
+        action_refused(ps, c, "waiting", ttl - seen);
+        return;
+      }
+    }
     err = claim_create(ps, c->si, &ceb);
     if(err) {
       log_action(ps, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
@@ -1289,7 +1374,9 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->resync = event_new(opts->base, -1, EV_PERSIST, on_resync, r);
   r->qtimer = event_new(opts->base, -1, 0, on_qtimer, r);
   r->wtimer = event_new(opts->base, -1, 0, on_wtimer, r);
-  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->wtimer) {
+  r->seen = calloc(CLAIMS_SEEN_MAX, sizeof(*r->seen));
+  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->wtimer ||
+     !r->seen) {
     sc_errf(eb, SC_ERR_NOMEM, "out of memory");
     reconciler_free(r);
     return NULL;
@@ -1313,6 +1400,7 @@ void reconciler_free(reconciler *r)
     event_free(r->qtimer);
   if(r->wtimer)
     event_free(r->wtimer);
+  free(r->seen);
   queue_free(r->q);
   plan_scratch_free(r->scratch);
   free(r);

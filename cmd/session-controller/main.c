@@ -278,6 +278,7 @@ int main(int argc, char **argv)
   ro.plan.max_delete_fraction = cfg.max_delete_fraction;
   ro.plan.force = cfg.force;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
+  ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;

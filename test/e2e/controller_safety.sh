@@ -194,6 +194,21 @@ for d in cube e2b; do
     "$(sess_field lost default '.status.createIntent // "none"')" = none
   stop_pid "$p1"; stop_pid "$SIM_PID"
 
+  # --- a dead replica's claim, old by Cube's clock: still waited out for
+  # the TTL as this replica sees it (a Cube clock running fast against
+  # real delays must not let a duplicate through)
+  rm -f "$T/sessions.db"*
+  start_cubesim --dialect "$d"
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: ghost}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
+  sqlite3 "$T/sessions.db" "UPDATE objects SET status='{\"phase\":\"Creating\",\"createIntent\":{\"by\":\"r9#dead\",\"at\":\"2020-01-01T00:00:00Z\"}}' WHERE name='ghost'"
+  start_controller "ghost-$d" --create-claim-ttl 3s; p1=$CTL_PID
+  creates() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
+  sleep 1.5
+  check "$d: an old foreign claim: no create before the TTL as seen here" test "$(creates)" = 0
+  check "$d: ... the wait is logged" grep -q "waiting: the create claim of r9#dead" "$T/ghost-$d.log"
+  check "$d: ... then the create" wait_eq 10 1 creates
+  stop_pid "$p1"; stop_pid "$SIM_PID"
+
   # --- metadata lost on pause does not cause a second sandbox
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d" --faults 'pause:droplabels=1'
