@@ -867,6 +867,12 @@ static void on_done(cube_call *k, CURLcode cc)
   bool again = false;
 
   curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &k->status);
+  {
+    long sent = 0;
+    curl_easy_getinfo(k->easy, CURLINFO_REQUEST_SIZE, &sent);
+    /* the request reached the wire but no whole answer came back */
+    k->r.maybe_done = cc != CURLE_OK && sent > 0;
+  }
   curl_easy_cleanup(k->easy);
   k->easy = NULL;
   k->r.http_status = k->status;
@@ -957,8 +963,10 @@ static void on_done(cube_call *k, CURLcode cc)
       sc_err err = cube_parse_created(dynbuf_ptr(&k->resp),
                                       dynbuf_len(&k->resp), &k->created_id,
                                       &eb);
-      if(err)
+      if(err) {
         call_msg(k, err, "HTTP %ld: %s", k->status, eb.msg);
+        k->r.maybe_done = true; /* a 2xx whose body we cannot read */
+      }
     }
     break;
   case CUBE_OP_PAUSE:

@@ -144,6 +144,10 @@ typedef struct cube_result {
                              Cube's 500 "already paused"): GET to decide */
   bool resumed;           /* cube_connect: 201 (E2B resumed it) */
   bool already_gone;      /* cube_delete: 404 */
+  bool maybe_done;        /* failed, but the request was sent and no whole
+                             answer came (a reset, a timeout), or a 2xx
+                             body was unreadable: the call may have taken
+                             effect (cube_create: a sandbox may exist) */
 
   cube_dialect dialect;   /* cube_probe */
   const char *detail;     /* cube_probe: why that dialect (one line) */

@@ -507,12 +507,14 @@ static void on_pause_check(const cube_result *res, void *ud)
              res->err ? res->message : "pause refused and not paused");
 }
 
-/* A create whose answer never came or was cut (a reset, a timeout, a 2xx
- * with a broken body) or was a 5xx may have made a sandbox all the same (E2B's create is not idempotent). The
- * claim then stops being this process's own: "by" gets " (outcome
- * unknown)", so the planner of every replica, this one included, waits
- * out the claim's TTL before another create, and a sandbox made by the
- * lost call is found by its tags and adopted instead of duplicated. */
+/* A create whose answer never came or was cut after the request was sent
+ * (a reset, a timeout, a 2xx with a broken body) may have made a sandbox
+ * all the same (E2B's create is not idempotent; a 4xx or 5xx answer says
+ * it did not, a refused connection sent nothing). The claim then stops
+ * being this process's own: "by" gets " (outcome unknown)", so the
+ * planner of every replica, this one included, waits out the claim's TTL
+ * before another create, and a sandbox made by the lost call is found by
+ * its tags and adopted instead of duplicated. */
 static void claim_outcome_unknown(call *c)
 {
   pass *ps = c->ps;
@@ -542,8 +544,8 @@ static void on_mutation(const cube_result *res, void *ud)
   switch(a->type) {
   case PLAN_CREATE:
     if(res->err) {
-      if(res->http_status < 400 || res->http_status >= 500)
-        claim_outcome_unknown(c); /* anything but a clear refusal */
+      if(res->maybe_done)
+        claim_outcome_unknown(c);
 
       action_end(c, false, NULL, res->retry_after_ms, res->message);
     }

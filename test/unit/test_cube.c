@@ -583,6 +583,7 @@ typedef struct got {
   cube_sandbox *rows;
   size_t nrows, pages;
   unsigned page_retries;
+  bool maybe_done;
   bool truncated, already, resumed, gone;
   char id[160];
   char next[160];
@@ -607,6 +608,7 @@ static void on_result(const cube_result *r, void *ud)
   g->rows = cube_result_take_sandboxes(r, &g->nrows);
   g->pages = r->pages;
   g->page_retries = r->page_retries;
+  g->maybe_done = r->maybe_done;
   g->truncated = r->truncated_suspect;
   g->already = r->already;
   g->resumed = r->resumed;
@@ -1254,6 +1256,7 @@ TEST(retry_after_parsed)
   CHECK(wait_for(f.base, &g.n, 2, 5000));
   CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
   CHECK_INT(g.status, 503);
+  CHECK(!g.maybe_done); /* an answer: the server says what happened */
   CHECK_INT(g.retry_after_ms, 60000);
   CHECK_OK(cube_get(f.c, "s1", on_result, &g));
   CHECK(wait_for(f.base, &g.n, 3, 5000));
@@ -1414,6 +1417,7 @@ TEST(stalled_body_times_out)
   CHECK(wait_for(f.base, &g.n, 1, 5000));
   CHECK_INT(g.err, SC_ERR_TIMEOUT);
   CHECK(strstr(g.msg, "GET /v2/sandboxes: timed out after 300 ms"));
+  CHECK(g.maybe_done); /* sent, no whole answer: it may have acted */
   CHECK(sctime_mono_ms() - t0 >= 290);
   CHECK(sctime_mono_ms() - t0 < 3000);
   got_clear(&g);
@@ -1600,6 +1604,7 @@ TEST(connection_refused)
   CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
   CHECK_INT(g.status, 0);
   CHECK(strstr(g.msg, "GET /sandboxes/s1: curl error 7"));
+  CHECK(!g.maybe_done); /* nothing was sent: no effect possible */
   got_clear(&g);
   cube_client_free(c);
   event_base_free(base);
