@@ -70,8 +70,8 @@ static const opt opts[] = {
   {"force", OPT_BOOL, O(force), "false",
    "override the orphan-deletion guard"},
   {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
-   "other replicas wait this long (by Cube's clock, and as seen by each) "
-   "for a claimed create before creating themselves"},
+   "other replicas wait this long by Cube's clock for a claimed create "
+   "(and until each has seen the claim for min(TTL, 40s))"},
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},

@@ -94,6 +94,7 @@ typedef struct claim_seen {
   int64_t first_mono;
 } claim_seen;
 #define CLAIMS_SEEN_MAX 1024
+#define CLAIM_LOCAL_WAIT_MS (CUBE_TIMEOUT_MS + 5000)
 
 struct reconciler {
   reconciler_opts o;
@@ -742,7 +743,11 @@ static void start_action(pass *ps, const plan_action *a)
     ceb.msg[0] = '\0';
     if(s->status.create_intent_at &&
        !str_same(s->status.create_intent_by, r->identity)) {
-      int64_t ttl = r->o.plan.create_intent_ttl_ms;
+      /* long enough for any claimant to finish its create call (it times
+       * out after CUBE_TIMEOUT_MS) and write the link */
+      int64_t ttl = r->o.plan.create_intent_ttl_ms < CLAIM_LOCAL_WAIT_MS
+                      ? r->o.plan.create_intent_ttl_ms
+                      : CLAIM_LOCAL_WAIT_MS;
       int64_t seen = claim_seen_for(r, s, sctime_mono_ms());
       if(seen < ttl) {
         char why[200];

@@ -141,9 +141,10 @@ run_dialect() {
   # pauses up to the longest idleTimeout (30 min) after its last request
   # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
   # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
-  # after that last change; plus slack for a loaded machine
-  # (--converge-limit overrides)
-  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 30))}
+  # after that last change. A create claimed by a replica killed just
+  # before quiet is waited out for 40 real seconds first (docs/controller.md);
+  # plus slack for a loaded machine (--converge-limit overrides)
+  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
