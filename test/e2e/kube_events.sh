@@ -13,16 +13,7 @@
 
 start_fake() {
   FAKE_N=$(( ${FAKE_N:-0} + 1 ))
-  "$BINDIR/kube-apiserver-fake" "$@" >"$T/fake$FAKE_N.out" 2>"$T/fake$FAKE_N.log" &
-  API_PID=$!
-  PIDS="$PIDS $API_PID"
-  API=""
-  i=0
-  while [ -z "$API" ] && [ $i -lt 100 ]; do
-    API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/fake$FAKE_N.out" 2>/dev/null)
-    [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
-  done
-  [ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; exit 1; }
+  start_kube_fake "$FAKE_N" "$@"
 }
 
 # --- --leader-elect needs the kube store

@@ -8,15 +8,7 @@
 # log (GET /_fake/requests?format=json: t in ms).
 . "$(dirname "$0")/lib/common.sh"
 
-"$BINDIR/kube-apiserver-fake" --bookmark-ms 300 >"$T/fake.out" 2>"$T/fake.log" &
-PIDS="$PIDS $!"
-API=""
-i=0
-while [ -z "$API" ] && [ $i -lt 100 ]; do
-  API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/fake.out" 2>/dev/null)
-  [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
-done
-[ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; exit 1; }
+start_kube_fake main --bookmark-ms 300
 cat >"$T/kc" <<EOF
 apiVersion: v1
 kind: Config

@@ -32,19 +32,7 @@ mkcert rogue intruder other "extendedKeyUsage=clientAuth" ||
 b64() { base64 -w0 <"$1"; }
 
 # start_fake NAME [ARGS...]: sets API (base URL) and API_PID
-start_fake() {
-  fname=$1; shift
-  "$BINDIR/kube-apiserver-fake" "$@" >"$T/fake-$fname.out" 2>"$T/fake-$fname.log" &
-  API_PID=$!
-  PIDS="$PIDS $API_PID"
-  API=""
-  i=0
-  while [ -z "$API" ] && [ $i -lt 100 ]; do
-    API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/fake-$fname.out" 2>/dev/null)
-    [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
-  done
-  [ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; cat "$T/fake-$fname.log" >&2; exit 1; }
-}
+start_fake() { start_kube_fake "$@"; }
 # kubeconfig FILE CLUSTERBLOCK USERBLOCK
 kubeconfig() {
   cat >"$1" <<EOF

@@ -100,3 +100,20 @@ sess_field() { ctl get sessions "$1" -n "$2" -o json 2>/dev/null | jq -r "$3"; }
 # sb_field ID FIELD: a field of a sandbox in cubesim's truth
 sb_field() { sim_truth | jq -r --arg id "$1" ".[] | select(.sandboxID==\$id) | .$2"; }
 live_total() { sim_truth | jq '[.[] | select(.state!="deleted")] | length'; }
+
+# start_kube_fake NAME [ARGS...]: starts kube-apiserver-fake (output in
+# $T/fake-NAME.out and .log); sets API (its base URL) and API_PID
+start_kube_fake() {
+  fname=$1; shift
+  rm -f "$T/fake-$fname.out"
+  "$BINDIR/kube-apiserver-fake" "$@" >"$T/fake-$fname.out" 2>"$T/fake-$fname.log" &
+  API_PID=$!
+  PIDS="$PIDS $API_PID"
+  API=""
+  i=0
+  while [ -z "$API" ] && [ $i -lt 100 ]; do
+    API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/fake-$fname.out" 2>/dev/null)
+    [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
+  done
+  [ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; cat "$T/fake-$fname.log" >&2; exit 1; }
+}
