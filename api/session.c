@@ -1,5 +1,6 @@
 /* session.c - the Session struct: lifetime, copies, comparisons, defaults. */
 #include "session.h"
+#include "../lib/scstr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,13 +9,6 @@
 static char *xstrdup(const char *s)
 {
   return s ? strdup(s) : NULL;
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-  if(!a || !b)
-    return a == b;
-  return !strcmp(a, b);
 }
 
 /* --- sc_kvlist --- */
@@ -197,8 +191,8 @@ static sc_err cond_copy(session_condition *dst, const session_condition *src)
 
 static bool cond_equal(const session_condition *a, const session_condition *b)
 {
-  return str_eq(a->type, b->type) && str_eq(a->status, b->status) &&
-         str_eq(a->reason, b->reason) && str_eq(a->message, b->message) &&
+  return sc_str_eq0(a->type, b->type) && sc_str_eq0(a->status, b->status) &&
+         sc_str_eq0(a->reason, b->reason) && sc_str_eq0(a->message, b->message) &&
          a->last_transition_time == b->last_transition_time &&
          a->observed_generation == b->observed_generation;
 }
@@ -208,7 +202,7 @@ const session_condition *session_status_get_condition(
 {
   size_t i;
   for(i = 0; st && i < st->n_conditions; i++)
-    if(str_eq(st->conditions[i].type, type))
+    if(sc_str_eq0(st->conditions[i].type, type))
       return &st->conditions[i];
   return NULL;
 }
@@ -220,14 +214,14 @@ sc_err session_status_set_condition(session_status *st,
   session_condition nc;
   sc_err err;
   for(i = 0; i < st->n_conditions; i++)
-    if(str_eq(st->conditions[i].type, c->type))
+    if(sc_str_eq0(st->conditions[i].type, c->type))
       break;
   err = cond_copy(&nc, c);
   if(err)
     return err;
   if(i < st->n_conditions) {
     session_condition *old = &st->conditions[i];
-    if(str_eq(old->status, c->status) && old->last_transition_time)
+    if(sc_str_eq0(old->status, c->status) && old->last_transition_time)
       nc.last_transition_time = old->last_transition_time;
     cond_clear(old);
     *old = nc;
@@ -281,11 +275,11 @@ sc_err session_spec_copy(session_spec *dst, const session_spec *src)
 
 bool session_spec_equal(const session_spec *a, const session_spec *b)
 {
-  return str_eq(a->template_id, b->template_id) && a->state == b->state &&
+  return sc_str_eq0(a->template_id, b->template_id) && a->state == b->state &&
          a->idle_timeout_ms == b->idle_timeout_ms &&
          a->reclaim_after_ms == b->reclaim_after_ms &&
-         str_eq(a->session_id, b->session_id) &&
-         str_eq(a->tenant_id, b->tenant_id) &&
+         sc_str_eq0(a->session_id, b->session_id) &&
+         sc_str_eq0(a->tenant_id, b->tenant_id) &&
          sc_kvlist_equal(&a->env_vars, &b->env_vars) &&
          sc_kvlist_equal(&a->sandbox_metadata, &b->sandbox_metadata) &&
          a->wake == b->wake;
@@ -337,14 +331,14 @@ nomem:
 bool session_status_equal(const session_status *a, const session_status *b)
 {
   size_t i;
-  if(a->phase != b->phase || !str_eq(a->sandbox_id, b->sandbox_id) ||
-     !str_eq(a->sandbox_state, b->sandbox_state) || a->end_at != b->end_at ||
+  if(a->phase != b->phase || !sc_str_eq0(a->sandbox_id, b->sandbox_id) ||
+     !sc_str_eq0(a->sandbox_state, b->sandbox_state) || a->end_at != b->end_at ||
      a->observed_generation != b->observed_generation ||
      a->reclaimed_generation != b->reclaimed_generation ||
      a->paused_by_controller != b->paused_by_controller ||
      a->applied_idle_timeout_ms != b->applied_idle_timeout_ms ||
      a->create_intent_at != b->create_intent_at ||
-     !str_eq(a->create_intent_by, b->create_intent_by) ||
+     !sc_str_eq0(a->create_intent_by, b->create_intent_by) ||
      a->n_conditions != b->n_conditions)
     return false;
   for(i = 0; i < a->n_conditions; i++)

@@ -27,6 +27,7 @@
  *     sandboxes without our tag and without a link are never touched.
  */
 #include "plan.h"
+#include "../lib/scstr.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -203,11 +204,6 @@ static int strcmp0(const char *a, const char *b)
   if(!a || !b)
     return a ? 1 : (b ? -1 : 0);
   return strcmp(a, b);
-}
-
-static bool str_eq0(const char *a, const char *b)
-{
-  return a == b || !strcmp0(a, b);
 }
 
 /* The hash (plan_hash.h) keys the tables and sorts: cache misses, not
@@ -879,7 +875,7 @@ static const session_condition *cond_match(const session_status *st,
 {
   const session_condition *o = session_status_get_condition(st, type);
   if(o && o->observed_generation == gen && o->last_transition_time &&
-     str_eq0(o->status, status) && str_eq0(o->reason, reason))
+     sc_str_eq0(o->status, status) && sc_str_eq0(o->reason, reason))
     return o;
   return NULL;
 }
@@ -890,7 +886,7 @@ static bool cond_differs(const session_status *st, const char *type,
                          const char *msg, int64_t gen)
 {
   const session_condition *o = cond_match(st, type, status, reason, gen);
-  return !(o && str_eq0(o->message, msg));
+  return !(o && sc_str_eq0(o->message, msg));
 }
 
 /* Does m equal what cat3(buf, cap, a, b, c) would write? */
@@ -935,7 +931,7 @@ static sc_err set_cond(session_status *st, const char *type,
 static sc_err set_str(char **dst, const char *src)
 {
   char *n = NULL;
-  if(str_eq0(*dst, src))
+  if(sc_str_eq0(*dst, src))
     return SC_OK;
   if(src && !(n = strdup(src)))
     return SC_ERR_NOMEM;
@@ -1026,8 +1022,8 @@ static bool want_differs(const session *s, const want *w)
 {
   const session_status *st = &s->status;
   int64_t og = s->meta.generation;
-  if(st->phase != w->phase || !str_eq0(st->sandbox_id, w->sandbox_id) ||
-     !str_eq0(st->sandbox_state, w->sandbox_state) ||
+  if(st->phase != w->phase || !sc_str_eq0(st->sandbox_id, w->sandbox_id) ||
+     !sc_str_eq0(st->sandbox_state, w->sandbox_state) ||
      st->end_at != w->end_at || st->observed_generation != og ||
      st->reclaimed_generation != w->reclaimed_generation ||
      st->paused_by_controller != w->paused_by_controller ||
@@ -1041,7 +1037,7 @@ static bool want_differs(const session *s, const want *w)
       return true;
     if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3[0],
                           w->msg3[1], w->msg3[2])
-               : !str_eq0(o->message, w->ready_msg))
+               : !sc_str_eq0(o->message, w->ready_msg))
       return true;
   }
   if(w->conflict)
@@ -1091,7 +1087,7 @@ static void want_sandbox(want *w, const session *s, const sb_rec *sb,
                          bool linked)
 {
   const session_status *o = &s->status;
-  bool same = linked || str_eq0(o->sandbox_id, sb->id);
+  bool same = linked || sc_str_eq0(o->sandbox_id, sb->id);
   w->sandbox_id = linked ? o->sandbox_id : sb->id;
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
@@ -1218,7 +1214,7 @@ static bool intent_held(const planner *pl, const session *s)
   sc_time now = pl->in->cube_now;
   if(!st->create_intent_at || !now || pl->cfg->create_intent_ttl_ms <= 0)
     return false;
-  if(pl->cfg->identity && str_eq0(st->create_intent_by, pl->cfg->identity))
+  if(pl->cfg->identity && sc_str_eq0(st->create_intent_by, pl->cfg->identity))
     return false; /* our own claim: our last attempt failed, try again */
   return now - st->create_intent_at < pl->cfg->create_intent_ttl_ms;
 }
@@ -2392,10 +2388,10 @@ sc_err plan_status_after(const session *s, const plan_action *a,
   }
   /* deletes */
   if(a->del_kind == PLAN_DEL_DUPLICATE || a->del_kind == PLAN_DEL_ORPHAN) {
-    if(!str_eq0(st->sandbox_id, a->sandbox_id))
+    if(!sc_str_eq0(st->sandbox_id, a->sandbox_id))
       return SC_OK;
   }
-  if(str_eq0(st->sandbox_id, a->sandbox_id) || !st->sandbox_id) {
+  if(sc_str_eq0(st->sandbox_id, a->sandbox_id) || !st->sandbox_id) {
     if((err = set_str(&st->sandbox_id, NULL)) ||
        (err = set_str(&st->sandbox_state, NULL)))
       return err;

@@ -18,6 +18,7 @@
  * the rules themselves.
  */
 #include "reconciler.h"
+#include "../lib/scstr.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -598,11 +599,6 @@ static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
  * this create instead of making a duplicate (the planner holds back a
  * create while another process's claim is fresh). SC_ERR_CONFLICT: some
  * other writer came first; the session is looked at again. */
-static bool str_same(const char *a, const char *b)
-{
-  return a == b || (a && b && !strcmp(a, b));
-}
-
 /* ms this replica has seen s's current claim; 0 the first time */
 static int64_t claim_seen_for(reconciler *r, const session *s, int64_t now)
 {
@@ -742,7 +738,7 @@ static void start_action(pass *ps, const plan_action *a)
     sc_errbuf ceb;
     ceb.msg[0] = '\0';
     if(s->status.create_intent_at &&
-       !str_same(s->status.create_intent_by, r->identity)) {
+       !sc_str_eq0(s->status.create_intent_by, r->identity)) {
       /* long enough for any claimant to finish its create call (it times
        * out after CUBE_TIMEOUT_MS) and write the link */
       int64_t ttl = r->o.plan.create_intent_ttl_ms < CLAIM_LOCAL_WAIT_MS
@@ -973,7 +969,7 @@ static void on_observed(observation *obs, void *ud)
     session_status st;
     sc_errbuf eb;
     if(!pl->status_changed || !pl->status.sandbox_id ||
-       str_same(pl->status.sandbox_id, pl->s->status.sandbox_id) ||
+       sc_str_eq0(pl->status.sandbox_id, pl->s->status.sandbox_id) ||
        session_status_copy(&st, &ps->acts[i].st))
       continue;
     eb.msg[0] = '\0';
