@@ -90,7 +90,7 @@ typedef struct call {
  * jump): a claimant still inside its create call would get a duplicate. */
 typedef struct claim_seen {
   char key[300];
-  char by[160];
+  char *by;              /* the claim's "by", whole (owned) */
   sc_time at;
   int64_t first_mono;
 } claim_seen;
@@ -611,7 +611,7 @@ static int64_t claim_seen_for(reconciler *r, const session *s, int64_t now)
     claim_seen *e = &r->seen[i];
     if(!strcmp(e->key, key)) {
       if(e->at == st->create_intent_at &&
-         !strcmp(e->by, st->create_intent_by ? st->create_intent_by : ""))
+         sc_str_eq0(e->by, st->create_intent_by))
         return now - e->first_mono;
       free_i = i; /* a new claim of the same session */
       break;
@@ -625,8 +625,13 @@ static int64_t claim_seen_for(reconciler *r, const session *s, int64_t now)
     r->n_seen++;
   }
   snprintf(r->seen[free_i].key, sizeof(r->seen[free_i].key), "%s", key);
-  snprintf(r->seen[free_i].by, sizeof(r->seen[free_i].by), "%s",
-           st->create_intent_by ? st->create_intent_by : "");
+  free(r->seen[free_i].by);
+  r->seen[free_i].by = st->create_intent_by ? strdup(st->create_intent_by)
+                                            : NULL;
+  if(st->create_intent_by && !r->seen[free_i].by) {
+    r->seen[free_i].key[0] = '\0'; /* out of memory: forget the entry */
+    return 0;
+  }
   r->seen[free_i].at = st->create_intent_at;
   r->seen[free_i].first_mono = now;
   return 0;
@@ -1403,7 +1408,12 @@ void reconciler_free(reconciler *r)
     event_free(r->qtimer);
   if(r->wtimer)
     event_free(r->wtimer);
-  free(r->seen);
+  if(r->seen) {
+    size_t i;
+    for(i = 0; i < r->n_seen; i++)
+      free(r->seen[i].by);
+    free(r->seen);
+  }
   queue_free(r->q);
   plan_scratch_free(r->scratch);
   free(r);

@@ -200,7 +200,9 @@ for d in cube e2b; do
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: ghost}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
-  sqlite3 "$T/sessions.db" "UPDATE objects SET status='{\"phase\":\"Creating\",\"createIntent\":{\"by\":\"r9#dead\",\"at\":\"2020-01-01T00:00:00Z\"}}' WHERE name='ghost'"
+  # a claimant name longer than any fixed buffer (the CRD allows 253)
+  long=$(printf '%0200d' 0 | tr 0 x)
+  sqlite3 "$T/sessions.db" "UPDATE objects SET status='{\"phase\":\"Creating\",\"createIntent\":{\"by\":\"r9#dead$long\",\"at\":\"2020-01-01T00:00:00Z\"}}' WHERE name='ghost'"
   start_controller "ghost-$d" --create-claim-ttl 3s; p1=$CTL_PID
   creates() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
   sleep 1.5
