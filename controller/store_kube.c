@@ -767,7 +767,6 @@ static sc_err k_update_status(store *st, const char *ns, const char *name,
   kube_store *k = (kube_store *)st;
   json_object *raw = NULL, *whole = NULL, *v;
   session *cur = NULL, *tmp = NULL;
-  int tries;
   sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
   if(err)
     return err;
@@ -789,9 +788,8 @@ static sc_err k_update_status(store *st, const char *ns, const char *name,
   }
   v = part_of(tmp, "status", &whole);
   set_or_del(raw, "status", v);
-  for(tries = 0; tries < 1; tries++)
-    err = put_obj(k, raw, ns, name, "/status", "update status", new_version,
-                  eb);
+  err = put_obj(k, raw, ns, name, "/status", "update status", new_version,
+                eb);
 out:
   json_object_put(whole);
   json_object_put(raw);
