@@ -810,15 +810,9 @@ static void start_action(pass *ps, const plan_action *a)
     break;
   }
   if(err) {
-    /* the client refused: count as a failed action, synchronously safe */
-    count_action(r, a, err == SC_ERR_CONFLICT ? "conflict" : "error");
-    if(c->si != (size_t)-1) {
-      ps->acts[c->si].failed = true;
-      if(--ps->acts[c->si].pending == 0)
-        act_done(ps, c->si);
-    }
-    free(c);
-    ps->pending--;
+    /* the client refused: count as a failed action, synchronously safe
+     * (ps->pending is held while actions start) */
+    action_refused(ps, c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
   }
 }
 
