@@ -32,7 +32,10 @@ struct kreq {
   struct curl_slist *hdrs;
   char *method, *path, *ctype, *body;
   long timeout_ms;
+  int retries, attempt;
   bool reauthed;
+  struct event *retry;     /* the wait before the next attempt */
+  char ebuf[CURL_ERROR_SIZE];
   dynbuf resp;
   kube_http_cb cb;
   void *ud;
@@ -88,6 +91,8 @@ static void req_unlink_free(kreq *q)
     curlev_remove(q->h->ev, q->easy);
     curl_easy_cleanup(q->easy);
   }
+  if(q->retry)
+    event_free(q->retry);
   curl_slist_free_all(q->hdrs);
   dynbuf_free(&q->resp);
   free(q->method);
@@ -120,6 +125,8 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
      (int)sizeof(url))
     return sc_errf(eb, SC_ERR_INVALID, "kube: URL too long: %s", q->path);
   dynbuf_reset(&q->resp);
+  q->ebuf[0] = '\0';
+  q->attempt++;
   curl_easy_reset(q->easy);
   curl_easy_setopt(q->easy, CURLOPT_URL, url);
   curl_easy_setopt(q->easy, CURLOPT_CUSTOMREQUEST, q->method);
@@ -128,6 +135,7 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
   curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
   curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
+  curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->ebuf);
   curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
                    q->timeout_ms < 5000 ? q->timeout_ms : 5000L);
@@ -144,22 +152,124 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
   return SC_OK;
 }
 
+bool kube_http_curl_permanent(CURLcode cc)
+{
+  switch(cc) {
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_UNSUPPORTED_PROTOCOL:
+  case CURLE_URL_MALFORMAT:
+  case CURLE_WRITE_ERROR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void kube_http_curl_detail(const kube_conn *c, CURLcode cc, const char *ebuf,
+                           char *out, size_t len)
+{
+  const char *d = ebuf && *ebuf ? ebuf : curl_easy_strerror(cc);
+  switch(cc) {
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+    snprintf(out, len, "TLS: the server's certificate is not trusted: %s "
+             "(check certificate-authority of %s)", d, c->source);
+    break;
+  case CURLE_SSL_CERTPROBLEM:
+    snprintf(out, len, "TLS: the client certificate or key is not usable: "
+             "%s (%s)", d, c->source);
+    break;
+  case CURLE_WRITE_ERROR:
+    snprintf(out, len, "response too large");
+    break;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_SSL_CIPHER:
+  case CURLE_RECV_ERROR:
+  case CURLE_SEND_ERROR:
+  case CURLE_GOT_NOTHING:
+    /* TLS 1.3 ends the handshake before the server checks the client's
+     * certificate: a refusal shows as a connection dropped while reading */
+    if(c->cert_pem && c->server && !strncmp(c->server, "https:", 6))
+      snprintf(out, len, "%s%s (TLS: the server may have refused the client "
+               "certificate of %s)", cc == CURLE_SSL_CONNECT_ERROR ?
+               "TLS handshake failed: " : "", d, c->source);
+    else
+      snprintf(out, len, "%s%s", cc == CURLE_SSL_CONNECT_ERROR ?
+               "TLS handshake failed: " : "", d);
+    break;
+  default:
+    snprintf(out, len, "%s", d);
+  }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+  kreq *q = arg;
+  kube_http_result res;
+  sc_errbuf eb;
+  (void)fd;
+  (void)what;
+  eb.msg[0] = '\0';
+  if(!req_begin(q, &eb))
+    return;
+  memset(&res, 0, sizeof(res));
+  res.err = SC_ERR_UNAVAILABLE;
+  res.message = eb.msg;
+  res.attempts = q->attempt;
+  q->cb(&res, q->ud);
+  req_unlink_free(q);
+}
+
+/* another attempt after the backoff (100 ms doubling) or the server's
+ * Retry-After when longer; false when no attempt is left */
+static bool req_retry(kreq *q, long retry_after_s)
+{
+  long ms = 100L << (q->attempt - 1 < 10 ? q->attempt - 1 : 10);
+  struct timeval tv;
+  if(q->attempt > q->retries)
+    return false;
+  if(retry_after_s > 0) {
+    long ra = retry_after_s > KUBE_HTTP_RETRY_AFTER_MAX_MS / 1000
+              ? KUBE_HTTP_RETRY_AFTER_MAX_MS : retry_after_s * 1000;
+    if(ra > ms)
+      ms = ra;
+  }
+  if(!q->retry)
+    q->retry = evtimer_new(q->h->base, on_retry, q);
+  if(!q->retry)
+    return false;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  return evtimer_add(q->retry, &tv) == 0;
+}
+
 static void req_done(kreq *q, CURLcode cc)
 {
   kube_http *h = q->h;
   kube_http_result res;
-  char msg[SC_ERRBUF_SIZE + 300];
+  char msg[SC_ERRBUF_SIZE + 600], d[SC_ERRBUF_SIZE + 300], after[40] = "";
   json_object *body = NULL, *m;
+  curl_off_t ra = 0;
   memset(&res, 0, sizeof(res));
   res.message = "";
+  res.attempts = q->attempt;
+  if(q->retries > 0)
+    snprintf(after, sizeof(after), " (after %d attempt%s)", q->attempt,
+             q->attempt > 1 ? "s" : "");
   if(cc != CURLE_OK) {
+    if(!kube_http_curl_permanent(cc) && req_retry(q, 0))
+      return;
     res.err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
               : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
                                                : SC_ERR_UNAVAILABLE;
-    snprintf(msg, sizeof(msg), "kube %s %s%s: %s", q->method,
-             h->conn.server, q->path,
-             cc == CURLE_WRITE_ERROR ? "response too large"
-                                     : curl_easy_strerror(cc));
+    kube_http_curl_detail(&h->conn, cc, q->ebuf, d, sizeof(d));
+    snprintf(msg, sizeof(msg), "kube %s %s%s: %s%s", q->method,
+             h->conn.server, q->path, d, after);
     res.message = msg;
   }
   else {
@@ -167,21 +277,29 @@ static void req_done(kreq *q, CURLcode cc)
     if(res.status == 401 && !q->reauthed && h->conn.token_file) {
       sc_errbuf eb;
       q->reauthed = true;
+      q->attempt--; /* not counted against the retries */
       h->token_read_ms = 0; /* rotated? read it again */
       eb.msg[0] = 0;
       if(!req_begin(q, &eb))
         return;
     }
+    (void)curl_easy_getinfo(q->easy, CURLINFO_RETRY_AFTER, &ra);
+    res.retry_after_s = (long)ra;
+    if((res.status == 429 || res.status >= 500) &&
+       req_retry(q, res.retry_after_s))
+      return;
+    res.body_len = dynbuf_len(&q->resp);
     if(dynbuf_len(&q->resp))
       body = json_tokener_parse(dynbuf_ptr(&q->resp));
     res.body = body;
     if(res.status >= 300) {
-      snprintf(msg, sizeof(msg), "kube %s %s: HTTP %ld%s%s", q->method,
-               q->path, res.status,
+      snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP %ld%s%s%s", q->method,
+               h->conn.server, q->path, res.status,
                body && json_object_object_get_ex(body, "message", &m) ? ": "
                                                                       : "",
                body && json_object_object_get_ex(body, "message", &m)
-                 ? json_object_get_string(m) : "");
+                 ? json_object_get_string(m) : "",
+               res.status == 429 || res.status >= 500 ? after : "");
       res.message = msg;
     }
   }
@@ -229,12 +347,17 @@ kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
   return h;
 }
 
+void kube_http_abort_all(kube_http *h)
+{
+  while(h && h->reqs)
+    req_unlink_free(h->reqs);
+}
+
 void kube_http_free(kube_http *h)
 {
   if(!h)
     return;
-  while(h->reqs)
-    req_unlink_free(h->reqs);
+  kube_http_abort_all(h);
   curlev_free(h->ev);
   kube_conn_clear(&h->conn);
   free(h->user_agent);
@@ -258,6 +381,17 @@ sc_err kube_http_request(kube_http *h, const char *method, const char *path,
                          long timeout_ms, kube_http_cb cb, void *ud,
                          sc_errbuf *eb)
 {
+  kube_http_opts o;
+  memset(&o, 0, sizeof(o));
+  o.timeout_ms = timeout_ms;
+  return kube_http_request_ex(h, method, path, ctype, body, &o, cb, ud, eb);
+}
+
+sc_err kube_http_request_ex(kube_http *h, const char *method,
+                            const char *path, const char *ctype,
+                            const char *body, const kube_http_opts *o,
+                            kube_http_cb cb, void *ud, sc_errbuf *eb)
+{
   kreq *q = calloc(1, sizeof(*q));
   bool oom = false;
   sc_err err;
@@ -266,8 +400,9 @@ sc_err kube_http_request(kube_http *h, const char *method, const char *path,
   q->h = h;
   q->cb = cb;
   q->ud = ud;
-  q->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
-  dynbuf_init(&q->resp, KUBE_HTTP_BODY_MAX);
+  q->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 30000;
+  q->retries = o->retries > 0 ? o->retries : 0;
+  dynbuf_init(&q->resp, o->body_max ? o->body_max : KUBE_HTTP_BODY_MAX);
   q->method = dup_or_null(method, &oom);
   q->path = dup_or_null(path, &oom);
   q->ctype = dup_or_null(ctype, &oom);

@@ -18,6 +18,9 @@
 #ifndef SC_KUBE_HTTP_H
 #define SC_KUBE_HTTP_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <curl/curl.h>
 #include <json-c/json.h>
 #include "../lib/sc_err.h"
 #include "kubeconfig.h"
@@ -33,6 +36,9 @@ typedef struct kube_http_result {
   long status;         /* the HTTP status; 0 without an answer */
   json_object *body;   /* the JSON body, or NULL (empty, not JSON) */
   const char *message; /* the transport error or the Status message; "" */
+  size_t body_len;     /* bytes of the body (JSON or not) */
+  long retry_after_s;  /* the last answer's Retry-After, 0 = none */
+  int attempts;        /* requests made (retries included) */
 } kube_http_result;
 
 typedef void (*kube_http_cb)(const kube_http_result *res, void *ud);
@@ -51,8 +57,38 @@ sc_err kube_http_request(kube_http *h, const char *method, const char *path,
                          long timeout_ms, kube_http_cb cb, void *ud,
                          sc_errbuf *eb);
 
+/* The same with more choices. retries: a 429, a 5xx or a transport
+ * failure is asked again up to this many times, after 100 ms doubling or
+ * the server's Retry-After when longer (capped at KUBE_HTTP_RETRY_AFTER_MAX_MS),
+ * waiting on a timer of the loop; failures no retry cures (TLS setup, a
+ * body over the cap, a malformed URL) are not retried. The result of a
+ * call that failed after retries is the last attempt's, its message
+ * ending "(after N attempts)". */
+typedef struct kube_http_opts {
+  long timeout_ms;     /* each attempt; 0 = 30 s */
+  size_t body_max;     /* 0 = KUBE_HTTP_BODY_MAX */
+  int retries;         /* 0 = none */
+} kube_http_opts;
+#define KUBE_HTTP_RETRY_AFTER_MAX_MS 5000
+
+sc_err kube_http_request_ex(kube_http *h, const char *method,
+                            const char *path, const char *ctype,
+                            const char *body, const kube_http_opts *o,
+                            kube_http_cb cb, void *ud, sc_errbuf *eb);
+
+/* A libcurl failure as a message for an operator: TLS failures name
+ * what to check in the configuration that `c->source` names. */
+void kube_http_curl_detail(const kube_conn *c, CURLcode cc,
+                           const char *ebuf, char *out, size_t len);
+/* Failures another attempt will not cure (TLS setup, URL, body cap). */
+bool kube_http_curl_permanent(CURLcode cc);
+
 /* Calls in flight. */
 int kube_http_inflight(const kube_http *h);
+
+/* Drop every call in flight without calling its callback (for a caller
+ * that stops waiting). */
+void kube_http_abort_all(kube_http *h);
 
 /* The server URL, for messages. */
 const char *kube_http_server(const kube_http *h);

@@ -472,6 +472,31 @@ static sc_err dupto(char **dst, const char *s)
   return *dst ? SC_OK : SC_ERR_NOMEM;
 }
 
+sc_err kube_conn_copy(kube_conn *dst, const kube_conn *src)
+{
+  sc_err err;
+  memset(dst, 0, sizeof(*dst));
+  dst->insecure = src->insecure;
+  err = dupto(&dst->server, src->server);
+  if(!err)
+    err = dupto(&dst->ca_pem, src->ca_pem);
+  if(!err)
+    err = dupto(&dst->token, src->token);
+  if(!err)
+    err = dupto(&dst->token_file, src->token_file);
+  if(!err)
+    err = dupto(&dst->cert_pem, src->cert_pem);
+  if(!err)
+    err = dupto(&dst->key_pem, src->key_pem);
+  if(!err)
+    err = dupto(&dst->namespace_, src->namespace_);
+  if(!err)
+    err = dupto(&dst->source, src->source);
+  if(err)
+    kube_conn_clear(dst);
+  return err;
+}
+
 static sc_err check_server(const kctx *k, const char *server,
                            const char *where)
 {

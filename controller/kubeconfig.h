@@ -55,5 +55,8 @@ sc_err kube_conn_token(const kube_conn *c, char **out, sc_errbuf *eb);
 void kube_conn_curl_tls(const kube_conn *c, void *curl_easy);
 
 void kube_conn_clear(kube_conn *c);
+/* A deep copy of src into dst (the caller's, kube_conn_clear()); on
+ * SC_ERR_NOMEM dst is left empty. */
+sc_err kube_conn_copy(kube_conn *dst, const kube_conn *src);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 
@@ -22,30 +23,72 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
     return sc_errf(eb, SC_ERR_INVALID,
                    "store %s: busy timeout, poll interval and history "
                    "size must not be negative", url);
-  if(!strncmp(url, "sqlite:", 7)) {
-    if(!url[7])
-      return sc_errf(eb, SC_ERR_INVALID,
-                     "store %s: no database path (want sqlite:PATH)", url);
-    return store_sqlite_open(url + 7, opts, out, eb);
-  }
-  if(!strcmp(url, "kube"))
-    return store_kube_open(NULL, opts, out, eb);
-  if(!strncmp(url, "kube:", 5)) {
-    if(!url[5])
+  if(!strncmp(url, "sqlite:", 7) && !url[7])
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "store %s: no database path (want sqlite:PATH)", url);
+  {
+    sc_err err;
+    if(!strncmp(url, "sqlite:", 7))
+      err = store_sqlite_open(url + 7, opts, out, eb);
+    else if(!strcmp(url, "kube"))
+      err = store_kube_open(NULL, opts, out, eb);
+    else if(!strncmp(url, "kube:", 5) && url[5])
+      err = store_kube_open(url + 5, opts, out, eb);
+    else if(!strncmp(url, "kube:", 5))
       return sc_errf(eb, SC_ERR_INVALID,
                      "store %s: no context name (want kube or kube:CONTEXT)",
                      url);
-    return store_kube_open(url + 5, opts, out, eb);
+    else
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "store %s: unknown store URL (want sqlite:PATH, kube or "
+                     "kube:CONTEXT)", url);
+    if(!err)
+      (*out)->base = opts->base;
+    return err;
   }
-  return sc_errf(eb, SC_ERR_INVALID,
-                 "store %s: unknown store URL (want sqlite:PATH, kube or "
-                 "kube:CONTEXT)", url);
+}
+
+/* an answer of a backend without asynchronous ops, held for the loop */
+typedef struct store_deferred {
+  store *st;
+  struct event *ev;
+  store_reply_cb cb;
+  void *ud;
+  store_reply rep;
+  sc_errbuf eb;
+  struct store_deferred *next;
+} store_deferred;
+
+static void reply_clear(store_reply *rep)
+{
+  session_free(rep->obj);
+  store_list_result_free(&rep->list);
+  free(rep->new_version);
+  memset(rep, 0, sizeof(*rep));
+}
+
+static void deferred_unlink_free(store_deferred *d)
+{
+  store_deferred **pp;
+  for(pp = &d->st->deferred; *pp; pp = &(*pp)->next)
+    if(*pp == d) {
+      *pp = d->next;
+      d->st->n_deferred--;
+      break;
+    }
+  if(d->ev)
+    event_free(d->ev);
+  reply_clear(&d->rep);
+  free(d);
 }
 
 void store_close(store *st)
 {
-  if(st)
-    st->ops->close(st);
+  if(!st)
+    return;
+  while(st->deferred)
+    deferred_unlink_free(st->deferred);
+  st->ops->close(st);
 }
 
 const char *store_backend(const store *st)
@@ -188,6 +231,153 @@ void store_watch_stop(store_watch *w)
 {
   if(w)
     w->ops->watch_stop(w);
+}
+
+/* --- asynchronous calls --- */
+
+static void on_deferred(evutil_socket_t fd, short what, void *arg)
+{
+  store_deferred *d = arg;
+  (void)fd;
+  (void)what;
+  d->rep.message = d->rep.err ? d->eb.msg : "";
+  d->cb(&d->rep, d->ud);
+  deferred_unlink_free(d);
+}
+
+static sc_err need_loop(store *st, const char *op, sc_errbuf *eb)
+{
+  if(!st->base)
+    return sc_errf(eb, SC_ERR_INVALID, "store: %s: asynchronous calls need "
+                   "an event loop (store_open_opts.base)", op);
+  return SC_OK;
+}
+
+/* a new answer to fill in, or NULL (out of memory) */
+static store_deferred *deferred_new(store *st, store_reply_cb cb, void *ud)
+{
+  store_deferred *d = calloc(1, sizeof(*d));
+  if(!d)
+    return NULL;
+  d->st = st;
+  d->cb = cb;
+  d->ud = ud;
+  d->ev = evtimer_new(st->base, on_deferred, d);
+  if(!d->ev) {
+    free(d);
+    return NULL;
+  }
+  d->next = st->deferred;
+  st->deferred = d;
+  st->n_deferred++;
+  return d;
+}
+
+/* the answer is in d: deliver it on the next turn of the loop */
+static sc_err deferred_send(store_deferred *d, sc_err err, sc_errbuf *eb)
+{
+  struct timeval now = {0, 0};
+  d->rep.err = err;
+  if(evtimer_add(d->ev, &now)) {
+    deferred_unlink_free(d);
+    return sc_errf(eb, SC_ERR_INTERNAL, "store: cannot schedule an answer");
+  }
+  return SC_OK;
+}
+
+sc_err store_list_async(store *st, const store_list_opts *opts,
+                        store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  static const store_list_opts all;
+  store_deferred *d;
+  sc_err err = need_loop(st, "list", eb);
+  if(err)
+    return err;
+  if(!opts)
+    opts = &all;
+  if(st->ops->list_async)
+    return st->ops->list_async(st, opts, cb, ud, eb);
+  d = deferred_new(st, cb, ud);
+  if(!d)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  d->eb.msg[0] = '\0';
+  return deferred_send(d, st->ops->list(st, opts, &d->rep.list, &d->eb), eb);
+}
+
+sc_err store_get_async(store *st, const char *ns, const char *name,
+                       store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  store_deferred *d;
+  sc_err err = need_loop(st, "get", eb);
+  if(!err)
+    err = store_check_key(ns, name, "get", eb);
+  if(err)
+    return err;
+  if(st->ops->get_async)
+    return st->ops->get_async(st, ns, name, cb, ud, eb);
+  d = deferred_new(st, cb, ud);
+  if(!d)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  d->eb.msg[0] = '\0';
+  return deferred_send(d, st->ops->get(st, ns, name, &d->rep.obj, &d->eb),
+                       eb);
+}
+
+sc_err store_update_status_async(store *st, const char *ns,
+                                 const char *name,
+                                 const char *expected_version,
+                                 const session_status *status,
+                                 store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  store_deferred *d;
+  sc_err err = need_loop(st, "update status", eb);
+  if(!err)
+    err = store_check_key(ns, name, "update status", eb);
+  if(!err)
+    err = need_version(expected_version, "update status", ns, name, eb);
+  if(err)
+    return err;
+  if(st->ops->update_status_async)
+    return st->ops->update_status_async(st, ns, name, expected_version,
+                                        status, cb, ud, eb);
+  d = deferred_new(st, cb, ud);
+  if(!d)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  d->eb.msg[0] = '\0';
+  return deferred_send(d, st->ops->update_status(st, ns, name,
+                                                 expected_version, status,
+                                                 &d->rep.new_version,
+                                                 &d->eb), eb);
+}
+
+sc_err store_purge_async(store *st, const char *ns, const char *name,
+                         const char *expected_version, store_reply_cb cb,
+                         void *ud, sc_errbuf *eb)
+{
+  store_deferred *d;
+  sc_err err = need_loop(st, "purge", eb);
+  if(!err)
+    err = store_check_key(ns, name, "purge", eb);
+  if(!err)
+    err = need_version(expected_version, "purge", ns, name, eb);
+  if(err)
+    return err;
+  if(st->ops->purge_async)
+    return st->ops->purge_async(st, ns, name, expected_version, cb, ud, eb);
+  d = deferred_new(st, cb, ud);
+  if(!d)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  d->eb.msg[0] = '\0';
+  return deferred_send(d, st->ops->purge(st, ns, name, expected_version,
+                                         &d->eb), eb);
+}
+
+size_t store_async_inflight(const store *st)
+{
+  if(!st)
+    return 0;
+  return st->n_deferred +
+         (st->ops->async_inflight ? st->ops->async_inflight(st) : 0);
 }
 
 const char *store_event_type_name(store_event_type t)

@@ -7,7 +7,9 @@
  *   kube:CONTEXT  the same with a kubeconfig context other than the current
  *
  * Calls are synchronous except watch, which delivers events from the
- * libevent loop given to store_open(). A backend never decides anything; it
+ * libevent loop given to store_open(), and the store_*_async() calls of
+ * the controller, whose answers come from that loop too (so a store on
+ * the network never stops the loop). A backend never decides anything; it
  * stores what it is given, enforces versions, and reports changes.
  *
  * Versions: metadata.resource_version is an opaque string; callers only
@@ -52,6 +54,8 @@ typedef struct store_open_opts {
                                to live objects that lack it */
   int watch_timeout_s;      /* kube: watch timeoutSeconds; 0 = random in
                                [240, 360) */
+  const char *user_agent;   /* kube: the User-Agent of the calls; NULL =
+                               "session-controller" */
 } store_open_opts;
 
 /* url "sqlite:PATH" (the file is created with mode 0600), "kube" or
@@ -165,5 +169,45 @@ sc_err store_watch_start(store *st, const char *from_revision,
 void store_watch_stop(store_watch *w);
 
 const char *store_event_type_name(store_event_type t);
+
+/* --- asynchronous calls (the controller's) ---
+ *
+ * The same operations as above, answered through cb from the loop given
+ * to store_open() (SC_ERR_INVALID without one), never from inside the
+ * call itself; an error return means cb will not be called. Arguments
+ * are copied: the caller may free them as soon as the call returns.
+ * The kube backend sends them on the loop; a backend without I/O (sqlite)
+ * does the work at once and delivers the answer on the next turn of the
+ * loop. Calls in flight when the store is closed are abandoned: their
+ * callbacks are never called.
+ *
+ * The reply is valid during the callback only. The callback may take
+ * rep->obj, rep->list or rep->new_version by setting the field to NULL
+ * (or zeroing the list); what it leaves is freed after it returns. */
+typedef struct store_reply {
+  sc_err err;
+  const char *message;     /* what went wrong; "" on SC_OK */
+  session *obj;            /* get */
+  store_list_result list;  /* list */
+  char *new_version;       /* update_status */
+} store_reply;
+
+typedef void (*store_reply_cb)(store_reply *rep, void *ud);
+
+sc_err store_list_async(store *st, const store_list_opts *opts,
+                        store_reply_cb cb, void *ud, sc_errbuf *eb);
+sc_err store_get_async(store *st, const char *ns, const char *name,
+                       store_reply_cb cb, void *ud, sc_errbuf *eb);
+sc_err store_update_status_async(store *st, const char *ns,
+                                 const char *name,
+                                 const char *expected_version,
+                                 const session_status *status,
+                                 store_reply_cb cb, void *ud, sc_errbuf *eb);
+sc_err store_purge_async(store *st, const char *ns, const char *name,
+                         const char *expected_version, store_reply_cb cb,
+                         void *ud, sc_errbuf *eb);
+
+/* Asynchronous calls whose callbacks have not run yet. */
+size_t store_async_inflight(const store *st);
 
 #endif

@@ -40,10 +40,33 @@ typedef struct store_ops {
                         store_watch_cb cb, store_watch_err_cb err_cb,
                         void *ud, store_watch **out, sc_errbuf *eb);
   void (*watch_stop)(store_watch *w);
+  /* Optional (NULL: store.c runs the synchronous op and delivers its
+   * answer on the next turn of the loop). Keys and versions are checked
+   * by store.c; the backend copies what it keeps, answers through cb
+   * from the loop only, and drops what is in flight on close(). */
+  sc_err (*list_async)(store *st, const store_list_opts *opts,
+                       store_reply_cb cb, void *ud, sc_errbuf *eb);
+  sc_err (*get_async)(store *st, const char *ns, const char *name,
+                      store_reply_cb cb, void *ud, sc_errbuf *eb);
+  sc_err (*update_status_async)(store *st, const char *ns, const char *name,
+                                const char *expected_version,
+                                const session_status *status,
+                                store_reply_cb cb, void *ud, sc_errbuf *eb);
+  sc_err (*purge_async)(store *st, const char *ns, const char *name,
+                        const char *expected_version, store_reply_cb cb,
+                        void *ud, sc_errbuf *eb);
+  size_t (*async_inflight)(const store *st);
 } store_ops;
+
+struct store_deferred;
 
 struct store {
   const store_ops *ops;
+  /* set by store_open(): the loop of the asynchronous calls, and the
+   * answers store.c holds for backends without asynchronous ops */
+  struct event_base *base;
+  struct store_deferred *deferred;
+  size_t n_deferred;
 };
 
 struct store_watch {

@@ -1,9 +1,12 @@
 /* store_kube.c - the store on a Kubernetes API server: the Session custom
  * resource lea.io/v1alpha1 (docs/store.md "The kube backend").
  *
- * Synchronous calls use one libcurl easy handle (store.h is synchronous);
- * watches are streaming GETs on a libcurl multi handle driven by the
- * libevent loop of store_open_opts.base. */
+ * Every call is a request of kube_http (kube_http.h): the asynchronous
+ * ones (store.h, the controller's) on the libevent loop of
+ * store_open_opts.base, the synchronous ones (sessionctl's) on a private
+ * loop run until the call ends, so both share one implementation, with
+ * retries on timers instead of sleeps. Watches are streaming GETs on a
+ * libcurl multi handle driven by the loop of store_open_opts.base. */
 #include "store_impl.h"
 #include "curlev.h"
 
@@ -18,6 +21,7 @@
 #include "../api/session_json.h"
 #include "../lib/dynbuf.h"
 #include "../lib/sctime.h"
+#include "kube_http.h"
 #include "kubeconfig.h"
 
 #define GROUP_PATH "/apis/lea.io/v1alpha1"
@@ -25,10 +29,11 @@
 #define RESP_MAX (64 * 1024 * 1024)
 #define LINE_MAX_ (4 * 1024 * 1024)
 #define TOKEN_TTL_MS 60000
+/* each call: 4 more attempts after a 429, a 5xx or a lost connection,
+ * waiting 100 ms doubling or the server's Retry-After (at most 5 s,
+ * KUBE_HTTP_RETRY_AFTER_MAX_MS) on a timer of the loop */
 #define RETRIES 4
-/* a server's Retry-After is honoured up to this (the synchronous calls
- * block the event loop; watches wait at most WATCH_BACKOFF_MAX_MS) */
-#define RETRY_AFTER_MAX_MS 5000
+#define CALL_TIMEOUT_MS 30000
 #define WATCH_BACKOFF_MAX_MS 30000
 
 typedef struct kube_watch kube_watch;
@@ -41,8 +46,12 @@ typedef struct kube_store {
   int watch_timeout_s;
   char *token;             /* the bearer token in use */
   int64_t token_read_ms;   /* monotonic; 0 = never */
-  CURL *easy;
   struct event_base *evbase;
+  kube_http *http;         /* the controller's calls, on evbase */
+  struct event_base *sbase;/* the private loop of the synchronous calls */
+  kube_http *shttp;        /* the synchronous calls, on sbase */
+  struct kop *ops;         /* operations in flight (both loops) */
+  size_t n_ops;            /* of them, the callers' (not sub-operations) */
   curlev *ev;              /* watches: the multi handle on the loop */
   kube_watch *watches;
   /* the backoff of the last failed watch request, 0 once a watch got
@@ -75,12 +84,6 @@ struct kube_watch {
 
 /* ------------------------------------------------------------------ */
 /* HTTP */
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-  dynbuf *b = ud;
-  return dynbuf_add(b, p, sz * n) ? 0 : sz * n;
-}
 
 static sc_err refresh_token(kube_store *k, bool force, sc_errbuf *eb)
 {
@@ -139,186 +142,96 @@ static const char *status_msg(json_object *o)
   return "";
 }
 
-static void sleep_ms(int ms)
+/* The error of a finished call that no status code of the operation
+ * explains: no answer, 429/5xx after the retries, 401, 403, a 2xx body
+ * that is not JSON. SC_OK otherwise. */
+static sc_err reply_err(const kube_store *k, const kube_http_result *res,
+                        const char *method, const char *path, sc_errbuf *eb)
 {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+  if(res->err)
+    return sc_errf(eb, res->err == SC_ERR_TOO_LARGE ? SC_ERR_TOO_LARGE
+                   : SC_ERR_UNAVAILABLE, "%s", res->message);
+  if(res->status == 429 || res->status >= 500)
+    return sc_errf(eb, SC_ERR_UNAVAILABLE, "%s", res->message);
+  if(res->status == 401)
+    return sc_errf(eb, SC_ERR_INVALID, "kube %s %s%s: 401 Unauthorized "
+                   "(check the credentials of %s)", method, k->conn.server,
+                   path, k->conn.source);
+  if(res->status == 403)
+    return sc_errf(eb, SC_ERR_INVALID, "kube %s %s%s: 403 Forbidden: %s",
+                   method, k->conn.server, path, status_msg(res->body));
+  if(res->status < 300 && res->body_len && !res->body)
+    return sc_errf(eb, SC_ERR_PROTOCOL, "kube %s %s%s: HTTP %ld with a body "
+                   "that is not JSON", method, k->conn.server, path,
+                   res->status);
+  return SC_OK;
 }
 
-/* transport errors that another attempt will not cure: the TLS setup
- * (certificates, keys, the server's certificate not trusted) and URLs */
-static bool curl_permanent(CURLcode cc)
+static const kube_http_opts call_opts = {CALL_TIMEOUT_MS, RESP_MAX, RETRIES};
+
+/* Run the private loop of the synchronous calls until *done. false when
+ * the loop ran dry first (a bug): what it had in flight is dropped. */
+static bool sync_run(kube_store *k, const bool *done)
 {
-  switch(cc) {
-  case CURLE_PEER_FAILED_VERIFICATION:
-  case CURLE_SSL_CERTPROBLEM:
-  case CURLE_SSL_CACERT_BADFILE:
-  case CURLE_SSL_CIPHER:
-  case CURLE_SSL_ISSUER_ERROR:
-  case CURLE_UNSUPPORTED_PROTOCOL:
-  case CURLE_URL_MALFORMAT:
-  case CURLE_WRITE_ERROR:
+  while(!*done)
+    if(event_base_loop(k->sbase, EVLOOP_ONCE) != 0)
+      break;
+  if(*done)
     return true;
-  default:
-    return false;
-  }
+  kube_http_abort_all(k->shttp);
+  return false;
 }
 
-/* "TLS: <curl's detail> (check certificate-authority ...)" for TLS
- * failures, else curl's detail or its generic text */
-static void curl_detail(const kube_store *k, CURLcode cc, const char *ebuf,
-                        char *out, size_t len)
+typedef struct kwait {
+  const kube_store *k;
+  const char *method, *path;
+  bool done;
+  sc_err err;
+  long code;
+  json_object *resp;
+  sc_errbuf eb;
+} kwait;
+
+static void on_kwait(const kube_http_result *res, void *ud)
 {
-  const char *d = ebuf && *ebuf ? ebuf : curl_easy_strerror(cc);
-  switch(cc) {
-  case CURLE_PEER_FAILED_VERIFICATION:
-  case CURLE_SSL_CACERT_BADFILE:
-  case CURLE_SSL_ISSUER_ERROR:
-    snprintf(out, len, "TLS: the server's certificate is not trusted: %s "
-             "(check certificate-authority of %s)", d, k->conn.source);
-    break;
-  case CURLE_SSL_CERTPROBLEM:
-    snprintf(out, len, "TLS: the client certificate or key is not usable: "
-             "%s (%s)", d, k->conn.source);
-    break;
-  case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_SSL_CIPHER:
-  case CURLE_RECV_ERROR:
-  case CURLE_SEND_ERROR:
-  case CURLE_GOT_NOTHING:
-    /* TLS 1.3 ends the handshake before the server checks the client's
-     * certificate: a refusal shows as a connection dropped while reading */
-    if(k->conn.cert_pem && !strncmp(k->conn.server, "https:", 6))
-      snprintf(out, len, "%s%s (TLS: the server may have refused the client "
-               "certificate of %s)", cc == CURLE_SSL_CONNECT_ERROR ?
-               "TLS handshake failed: " : "", d, k->conn.source);
-    else
-      snprintf(out, len, "%s%s", cc == CURLE_SSL_CONNECT_ERROR ?
-               "TLS handshake failed: " : "", d);
-    break;
-  default:
-    snprintf(out, len, "%s", d);
-  }
+  kwait *w = ud;
+  w->done = true;
+  w->code = res->status;
+  w->err = reply_err(w->k, res, w->method, w->path, &w->eb);
+  if(!w->err && res->body)
+    w->resp = json_object_get(res->body);
 }
 
-/* the wait before attempt `attempt + 1`: 100 ms doubling, at least the
- * server's Retry-After (seconds; capped at RETRY_AFTER_MAX_MS) */
-static int retry_wait_ms(int attempt, long retry_after_s)
-{
-  int ms = 100 << attempt;
-  if(retry_after_s > 0) {
-    long ra = retry_after_s > RETRY_AFTER_MAX_MS / 1000
-              ? RETRY_AFTER_MAX_MS : retry_after_s * 1000;
-    if(ra > ms)
-      ms = (int)ra;
-  }
-  return ms;
-}
-
-/* One synchronous call. *code is the HTTP status; *resp the parsed body
- * (NULL when empty or not JSON; the caller puts it). Retries 401 once
- * with a re-read token, and 429/5xx and transport errors RETRIES times
- * with backoff (100 ms doubling, or the server's Retry-After when longer,
- * capped); TLS setup errors are not retried. */
+/* One synchronous call (sessionctl's apply, update spec, delete): sent on
+ * the private loop, which runs until it ends. *code is the HTTP status;
+ * *resp the parsed body (NULL when empty; the caller puts it). The
+ * retries are kube_http's (call_opts). */
 static sc_err kreq(kube_store *k, const char *method, const char *path,
                    const char *ctype, const char *body, long *code,
                    json_object **resp, sc_errbuf *eb)
 {
-  dynbuf b;
-  char url[2048], ebuf[CURL_ERROR_SIZE];
-  int attempt;
-  bool reauth = false;
-  sc_err err = SC_OK;
+  kwait w;
+  sc_err err;
+  memset(&w, 0, sizeof(w));
+  w.k = k;
+  w.method = method;
+  w.path = path;
   *code = 0;
   *resp = NULL;
-  snprintf(url, sizeof(url), "%s%s", k->conn.server, path);
-  dynbuf_init(&b, RESP_MAX);
-  for(attempt = 0; attempt <= RETRIES; attempt++) {
-    struct curl_slist *h;
-    CURLcode cc;
-    curl_off_t ra = 0;
-    err = refresh_token(k, false, eb);
-    if(err)
-      break;
-    h = headers(k, ctype);
-    if(!h) {
-      err = SC_ERR_NOMEM;
-      break;
-    }
-    dynbuf_reset(&b);
-    ebuf[0] = 0;
-    curl_easy_reset(k->easy);
-    curl_easy_setopt(k->easy, CURLOPT_URL, url);
-    curl_easy_setopt(k->easy, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(k->easy, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(k->easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(k->easy, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(k->easy, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(k->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS, 30000L);
-    curl_easy_setopt(k->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    if(body) {
-      curl_easy_setopt(k->easy, CURLOPT_POSTFIELDS, body);
-      curl_easy_setopt(k->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    tls_opts(k, k->easy);
-    cc = curl_easy_perform(k->easy);
-    curl_slist_free_all(h);
-    if(cc != CURLE_OK) {
-      char d[SC_ERRBUF_SIZE];
-      curl_detail(k, cc, ebuf, d, sizeof(d));
-      err = sc_errf(eb, cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
-                    : SC_ERR_UNAVAILABLE, "kube %s %s: %s (after %d "
-                    "attempt%s)", method, url, d, attempt + 1,
-                    attempt ? "s" : "");
-      if(curl_permanent(cc))
-        break;
-    }
-    else {
-      curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, code);
-      if(*code == 401 && !reauth && (k->conn.token_file)) {
-        reauth = true;
-        k->token_read_ms = 0; /* rotated? read it again */
-        attempt--;
-        continue;
-      }
-      if(*code == 429 || *code >= 500) {
-        json_object *st = dynbuf_len(&b) ?
-                          json_tokener_parse(dynbuf_ptr(&b)) : NULL;
-        err = sc_errf(eb, SC_ERR_UNAVAILABLE, "kube %s %s: HTTP %ld%s%s "
-                      "(after %d attempt%s)", method, url, *code,
-                      *status_msg(st) ? ": " : "", status_msg(st),
-                      attempt + 1, attempt ? "s" : "");
-        json_object_put(st);
-        (void)curl_easy_getinfo(k->easy, CURLINFO_RETRY_AFTER, &ra);
-      }
-      else {
-        err = SC_OK;
-        break;
-      }
-    }
-    if(attempt < RETRIES)
-      sleep_ms(retry_wait_ms(attempt, (long)ra));
+  err = kube_http_request_ex(k->shttp, method, path, ctype, body, &call_opts,
+                             on_kwait, &w, eb);
+  if(err)
+    return err;
+  if(!sync_run(k, &w.done))
+    return sc_errf(eb, SC_ERR_INTERNAL, "kube %s %s: the call was lost",
+                   method, path);
+  if(w.err) {
+    json_object_put(w.resp);
+    return sc_errf(eb, w.err, "%s", w.eb.msg);
   }
-  if(!err && dynbuf_len(&b)) {
-    *resp = json_tokener_parse(dynbuf_ptr(&b));
-    if(!*resp && *code < 300)
-      err = sc_errf(eb, SC_ERR_PROTOCOL, "kube %s %s: HTTP %ld with a body "
-                    "that is not JSON", method, url, *code);
-  }
-  if(!err && *code == 401)
-    err = sc_errf(eb, SC_ERR_INVALID, "kube %s %s: 401 Unauthorized (check "
-                  "the credentials of %s)", method, url, k->conn.source);
-  else if(!err && *code == 403)
-    err = sc_errf(eb, SC_ERR_INVALID, "kube %s %s: 403 Forbidden: %s",
-                  method, url, status_msg(*resp));
-  dynbuf_free(&b);
-  if(err) {
-    json_object_put(*resp);
-    *resp = NULL;
-  }
-  return err;
+  *code = w.code;
+  *resp = w.resp;
+  return SC_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -410,171 +323,6 @@ static bool has_finalizer(const session *s)
   return false;
 }
 
-/* merge patch of metadata.finalizers (with or without ours) guarded by
- * resourceVersion; *out (may be NULL) the object after */
-static sc_err patch_finalizers(kube_store *k, const session *s, bool add,
-                               session **out, sc_errbuf *eb)
-{
-  json_object *p = json_object_new_object(), *m = json_object_new_object(),
-              *a = json_object_new_array(), *resp = NULL;
-  char path[1200];
-  long code;
-  size_t i;
-  sc_err err;
-  if(out)
-    *out = NULL;
-  for(i = 0; i < s->meta.n_finalizers; i++)
-    if(strcmp(s->meta.finalizers[i], FINALIZER))
-      json_object_array_add(a, json_object_new_string(s->meta.finalizers[i]));
-  if(add)
-    json_object_array_add(a, json_object_new_string(FINALIZER));
-  json_object_object_add(m, "resourceVersion",
-                         json_object_new_string(s->meta.resource_version));
-  json_object_object_add(m, "finalizers", a);
-  json_object_object_add(p, "metadata", m);
-  obj_path(path, sizeof(path), s->meta.namespace_, s->meta.name, NULL);
-  err = kreq(k, "PATCH", path, "application/merge-patch+json",
-             json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), &code,
-             &resp, eb);
-  json_object_put(p);
-  if(!err && code != 200)
-    err = http_err(code, resp, add ? "add finalizer" : "remove finalizer",
-                   s->meta.namespace_, s->meta.name, eb);
-  if(!err && out && add)
-    err = decode(resp, "the patched object", out, eb);
-  json_object_put(resp);
-  return err;
-}
-
-/* the controller's first visit: make sure the finalizer is there; *s may
- * be replaced by the patched object, or freed and NULLed when it vanished */
-static sc_err ensure_finalizer(kube_store *k, session **s, sc_errbuf *eb)
-{
-  int tries;
-  for(tries = 0; tries < 3; tries++) {
-    session *n = NULL;
-    json_object *raw = NULL;
-    sc_err err;
-    if(!k->add_finalizer || (*s)->meta.deletion_timestamp ||
-       has_finalizer(*s))
-      return SC_OK;
-    err = patch_finalizers(k, *s, true, &n, eb);
-    if(!err) {
-      session_free(*s);
-      *s = n;
-      return SC_OK;
-    }
-    if(err != SC_ERR_CONFLICT && err != SC_ERR_NOT_FOUND)
-      return err;
-    err = get_raw(k, (*s)->meta.namespace_, (*s)->meta.name, &raw, &n, eb);
-    json_object_put(raw);
-    if(err == SC_ERR_NOT_FOUND) {
-      session_free(*s);
-      *s = NULL;
-      return SC_OK;
-    }
-    if(err)
-      return err;
-    session_free(*s);
-    *s = n;
-  }
-  return sc_errf(eb, SC_ERR_CONFLICT, "kube: adding the finalizer to %s/%s "
-                 "kept conflicting", (*s)->meta.namespace_, (*s)->meta.name);
-}
-
-/* ------------------------------------------------------------------ */
-/* store ops */
-
-static int cmp_sess(const void *a, const void *b)
-{
-  const session *x = *(session *const *)a, *y = *(session *const *)b;
-  int c = strcmp(x->meta.namespace_, y->meta.namespace_);
-  return c ? c : strcmp(x->meta.name, y->meta.name);
-}
-
-static sc_err k_list(store *st, const store_list_opts *opts,
-                     store_list_result *out, sc_errbuf *eb)
-{
-  kube_store *k = (kube_store *)st;
-  const char *ns = opts->namespace_ ? opts->namespace_ : k->ns;
-  char path[1200];
-  json_object *resp = NULL, *items, *meta, *rv;
-  long code;
-  size_t i, n;
-  sc_err err;
-  if(ns)
-    obj_path(path, sizeof(path), ns, NULL, NULL);
-  else
-    snprintf(path, sizeof(path), GROUP_PATH "/sessions");
-  err = kreq(k, "GET", path, NULL, NULL, &code, &resp, eb);
-  if(err)
-    return err;
-  if(code != 200) {
-    err = http_err(code, resp, "list", ns ? ns : "*", "*", eb);
-    goto out;
-  }
-  if(!json_object_object_get_ex(resp, "items", &items) ||
-     !json_object_is_type(items, json_type_array) ||
-     !json_object_object_get_ex(resp, "metadata", &meta) ||
-     !json_object_object_get_ex(meta, "resourceVersion", &rv)) {
-    err = sc_errf(eb, SC_ERR_PROTOCOL, "kube: list %s: not a list (no items "
-                  "or metadata.resourceVersion)", path);
-    goto out;
-  }
-  n = json_object_array_length(items);
-  out->items = calloc(n + 1, sizeof(*out->items));
-  out->revision = strdup(json_object_get_string(rv));
-  if(!out->items || !out->revision) {
-    err = SC_ERR_NOMEM;
-    goto out;
-  }
-  for(i = 0; i < n; i++) {
-    session *s = NULL;
-    char what[64];
-    snprintf(what, sizeof(what), "list item %zu", i);
-    err = decode(json_object_array_get_idx(items, i), what, &s, eb);
-    if(err)
-      goto out;
-    err = ensure_finalizer(k, &s, eb);
-    if(err) {
-      session_free(s);
-      goto out;
-    }
-    if(!s)
-      continue;
-    if(s->meta.deletion_timestamp && !opts->include_deleted) {
-      session_free(s);
-      continue;
-    }
-    out->items[out->n++] = s;
-  }
-  qsort(out->items, out->n, sizeof(*out->items), cmp_sess);
-out:
-  json_object_put(resp);
-  if(err)
-    store_list_result_free(out);
-  return err;
-}
-
-static sc_err k_get(store *st, const char *ns, const char *name,
-                    session **out, sc_errbuf *eb)
-{
-  kube_store *k = (kube_store *)st;
-  json_object *raw = NULL;
-  sc_err err = get_raw(k, ns, name, &raw, out, eb);
-  json_object_put(raw);
-  if(!err)
-    err = ensure_finalizer(k, out, eb);
-  if(!err && !*out)
-    err = sc_errf(eb, SC_ERR_NOT_FOUND, "kube: get %s/%s: not found", ns,
-                  name);
-  if(err) {
-    session_free(*out);
-    *out = NULL;
-  }
-  return err;
-}
-
 /* the JSON of part `key` ("spec") of s's encoding, or NULL */
 static json_object *part_of(const session *s, const char *key,
                             json_object **whole)
@@ -592,6 +340,654 @@ static void set_or_del(json_object *o, const char *key, json_object *v)
     json_object_object_add(o, key, json_object_get(v));
   else
     json_object_object_del(o, key);
+}
+
+/* the merge patch of metadata.finalizers with or without ours, guarded
+ * by s's resourceVersion (the caller frees it) */
+static char *finalizer_patch(const session *s, bool add)
+{
+  json_object *p = json_object_new_object(), *m = json_object_new_object(),
+              *a = json_object_new_array();
+  char *out;
+  size_t i;
+  for(i = 0; i < s->meta.n_finalizers; i++)
+    if(strcmp(s->meta.finalizers[i], FINALIZER))
+      json_object_array_add(a, json_object_new_string(s->meta.finalizers[i]));
+  if(add)
+    json_object_array_add(a, json_object_new_string(FINALIZER));
+  json_object_object_add(m, "resourceVersion",
+                         json_object_new_string(s->meta.resource_version));
+  json_object_object_add(m, "finalizers", a);
+  json_object_object_add(p, "metadata", m);
+  out = strdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+  json_object_put(p);
+  return out;
+}
+
+static bool needs_finalizer(const kube_store *k, const session *s)
+{
+  return k->add_finalizer && s && !s->meta.deletion_timestamp &&
+         !has_finalizer(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* operations on a loop
+ *
+ * list, get, update status and purge are small state machines on
+ * kube_http: the controller's on its event loop (k->http), sessionctl's
+ * the same on the private loop run until they end (k->shttp). A kop
+ * holds one operation; its step is what the next answer is for. Adding
+ * the finalizer to an object is a sub-operation (parent set) that
+ * patches, and on a conflict reads again and patches again (3 tries). */
+
+typedef struct kop kop;
+typedef void (*kop_step)(kop *o, const kube_http_result *res);
+
+struct kop {
+  kube_store *k;
+  kube_http *h;
+  kop_step step;
+  const char *method;      /* of the request in flight, for messages */
+  char path[1200];
+  char *ns, *name, *version;
+  store_reply_cb cb;       /* the caller's; NULL for a sub-operation */
+  void *ud;
+  bool include_deleted;
+  session *cur;            /* get, purge: the object */
+  store_list_result list;  /* list */
+  size_t fin_next;         /* list: next item to look at */
+  int fin_running;         /* finalizer sub-operations in flight */
+  void (*after_fin)(kop *o);
+  kop *parent;             /* a finalizer sub-operation's */
+  session **slot;          /* its object, replaced or NULLed */
+  int tries;
+  sc_err err;
+  sc_errbuf eb;
+  char *new_version;
+  kop *next;               /* k->ops */
+};
+
+#define FIN_PARALLEL 8
+
+static void kop_free(kop *o)
+{
+  kop **pp;
+  for(pp = &o->k->ops; *pp; pp = &(*pp)->next)
+    if(*pp == o) {
+      *pp = o->next;
+      break;
+    }
+  if(!o->parent)
+    o->k->n_ops--;
+  session_free(o->cur);
+  store_list_result_free(&o->list);
+  free(o->new_version);
+  free(o->ns);
+  free(o->name);
+  free(o->version);
+  free(o);
+}
+
+static kop *kop_new(kube_store *k, kube_http *h, kop *parent,
+                    store_reply_cb cb, void *ud)
+{
+  kop *o = calloc(1, sizeof(*o));
+  if(!o)
+    return NULL;
+  o->k = k;
+  o->h = h;
+  o->parent = parent;
+  o->cb = cb;
+  o->ud = ud;
+  o->eb.msg[0] = '\0';
+  o->next = k->ops;
+  k->ops = o;
+  if(!parent)
+    k->n_ops++;
+  return o;
+}
+
+static void on_kop_reply(const kube_http_result *res, void *ud)
+{
+  kop *o = ud;
+  o->step(o, res);
+}
+
+static sc_err kop_send(kop *o, const char *method, const char *ctype,
+                       const char *body, kop_step step, sc_errbuf *eb)
+{
+  o->method = method;
+  o->step = step;
+  return kube_http_request_ex(o->h, method, o->path, ctype, body,
+                              &call_opts, on_kop_reply, o, eb);
+}
+
+static void fin_end(kop *f, sc_err err);
+
+/* the end of an operation: the caller's callback, or the parent's turn */
+static void kop_finish(kop *o, sc_err err)
+{
+  store_reply rep;
+  if(o->parent) {
+    fin_end(o, err);
+    return;
+  }
+  memset(&rep, 0, sizeof(rep));
+  rep.err = err;
+  rep.message = err ? o->eb.msg : "";
+  if(!err) {
+    rep.obj = o->cur;
+    rep.list = o->list;
+    rep.new_version = o->new_version;
+    o->cur = NULL;
+    memset(&o->list, 0, sizeof(o->list));
+    o->new_version = NULL;
+  }
+  o->cb(&rep, o->ud);
+  session_free(rep.obj);
+  store_list_result_free(&rep.list);
+  free(rep.new_version);
+  kop_free(o);
+}
+
+/* the first error of an operation wins */
+static void kop_error(kop *o, sc_err err, const char *msg)
+{
+  if(err && !o->err) {
+    o->err = err;
+    snprintf(o->eb.msg, sizeof(o->eb.msg), "%s", msg);
+  }
+}
+
+/* --- the finalizer, on the controller's first visit --- */
+
+static void fin_patch(kop *f);
+
+static void fin_end(kop *f, sc_err err)
+{
+  kop *p = f->parent;
+  kop_error(p, err, f->eb.msg);
+  kop_free(f);
+  p->fin_running--;
+  p->after_fin(p);
+}
+
+static void fin_reread(kop *f, const kube_http_result *res)
+{
+  const session *s = *f->slot;
+  session *n = NULL;
+  sc_err err = reply_err(f->k, res, f->method, f->path, &f->eb);
+  if(!err && res->status == 404) {
+    /* deleted meanwhile: nothing to guard */
+    session_free(*f->slot);
+    *f->slot = NULL;
+    fin_end(f, SC_OK);
+    return;
+  }
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "get", s->meta.namespace_,
+                   s->meta.name, &f->eb);
+  if(!err)
+    err = decode(res->body, "the object", &n, &f->eb);
+  if(err) {
+    fin_end(f, err);
+    return;
+  }
+  session_free(*f->slot);
+  *f->slot = n;
+  if(!needs_finalizer(f->k, n))
+    fin_end(f, SC_OK);
+  else
+    fin_patch(f);
+}
+
+static void fin_patched(kop *f, const kube_http_result *res)
+{
+  const session *s = *f->slot;
+  session *n = NULL;
+  sc_err err = reply_err(f->k, res, f->method, f->path, &f->eb);
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "add finalizer",
+                   s->meta.namespace_, s->meta.name, &f->eb);
+  if(!err) {
+    err = decode(res->body, "the patched object", &n, &f->eb);
+    if(!err) {
+      session_free(*f->slot);
+      *f->slot = n;
+    }
+    fin_end(f, err);
+    return;
+  }
+  if(err != SC_ERR_CONFLICT && err != SC_ERR_NOT_FOUND) {
+    fin_end(f, err);
+    return;
+  }
+  if(++f->tries >= 3) {
+    fin_end(f, sc_errf(&f->eb, SC_ERR_CONFLICT, "kube: adding the finalizer "
+                       "to %s/%s kept conflicting", s->meta.namespace_,
+                       s->meta.name));
+    return;
+  }
+  obj_path(f->path, sizeof(f->path), s->meta.namespace_, s->meta.name, NULL);
+  err = kop_send(f, "GET", NULL, NULL, fin_reread, &f->eb);
+  if(err)
+    fin_end(f, err);
+}
+
+static void fin_patch(kop *f)
+{
+  const session *s = *f->slot;
+  char *body = finalizer_patch(s, true);
+  sc_err err;
+  if(!body) {
+    fin_end(f, sc_errf(&f->eb, SC_ERR_NOMEM, "out of memory"));
+    return;
+  }
+  obj_path(f->path, sizeof(f->path), s->meta.namespace_, s->meta.name, NULL);
+  err = kop_send(f, "PATCH", "application/merge-patch+json", body,
+                 fin_patched, &f->eb);
+  free(body);
+  if(err)
+    fin_end(f, err);
+}
+
+/* start adding the finalizer to *slot for p (p->fin_running counts it);
+ * false when it could not start (out of memory: p's error is set) */
+static bool fin_start(kop *p, session **slot)
+{
+  kop *f = kop_new(p->k, p->h, p, NULL, NULL);
+  if(!f) {
+    kop_error(p, SC_ERR_NOMEM, "out of memory");
+    return false;
+  }
+  f->slot = slot;
+  p->fin_running++;
+  fin_patch(f); /* its sends fail through fin_end, after this returns */
+  return true;
+}
+
+/* --- get --- */
+
+static void get_after_fin(kop *o)
+{
+  if(o->err) {
+    kop_finish(o, o->err);
+    return;
+  }
+  if(!o->cur) {
+    kop_finish(o, sc_errf(&o->eb, SC_ERR_NOT_FOUND, "kube: get %s/%s: not "
+                          "found", o->ns, o->name));
+    return;
+  }
+  kop_finish(o, SC_OK);
+}
+
+static void get_got(kop *o, const kube_http_result *res)
+{
+  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "get", o->ns, o->name, &o->eb);
+  if(!err)
+    err = decode(res->body, "the object", &o->cur, &o->eb);
+  if(err) {
+    kop_finish(o, err);
+    return;
+  }
+  o->after_fin = get_after_fin;
+  if(needs_finalizer(o->k, o->cur) && fin_start(o, &o->cur))
+    return;
+  get_after_fin(o);
+}
+
+static char *dup_opt(const char *s, bool *oom)
+{
+  char *d;
+  if(!s)
+    return NULL;
+  d = strdup(s);
+  if(!d)
+    *oom = true;
+  return d;
+}
+
+/* a new root operation *out on ns/name (copied) */
+static sc_err kop_root(kube_store *k, kube_http *h, const char *ns,
+                       const char *name, const char *version,
+                       store_reply_cb cb, void *ud, kop **out, sc_errbuf *eb)
+{
+  bool oom = false;
+  kop *o;
+  *out = NULL;
+  if(!h)
+    return sc_errf(eb, SC_ERR_INVALID, "kube: asynchronous calls need an "
+                   "event loop (store_open_opts.base)");
+  o = kop_new(k, h, NULL, cb, ud);
+  if(o) {
+    o->ns = dup_opt(ns, &oom);
+    o->name = dup_opt(name, &oom);
+    o->version = dup_opt(version, &oom);
+  }
+  if(!o || oom) {
+    if(o)
+      kop_free(o);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  *out = o;
+  return SC_OK;
+}
+
+static sc_err get_start(kube_store *k, kube_http *h, const char *ns,
+                        const char *name, store_reply_cb cb, void *ud,
+                        sc_errbuf *eb)
+{
+  kop *o;
+  sc_err err = kop_root(k, h, ns, name, NULL, cb, ud, &o, eb);
+  if(err)
+    return err;
+  obj_path(o->path, sizeof(o->path), ns, name, NULL);
+  err = kop_send(o, "GET", NULL, NULL, get_got, eb);
+  if(err)
+    kop_free(o);
+  return err;
+}
+
+/* --- list --- */
+
+static int cmp_sess(const void *a, const void *b)
+{
+  const session *x = *(session *const *)a, *y = *(session *const *)b;
+  int c = strcmp(x->meta.namespace_, y->meta.namespace_);
+  return c ? c : strcmp(x->meta.name, y->meta.name);
+}
+
+static void list_fins(kop *o)
+{
+  size_t i, n;
+  while(!o->err && o->fin_running < FIN_PARALLEL &&
+        o->fin_next < o->list.n) {
+    i = o->fin_next++;
+    if(needs_finalizer(o->k, o->list.items[i]) &&
+       !fin_start(o, &o->list.items[i]))
+      break;
+  }
+  if(o->fin_running || (!o->err && o->fin_next < o->list.n))
+    return; /* more to come */
+  if(o->err) {
+    kop_finish(o, o->err);
+    return;
+  }
+  /* drop the objects that vanished and, unless asked, the tombstones */
+  for(i = n = 0; i < o->list.n; i++) {
+    session *s = o->list.items[i];
+    if(s && s->meta.deletion_timestamp && !o->include_deleted) {
+      session_free(s);
+      s = NULL;
+    }
+    if(s)
+      o->list.items[n++] = s;
+  }
+  o->list.n = n;
+  qsort(o->list.items, o->list.n, sizeof(*o->list.items), cmp_sess);
+  kop_finish(o, SC_OK);
+}
+
+static void list_got(kop *o, const kube_http_result *res)
+{
+  json_object *items, *meta, *rv;
+  size_t i, n;
+  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "list", o->ns ? o->ns : "*", "*",
+                   &o->eb);
+  if(!err && (!json_object_object_get_ex(res->body, "items", &items) ||
+              !json_object_is_type(items, json_type_array) ||
+              !json_object_object_get_ex(res->body, "metadata", &meta) ||
+              !json_object_object_get_ex(meta, "resourceVersion", &rv)))
+    err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube: list %s: not a list (no "
+                  "items or metadata.resourceVersion)", o->path);
+  if(err) {
+    kop_finish(o, err);
+    return;
+  }
+  n = json_object_array_length(items);
+  o->list.items = calloc(n + 1, sizeof(*o->list.items));
+  o->list.revision = strdup(json_object_get_string(rv));
+  if(!o->list.items || !o->list.revision) {
+    kop_finish(o, sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory"));
+    return;
+  }
+  for(i = 0; i < n; i++) {
+    char what[64];
+    snprintf(what, sizeof(what), "list item %zu", i);
+    err = decode(json_object_array_get_idx(items, i), what,
+                 &o->list.items[o->list.n], &o->eb);
+    if(err) {
+      kop_finish(o, err);
+      return;
+    }
+    o->list.n++;
+  }
+  o->after_fin = list_fins;
+  list_fins(o);
+}
+
+static sc_err list_start(kube_store *k, kube_http *h,
+                         const store_list_opts *opts, store_reply_cb cb,
+                         void *ud, sc_errbuf *eb)
+{
+  const char *ns = opts->namespace_ ? opts->namespace_ : k->ns;
+  kop *o;
+  sc_err err = kop_root(k, h, ns, NULL, NULL, cb, ud, &o, eb);
+  if(err)
+    return err;
+  o->include_deleted = opts->include_deleted;
+  if(ns)
+    obj_path(o->path, sizeof(o->path), ns, NULL, NULL);
+  else
+    snprintf(o->path, sizeof(o->path), GROUP_PATH "/sessions");
+  err = kop_send(o, "GET", NULL, NULL, list_got, eb);
+  if(err)
+    kop_free(o);
+  return err;
+}
+
+/* --- update status --- */
+
+static void status_put(kop *o, const kube_http_result *res)
+{
+  json_object *m, *rv;
+  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status != 200 && res->status != 201)
+    err = http_err(res->status, res->body, "update status", o->ns, o->name,
+                   &o->eb);
+  if(!err) {
+    if(json_object_object_get_ex(res->body, "metadata", &m) &&
+       json_object_object_get_ex(m, "resourceVersion", &rv)) {
+      o->new_version = strdup(json_object_get_string(rv));
+      if(!o->new_version)
+        err = sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+    }
+    else
+      err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube: update status %s/%s: "
+                    "the reply has no metadata.resourceVersion", o->ns,
+                    o->name);
+  }
+  kop_finish(o, err);
+}
+
+/* One PUT of the /status subresource guarded by expected_version (the
+ * server answers 409 when it moved; it keeps everything but the status
+ * and writes nothing when the status is equal). */
+static sc_err status_start(kube_store *k, kube_http *h, const char *ns,
+                           const char *name, const char *expected_version,
+                           const session_status *status, store_reply_cb cb,
+                           void *ud, sc_errbuf *eb)
+{
+  kop *o;
+  session *tmp;
+  json_object *whole = NULL, *body = NULL, *m, *v;
+  sc_err err = kop_root(k, h, ns, name, expected_version, cb, ud, &o, eb);
+  if(err)
+    return err;
+  err = SC_ERR_NOMEM;
+  tmp = session_new();
+  if(tmp && !session_status_copy(&tmp->status, status)) {
+    v = part_of(tmp, "status", &whole);
+    body = json_object_new_object();
+    m = json_object_new_object();
+    json_object_object_add(body, "apiVersion",
+                           json_object_new_string(SESSION_API_VERSION));
+    json_object_object_add(body, "kind", json_object_new_string(SESSION_KIND));
+    json_object_object_add(m, "name", json_object_new_string(name));
+    json_object_object_add(m, "namespace", json_object_new_string(ns));
+    json_object_object_add(m, "resourceVersion",
+                           json_object_new_string(expected_version));
+    json_object_object_add(body, "metadata", m);
+    set_or_del(body, "status", v);
+    obj_path(o->path, sizeof(o->path), ns, name, "/status");
+    err = kop_send(o, "PUT", "application/json",
+                   json_object_to_json_string_ext(body,
+                                                  JSON_C_TO_STRING_PLAIN),
+                   status_put, eb);
+  }
+  else
+    sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  json_object_put(body);
+  json_object_put(whole);
+  session_free(tmp);
+  if(err)
+    kop_free(o);
+  return err;
+}
+
+/* --- purge: a tombstone's finalizer goes --- */
+
+static void purge_patched(kop *o, const kube_http_result *res)
+{
+  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "remove finalizer", o->ns,
+                   o->name, &o->eb);
+  kop_finish(o, err);
+}
+
+static void purge_got(kop *o, const kube_http_result *res)
+{
+  char *body;
+  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status != 200)
+    err = http_err(res->status, res->body, "purge", o->ns, o->name, &o->eb);
+  if(!err)
+    err = decode(res->body, "the object", &o->cur, &o->eb);
+  if(!err && strcmp(o->cur->meta.resource_version, o->version))
+    err = sc_errf(&o->eb, SC_ERR_CONFLICT, "kube: purge %s/%s: version %s is "
+                  "not the current %s", o->ns, o->name, o->version,
+                  o->cur->meta.resource_version);
+  else if(!err && !o->cur->meta.deletion_timestamp)
+    err = sc_errf(&o->eb, SC_ERR_INVALID, "kube: purge %s/%s: the object is "
+                  "not being deleted", o->ns, o->name);
+  if(err || !has_finalizer(o->cur)) {
+    session_free(o->cur); /* nothing to give back */
+    o->cur = NULL;
+    kop_finish(o, err);
+    return;
+  }
+  body = finalizer_patch(o->cur, false);
+  session_free(o->cur);
+  o->cur = NULL;
+  if(!body)
+    err = sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+  else
+    err = kop_send(o, "PATCH", "application/merge-patch+json", body,
+                   purge_patched, &o->eb);
+  free(body);
+  if(err)
+    kop_finish(o, err);
+}
+
+static sc_err purge_start(kube_store *k, kube_http *h, const char *ns,
+                          const char *name, const char *expected_version,
+                          store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  kop *o;
+  sc_err err = kop_root(k, h, ns, name, expected_version, cb, ud, &o, eb);
+  if(err)
+    return err;
+  obj_path(o->path, sizeof(o->path), ns, name, NULL);
+  err = kop_send(o, "GET", NULL, NULL, purge_got, eb);
+  if(err)
+    kop_free(o);
+  return err;
+}
+
+/* --- the synchronous forms: the same on the private loop --- */
+
+typedef struct ksync {
+  bool done;
+  store_reply rep;
+  sc_errbuf eb;
+} ksync;
+
+static void on_ksync(store_reply *rep, void *ud)
+{
+  ksync *w = ud;
+  w->done = true;
+  w->rep = *rep;
+  snprintf(w->eb.msg, sizeof(w->eb.msg), "%s", rep->message);
+  rep->obj = NULL;
+  memset(&rep->list, 0, sizeof(rep->list));
+  rep->new_version = NULL;
+}
+
+/* wait for the operation started (err == SC_OK) into w */
+static sc_err ksync_wait(kube_store *k, ksync *w, sc_err err, sc_errbuf *eb)
+{
+  if(err)
+    return err;
+  if(!sync_run(k, &w->done)) {
+    /* the sub-operations and the operation are dropped with the calls */
+    while(k->ops)
+      kop_free(k->ops);
+    return sc_errf(eb, SC_ERR_INTERNAL, "kube: the call was lost");
+  }
+  if(w->rep.err)
+    return sc_errf(eb, w->rep.err, "%s", w->eb.msg);
+  return SC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* store ops */
+
+static sc_err k_list(store *st, const store_list_opts *opts,
+                     store_list_result *out, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  ksync w;
+  sc_err err;
+  memset(&w, 0, sizeof(w));
+  err = ksync_wait(k, &w, list_start(k, k->shttp, opts, on_ksync, &w, eb),
+                   eb);
+  if(!err)
+    *out = w.rep.list;
+  else
+    store_list_result_free(&w.rep.list);
+  return err;
+}
+
+static sc_err k_get(store *st, const char *ns, const char *name,
+                    session **out, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  ksync w;
+  sc_err err;
+  memset(&w, 0, sizeof(w));
+  err = ksync_wait(k, &w, get_start(k, k->shttp, ns, name, on_ksync, &w,
+                                    eb), eb);
+  if(!err)
+    *out = w.rep.obj;
+  else
+    session_free(w.rep.obj);
+  return err;
 }
 
 static sc_err put_obj(kube_store *k, json_object *raw, const char *ns,
@@ -765,36 +1161,16 @@ static sc_err k_update_status(store *st, const char *ns, const char *name,
                               char **new_version, sc_errbuf *eb)
 {
   kube_store *k = (kube_store *)st;
-  json_object *raw = NULL, *whole = NULL, *v;
-  session *cur = NULL, *tmp = NULL;
-  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
-  if(err)
-    return err;
-  if(strcmp(cur->meta.resource_version, expected_version)) {
-    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: update status %s/%s: version "
-                  "%s is not the current %s", ns, name, expected_version,
-                  cur->meta.resource_version);
-    goto out;
-  }
-  if(session_status_equal(&cur->status, status)) {
-    if(new_version && !(*new_version = strdup(cur->meta.resource_version)))
-      err = SC_ERR_NOMEM;
-    goto out;
-  }
-  tmp = session_new();
-  if(!tmp || session_status_copy(&tmp->status, status)) {
-    err = SC_ERR_NOMEM;
-    goto out;
-  }
-  v = part_of(tmp, "status", &whole);
-  set_or_del(raw, "status", v);
-  err = put_obj(k, raw, ns, name, "/status", "update status", new_version,
-                eb);
-out:
-  json_object_put(whole);
-  json_object_put(raw);
-  session_free(cur);
-  session_free(tmp);
+  ksync w;
+  sc_err err;
+  memset(&w, 0, sizeof(w));
+  err = ksync_wait(k, &w, status_start(k, k->shttp, ns, name,
+                                       expected_version, status, on_ksync,
+                                       &w, eb), eb);
+  if(!err && new_version)
+    *new_version = w.rep.new_version;
+  else
+    free(w.rep.new_version);
   return err;
 }
 
@@ -818,23 +1194,52 @@ static sc_err k_purge(store *st, const char *ns, const char *name,
                       const char *expected_version, sc_errbuf *eb)
 {
   kube_store *k = (kube_store *)st;
-  json_object *raw = NULL;
-  session *cur = NULL;
-  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
-  json_object_put(raw);
-  if(err)
-    return err;
-  if(strcmp(cur->meta.resource_version, expected_version))
-    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: purge %s/%s: version %s is not "
-                  "the current %s", ns, name, expected_version,
-                  cur->meta.resource_version);
-  else if(!cur->meta.deletion_timestamp)
-    err = sc_errf(eb, SC_ERR_INVALID, "kube: purge %s/%s: the object is not "
-                  "being deleted", ns, name);
-  else if(has_finalizer(cur))
-    err = patch_finalizers(k, cur, false, NULL, eb);
-  session_free(cur);
-  return err;
+  ksync w;
+  memset(&w, 0, sizeof(w));
+  return ksync_wait(k, &w, purge_start(k, k->shttp, ns, name,
+                                       expected_version, on_ksync, &w, eb),
+                    eb);
+}
+
+/* the asynchronous forms (store.h): on the controller's loop */
+
+static sc_err k_list_async(store *st, const store_list_opts *opts,
+                           store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  return list_start(k, k->http, opts, cb, ud, eb);
+}
+
+static sc_err k_get_async(store *st, const char *ns, const char *name,
+                          store_reply_cb cb, void *ud, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  return get_start(k, k->http, ns, name, cb, ud, eb);
+}
+
+static sc_err k_update_status_async(store *st, const char *ns,
+                                    const char *name,
+                                    const char *expected_version,
+                                    const session_status *status,
+                                    store_reply_cb cb, void *ud,
+                                    sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  return status_start(k, k->http, ns, name, expected_version, status, cb, ud,
+                      eb);
+}
+
+static sc_err k_purge_async(store *st, const char *ns, const char *name,
+                            const char *expected_version, store_reply_cb cb,
+                            void *ud, sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  return purge_start(k, k->http, ns, name, expected_version, cb, ud, eb);
+}
+
+static size_t k_async_inflight(const store *st)
+{
+  return ((const kube_store *)st)->n_ops;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1095,7 +1500,7 @@ static void watch_done(kube_watch *w, CURLcode cc)
   }
   if(cc != CURLE_OK) {
     char d[300];
-    curl_detail(w->k, cc, w->errbuf, d, sizeof(d));
+    kube_http_curl_detail(&w->k->conn, cc, w->errbuf, d, sizeof(d));
     snprintf(msg, sizeof(msg), "kube watch %s: %s", w->k->conn.server, d);
   }
   else
@@ -1283,9 +1688,14 @@ static void k_close(store *st)
   kube_store *k = (kube_store *)st;
   while(k->watches)
     watch_free(k->watches);
+  /* the clients first: they drop their calls, then the operations */
+  kube_http_free(k->http);
+  kube_http_free(k->shttp);
+  while(k->ops)
+    kop_free(k->ops);
+  if(k->sbase)
+    event_base_free(k->sbase);
   curlev_free(k->ev);
-  if(k->easy)
-    curl_easy_cleanup(k->easy);
   kube_conn_clear(&k->conn);
   free(k->token);
   free(k->ns);
@@ -1294,8 +1704,21 @@ static void k_close(store *st)
 
 static const store_ops kube_ops = {
   "kube", k_close, k_list, k_get, k_apply, k_update_spec, k_update_status,
-  k_delete, k_purge, k_watch_start, k_watch_stop
+  k_delete, k_purge, k_watch_start, k_watch_stop, k_list_async, k_get_async,
+  k_update_status_async, k_purge_async, k_async_inflight
 };
+
+/* a kube_http client on base with a copy of k's connection */
+static sc_err new_client(kube_store *k, struct event_base *base,
+                         const char *ua, kube_http **out, sc_errbuf *eb)
+{
+  kube_conn c;
+  if(kube_conn_copy(&c, &k->conn))
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  *out = kube_http_new(base, &c, ua, eb);
+  kube_conn_clear(&c);
+  return *out ? SC_OK : SC_ERR_NOMEM;
+}
 
 sc_err store_kube_open(const char *context, const store_open_opts *opts,
                        store **out, sc_errbuf *eb)
@@ -1324,10 +1747,14 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
   k->add_finalizer = opts->add_finalizer;
   k->watch_timeout_s = opts->watch_timeout_s;
   k->evbase = opts->base;
-  k->easy = curl_easy_init();
-  if(!k->easy) {
+  k->sbase = event_base_new();
+  err = k->sbase ? new_client(k, k->sbase, opts->user_agent, &k->shttp, eb)
+                 : sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  if(!err && k->evbase)
+    err = new_client(k, k->evbase, opts->user_agent, &k->http, eb);
+  if(err) {
     k_close(&k->base);
-    return SC_ERR_NOMEM;
+    return err;
   }
   if(k->evbase) {
     k->ev = curlev_new(k->evbase, on_transfer, on_batch, k, eb);

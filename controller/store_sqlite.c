@@ -1257,4 +1257,5 @@ static const store_ops sq_ops = {
   sq_apply,          sq_update_spec,   sq_update_status,
   sq_delete,         sq_purge,         sq_watch_start,
   sq_watch_stop,
+  NULL, NULL, NULL, NULL, NULL, /* no I/O to wait for: store.c answers */
 };
