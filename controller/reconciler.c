@@ -16,6 +16,11 @@
  * A full pass never overlaps single-session passes, so one session is never
  * acted on twice at once by this replica; other replicas are kept safe by
  * the rules themselves.
+ *
+ * Every store call is asynchronous (store_*_async): a store on the network
+ * (kube) never stops the loop. A pass holds ps->pending for each store
+ * write in flight as for each Cube call, and ps->early for the link
+ * writes that must land before its actions start.
  */
 #include "reconciler.h"
 #include "../lib/scstr.h"
@@ -68,6 +73,7 @@ typedef struct pass {
   plan *p;
   sess_act *acts;        /* one per plan session */
   size_t acts_pending;   /* sessions with actions outstanding */
+  int early;             /* link writes in flight before the actions */
 } pass;
 
 typedef struct call {
@@ -79,6 +85,7 @@ typedef struct call {
   cube_op op;
   char observed_state[16];
   char tenant_seen[129];
+  int get_status;        /* the confirming GET's HTTP status */
 } call;
 
 /* Another process's create claim, as this replica first saw it. The
@@ -106,6 +113,7 @@ struct reconciler {
   struct event *wtimer;  /* the next try to start the store watch */
   int64_t watch_backoff_ms;
   store_watch *watch;
+  bool watch_starting;   /* its list is in flight */
   bool stopping;
   bool ready;
   bool done;
@@ -342,43 +350,46 @@ static void action_end(call *c, bool ok, const char *new_id,
 
 static void on_mutation(const cube_result *res, void *ud);
 
+static void delete_now(call *c)
+{
+  pass *ps = c->ps;
+  c->stage = 1;
+  c->op = CUBE_OP_DELETE;
+  c->t0 = sctime_mono_ms();
+  if(cube_delete_now(ps->r->o.cube, c->a->sandbox_id, on_mutation, c)) {
+    audit_action(ps, c, "failed", 0, "the Cube client refused the call");
+    action_end(c, false, NULL, -1, "client refused the call");
+  }
+}
+
 /* Rule 3 for the store's side: the plan may be seconds old when its
  * delete is due (its actions wait for the token bucket), and the session's
  * spec may have changed since (reclaimAfter raised, state back to Running,
- * wake bumped). Re-read the session just before the DELETE: a different
- * generation means the plan's reason may no longer hold, so the delete is
- * skipped and the session looked at again. A session that is gone or
- * deleted (a tombstone) justifies the delete whatever the plan said.
- * true: skip, with *why filled. */
-static bool session_moved(pass *ps, const plan_action *a, char *why,
-                          size_t n)
+ * wake bumped). The session is read again just before the DELETE: a
+ * different generation means the plan's reason may no longer hold, so the
+ * delete is skipped and the session looked at again. A session that is
+ * gone or deleted (a tombstone) justifies the delete whatever the plan
+ * said. */
+static void on_delete_reread(store_reply *rep, void *ud)
 {
-  reconciler *r = ps->r;
-  session *now = NULL;
-  sc_errbuf eb;
-  sc_err err;
-  bool moved = false;
-  if(!a->s || a->s->meta.deletion_timestamp)
-    return false; /* orphans; tombstones stay tombstones */
-  eb.msg[0] = '\0';
-  err = store_get(r->o.st, a->s->meta.namespace_, a->s->meta.name, &now, &eb);
-  if(err == SC_ERR_NOT_FOUND)
-    return false;
-  if(err) {
-    snprintf(why, n, "the store could not be read to confirm the session: "
-             "%s", eb.msg);
-    return true;
+  call *c = ud;
+  const plan_action *a = c->a;
+  char why[SC_ERRBUF_SIZE + 80];
+  why[0] = '\0';
+  if(rep->err && rep->err != SC_ERR_NOT_FOUND)
+    snprintf(why, sizeof(why), "the store could not be read to confirm the "
+             "session: %s", rep->message);
+  else if(!rep->err && !rep->obj->meta.deletion_timestamp &&
+          rep->obj->meta.generation != a->s->meta.generation)
+    snprintf(why, sizeof(why), "the session's spec changed since the plan "
+             "(generation %lld, now %lld)", (long long)a->s->meta.generation,
+             (long long)rep->obj->meta.generation);
+  if(why[0]) {
+    audit_action(c->ps, c, "skipped", c->get_status, why);
+    action_end(c, false, NULL, -1, why);
+    return;
   }
-  if(!now->meta.deletion_timestamp &&
-     now->meta.generation != a->s->meta.generation) {
-    snprintf(why, n, "the session's spec changed since the plan "
-             "(generation %lld, now %lld)",
-             (long long)a->s->meta.generation,
-             (long long)now->meta.generation);
-    moved = true;
-  }
-  session_free(now);
-  return moved;
+  delete_now(c);
 }
 
 static void on_delete_confirm(const cube_result *res, void *ud)
@@ -402,6 +413,7 @@ static void on_delete_confirm(const cube_result *res, void *ud)
   }
   snprintf(c->observed_state, sizeof(c->observed_state), "%s",
            cube_sb_state_name(res->sandbox.state));
+  c->get_status = (int)res->http_status;
   managed = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_MANAGED_BY);
   tenant = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_TENANT_ID);
   if(tenant)
@@ -440,21 +452,21 @@ static void on_delete_confirm(const cube_result *res, void *ud)
     action_end(c, false, NULL, -1, "paused again since the plan");
     return;
   }
-  {
-    char why[SC_ERRBUF_SIZE + 80];
-    if(session_moved(ps, a, why, sizeof(why))) {
+  if(a->s && !a->s->meta.deletion_timestamp) {
+    /* orphans have no session; tombstones stay tombstones */
+    sc_errbuf eb;
+    eb.msg[0] = '\0';
+    if(store_get_async(r->o.st, a->s->meta.namespace_, a->s->meta.name,
+                       on_delete_reread, c, &eb)) {
+      char why[SC_ERRBUF_SIZE + 80];
+      snprintf(why, sizeof(why), "the store could not be read to confirm "
+               "the session: %s", eb.msg);
       audit_action(ps, c, "skipped", (int)res->http_status, why);
       action_end(c, false, NULL, -1, why);
-      return;
     }
+    return;
   }
-  c->stage = 1;
-  c->op = CUBE_OP_DELETE;
-  c->t0 = sctime_mono_ms();
-  if(cube_delete_now(r->o.cube, a->sandbox_id, on_mutation, c)) {
-    audit_action(ps, c, "failed", 0, "the Cube client refused the call");
-    action_end(c, false, NULL, -1, "client refused the call");
-  }
+  delete_now(c);
 }
 
 /* The GET before a set-timeout: Cube moves the endAt of a paused sandbox
@@ -638,12 +650,14 @@ static int64_t claim_seen_for(reconciler *r, const session *s, int64_t now)
 }
 
 static sc_err write_early(pass *ps, size_t si, session_status *st,
-                           sc_errbuf *eb);
+                          call *c, sc_errbuf *eb);
 
-static sc_err claim_create(pass *ps, size_t si, sc_errbuf *eb)
+/* Before a create: the claim (see above claim_seen_for). The create goes
+ * out from claim_written() once the store took the claim. */
+static sc_err claim_create(pass *ps, call *c, sc_errbuf *eb)
 {
   reconciler *r = ps->r;
-  sess_act *sa = &ps->acts[si];
+  sess_act *sa = &ps->acts[c->si];
   session_status st;
   sc_err err = session_status_copy(&st, &sa->st);
   if(err)
@@ -655,36 +669,121 @@ static sc_err claim_create(pass *ps, size_t si, sc_errbuf *eb)
     session_status_clear(&st);
     return SC_ERR_NOMEM;
   }
-  return write_early(ps, si, &st, eb);
+  return write_early(ps, c->si, &st, c, eb);
+}
+
+static void action_refused(pass *ps, call *c, const char *result,
+                           int64_t retry_after_ms);
+static void start_actions(pass *ps);
+
+/* the claim is written (err SC_OK) or not: create, or look again */
+static void claim_written(call *c, sc_err err, const char *msg)
+{
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const plan_action *a = c->a;
+  const session *s = ps->p->sessions[c->si].s;
+  sc_kvlist md = {0};
+  cube_create_req req;
+  if(err) {
+    log_action(ps, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
+               err == SC_ERR_CONFLICT
+                 ? "create claim lost: the session changed; looking again"
+                 : "create claim not written: no create",
+               msg);
+    if(err == SC_ERR_CONFLICT)
+      metrics_add(r->o.m, "session_controller_create_claims_lost_total",
+                  NULL, 1);
+    action_refused(ps, c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
+    return;
+  }
+  err = create_metadata(r, s, &md);
+  if(!err) {
+    req.template_id = s->spec.template_id;
+    req.timeout_s = a->timeout_s;
+    req.metadata = &md;
+    req.env_vars = &s->spec.env_vars;
+    c->op = CUBE_OP_CREATE;
+    c->t0 = sctime_mono_ms();
+    err = cube_create(r->o.cube, &req, on_mutation, c);
+  }
+  sc_kvlist_clear(&md);
+  if(err)
+    action_refused(ps, c, "error", -1);
+}
+
+typedef struct early_write {
+  pass *ps;
+  size_t si;
+  call *c;               /* the create whose claim this is, or NULL */
+  session_status st;
+} early_write;
+
+static void on_early_written(store_reply *rep, void *ud)
+{
+  early_write *w = ud;
+  pass *ps = w->ps;
+  sess_act *sa = &ps->acts[w->si];
+  if(!rep->err) {
+    /* act_done() writes on top of what the store now holds */
+    free(sa->rv);
+    sa->rv = rep->new_version;
+    rep->new_version = NULL;
+    session_status_clear(&sa->stored);
+    if(session_status_copy(&sa->stored, &w->st))
+      sa->failed = true; /* out of memory: the status write is redone */
+    session_status_clear(&sa->st);
+    sa->st = w->st; /* moved: later effects build on it */
+    memset(&w->st, 0, sizeof(w->st));
+  }
+  if(w->c)
+    claim_written(w->c, rep->err, rep->message);
+  else {
+    if(rep->err)
+      log_kv(ps->r->o.lg, LOG_DEBUG, "early link write failed", "session",
+             ps->p->sessions[w->si].s->meta.name, "error", rep->message,
+             NULL);
+    if(--ps->early == 0)
+      start_actions(ps);
+  }
+  session_status_clear(&w->st);
+  free(w);
 }
 
 /* Write st (taken over, cleared on every path) by compare-and-set before
- * the session's actions: the create claim, and the link to a sandbox the
- * plan adopted. Afterwards sa->rv and sa->stored are what the store holds,
- * so act_done() writes on top of them; sa->st becomes st. */
-static sc_err write_early(pass *ps, size_t si, session_status *st,
+ * the session's actions: the create claim (c, the create), and the link
+ * to a sandbox the plan adopted (c NULL; ps->early counts it). Once it is
+ * written, sa->rv and sa->stored are what the store holds, so act_done()
+ * writes on top of them; sa->st becomes st. An error return: nothing
+ * was sent and no callback comes. */
+static sc_err write_early(pass *ps, size_t si, session_status *st, call *c,
                           sc_errbuf *eb)
 {
   reconciler *r = ps->r;
   const session *s = ps->p->sessions[si].s;
   sess_act *sa = &ps->acts[si];
-  char *nv = NULL;
+  early_write *w = calloc(1, sizeof(*w));
   sc_err err;
-  err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
-                            sa->rv ? sa->rv : s->meta.resource_version, st,
-                            &nv, eb);
-  if(err) {
+  if(!w) {
     session_status_clear(st);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  w->ps = ps;
+  w->si = si;
+  w->c = c;
+  w->st = *st;
+  memset(st, 0, sizeof(*st));
+  err = store_update_status_async(r->o.st, s->meta.namespace_, s->meta.name,
+                                  sa->rv ? sa->rv : s->meta.resource_version,
+                                  &w->st, on_early_written, w, eb);
+  if(err) {
+    session_status_clear(&w->st);
+    free(w);
     return err;
   }
-  free(sa->rv);
-  sa->rv = nv;
-  session_status_clear(&sa->stored);
-  err = session_status_copy(&sa->stored, st);
-  session_status_clear(&sa->st);
-  sa->st = *st; /* moved: later effects build on it */
-  memset(st, 0, sizeof(*st));
-  return err;
+  if(!c)
+    ps->early++;
+  return SC_OK;
 }
 
 /* An action that ends before any call: counted under result, its session
@@ -738,8 +837,6 @@ static void start_action(pass *ps, const plan_action *a)
   switch(a->type) {
   case PLAN_CREATE: {
     const session *s = ps->p->sessions[c->si].s;
-    sc_kvlist md = {0};
-    cube_create_req req;
     sc_errbuf ceb;
     ceb.msg[0] = '\0';
     if(s->status.create_intent_at &&
@@ -762,29 +859,13 @@ static void start_action(pass *ps, const plan_action *a)
         return;
       }
     }
-    err = claim_create(ps, c->si, &ceb);
+    err = claim_create(ps, c, &ceb);
     if(err) {
-      log_action(ps, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
-                 err == SC_ERR_CONFLICT
-                   ? "create claim lost: the session changed; looking again"
-                   : "create claim not written: no create",
+      log_action(ps, a, LOG_WARN, "create claim not written: no create",
                  ceb.msg);
-      if(err == SC_ERR_CONFLICT)
-        metrics_add(r->o.m, "session_controller_create_claims_lost_total",
-                    NULL, 1);
       break;
     }
-    err = create_metadata(r, s, &md);
-    if(!err) {
-      req.template_id = s->spec.template_id;
-      req.timeout_s = a->timeout_s;
-      req.metadata = &md;
-      req.env_vars = &s->spec.env_vars;
-      c->op = CUBE_OP_CREATE;
-      err = cube_create(r->o.cube, &req, on_mutation, c);
-    }
-    sc_kvlist_clear(&md);
-    break;
+    return; /* claim_written() goes on */
   }
   case PLAN_PAUSE:
     c->op = CUBE_OP_PAUSE;
@@ -837,63 +918,128 @@ static void schedule_session(reconciler *r, pass *ps, size_t si,
   }
 }
 
-/* all actions of session si are finished: write its status once */
+/* the end of session si's turn in this pass: counted, scheduled */
+static void act_finish(pass *ps, size_t si, const char *result)
+{
+  reconciler *r = ps->r;
+  const session *s = ps->p->sessions[si].s;
+  char key[300], l[40];
+  snprintf(key, sizeof(key), "%s/%s", s->meta.namespace_, s->meta.name);
+  if(ps->acts[si].failed && !strcmp(result, "ok"))
+    result = "error";
+  snprintf(l, sizeof(l), "result=\"%s\"", result);
+  metrics_add(r->o.m, "session_controller_reconcile_total", l, 1);
+  schedule_session(r, ps, si, key);
+}
+
+typedef struct status_write {
+  pass *ps;
+  size_t si;
+} status_write;
+
+static void on_purged(store_reply *rep, void *ud)
+{
+  status_write *w = ud;
+  pass *ps = w->ps;
+  size_t si = w->si;
+  const session *s = ps->p->sessions[si].s;
+  const char *result = "ok";
+  free(w);
+  if(rep->err && rep->err != SC_ERR_NOT_FOUND) {
+    log_kv(ps->r->o.lg, LOG_WARN, "purge of tombstone failed", "session",
+           s->meta.name, "namespace", s->meta.namespace_, "error",
+           rep->message, NULL);
+    ps->acts[si].failed = true;
+    result = rep->err == SC_ERR_CONFLICT ? "conflict" : "error";
+  }
+  else
+    log_kv(ps->r->o.lg, LOG_INFO, "tombstone purged", "session",
+           s->meta.name, "namespace", s->meta.namespace_, NULL);
+  act_finish(ps, si, result);
+  if(--ps->pending == 0)
+    pass_finish(ps);
+}
+
+static void on_status_written(store_reply *rep, void *ud)
+{
+  status_write *w = ud;
+  pass *ps = w->ps;
+  size_t si = w->si;
+  reconciler *r = ps->r;
+  const session *s = ps->p->sessions[si].s;
+  char key[300];
+  free(w);
+  snprintf(key, sizeof(key), "%s/%s", s->meta.namespace_, s->meta.name);
+  if(rep->err == SC_ERR_CONFLICT) {
+    /* someone wrote first: re-read and recompute, never overwrite */
+    log_kv(r->o.lg, LOG_DEBUG, "status conflict, requeued", "session", key,
+           NULL);
+    queue_add(r->q, key);
+    metrics_add(r->o.m, "session_controller_reconcile_total",
+                "result=\"conflict\"", 1);
+  }
+  else {
+    if(rep->err && rep->err != SC_ERR_NOT_FOUND) {
+      log_kv(r->o.lg, LOG_WARN, "status write failed", "session", key,
+             "error", rep->message, NULL);
+      ps->acts[si].failed = true;
+    }
+    act_finish(ps, si, "ok");
+  }
+  if(--ps->pending == 0)
+    pass_finish(ps);
+}
+
+/* all actions of session si are finished: write its status once (or
+ * purge its tombstone); the pass waits for the write (ps->pending) */
 static void act_done(pass *ps, size_t si)
 {
   reconciler *r = ps->r;
   const session *s = ps->p->sessions[si].s;
   sess_act *sa = &ps->acts[si];
-  char key[300];
+  status_write *w;
   sc_errbuf eb;
-  sc_err err = SC_OK;
-  const char *result = "ok";
-
+  sc_err err;
+  bool purge = s->meta.deletion_timestamp && !sa->failed &&
+               !sa->has_confirm && sa->st.phase == SESSION_PHASE_ENDED &&
+               !r->o.dry_run;
   eb.msg[0] = '\0';
-  snprintf(key, sizeof(key), "%s/%s", s->meta.namespace_, s->meta.name);
-  if(s->meta.deletion_timestamp && !sa->failed && !sa->has_confirm &&
-     sa->st.phase == SESSION_PHASE_ENDED && !r->o.dry_run) {
+  if(!purge && (!(sa->wants_write || sa->rv) ||
+                session_status_equal(&sa->st,
+                                     sa->rv ? &sa->stored : &s->status))) {
+    act_finish(ps, si, "ok");
+    return;
+  }
+  w = calloc(1, sizeof(*w));
+  if(!w) {
+    sa->failed = true;
+    act_finish(ps, si, "error");
+    return;
+  }
+  w->ps = ps;
+  w->si = si;
+  ps->pending++;
+  if(purge)
     /* a tombstone whose sandboxes are gone: finalize it */
-    err = store_purge(r->o.st, s->meta.namespace_, s->meta.name,
-                      s->meta.resource_version, &eb);
-    if(err && err != SC_ERR_NOT_FOUND) {
-      log_kv(r->o.lg, LOG_WARN, "purge of tombstone failed", "session", key,
-             "error", eb.msg, NULL);
-      sa->failed = true;
-      result = err == SC_ERR_CONFLICT ? "conflict" : "error";
-    }
-    else
-      log_kv(r->o.lg, LOG_INFO, "tombstone purged", "session", key, NULL);
+    err = store_purge_async(r->o.st, s->meta.namespace_, s->meta.name,
+                            s->meta.resource_version, on_purged, w, &eb);
+  else
+    /* after a create claim, on the version and status that claim wrote */
+    err = store_update_status_async(r->o.st, s->meta.namespace_,
+                                    s->meta.name,
+                                    sa->rv ? sa->rv
+                                           : s->meta.resource_version,
+                                    &sa->st, on_status_written, w, &eb);
+  if(err) {
+    ps->pending--;
+    free(w);
+    log_kv(r->o.lg, LOG_WARN, purge ? "purge of tombstone failed"
+                                     : "status write failed", "session",
+           s->meta.name, "namespace", s->meta.namespace_, "error", eb.msg,
+           NULL);
+    sa->failed = true;
+    act_finish(ps, si, "error");
   }
-  else if((sa->wants_write || sa->rv) &&
-          !session_status_equal(&sa->st, sa->rv ? &sa->stored : &s->status)) {
-    /* after a create claim, the version and status that claim wrote */
-    err = store_update_status(r->o.st, s->meta.namespace_, s->meta.name,
-                              sa->rv ? sa->rv : s->meta.resource_version,
-                              &sa->st, NULL, &eb);
-    if(err == SC_ERR_CONFLICT) {
-      /* someone wrote first: re-read and recompute, never overwrite */
-      log_kv(r->o.lg, LOG_DEBUG, "status conflict, requeued", "session", key,
-             NULL);
-      result = "conflict";
-      queue_add(r->q, key);
-      metrics_add(r->o.m, "session_controller_reconcile_total",
-                  "result=\"conflict\"", 1);
-      return;
-    }
-    if(err && err != SC_ERR_NOT_FOUND) {
-      log_kv(r->o.lg, LOG_WARN, "status write failed", "session", key,
-             "error", eb.msg, NULL);
-      sa->failed = true;
-    }
-  }
-  if(sa->failed && !strcmp(result, "ok"))
-    result = "error";
-  {
-    char l[40];
-    snprintf(l, sizeof(l), "result=\"%s\"", result);
-    metrics_add(r->o.m, "session_controller_reconcile_total", l, 1);
-  }
-  schedule_session(r, ps, si, key);
 }
 
 static void on_observed(observation *obs, void *ud)
@@ -962,7 +1108,9 @@ static void on_observed(observation *obs, void *ud)
    * named it: its creator died before the status write) is recorded
    * before any action, which may wait seconds for the token bucket. Cube
    * can drop a paused sandbox's tags (#1843): a link written late may be
-   * too late, and an untagged, unlinked sandbox is never touched again. */
+   * too late, and an untagged, unlinked sandbox is never touched again.
+   * The actions start once every such write is answered. */
+  ps->early = 1; /* held while starting */
   for(i = 0; i < ps->p->n_sessions; i++) {
     const plan_session *pl = &ps->p->sessions[i];
     session_status st;
@@ -972,9 +1120,20 @@ static void on_observed(observation *obs, void *ud)
        session_status_copy(&st, &ps->acts[i].st))
       continue;
     eb.msg[0] = '\0';
-    if(write_early(ps, i, &st, &eb))
+    if(write_early(ps, i, &st, NULL, &eb))
       log_kv(r->o.lg, LOG_DEBUG, "early link write failed", "session",
              pl->s->meta.name, "error", eb.msg, NULL);
+  }
+  if(--ps->early == 0)
+    start_actions(ps);
+}
+
+static void start_actions(pass *ps)
+{
+  size_t i;
+  if(ps->r->stopping) {
+    pass_finish(ps); /* no new work after SIGTERM */
+    return;
   }
   ps->pending = 1; /* held while starting */
   for(i = 0; i < ps->p->n_actions; i++)
@@ -1088,26 +1247,22 @@ static pass *pass_new(reconciler *r, bool full)
   return ps;
 }
 
-static void start_full(reconciler *r)
+static void on_full_list(store_reply *rep, void *ud)
 {
-  pass *ps = pass_new(r, true);
-  store_list_opts lo = {NULL, true};
+  pass *ps = ud;
+  reconciler *r = ps->r;
   sc_kvlist filter = {0};
-  sc_errbuf eb;
-  sc_err err;
-  if(!ps)
-    return;
-  r->full_pending = false;
-  r->full = ps;
-  err = store_list(r->o.st, &lo, &ps->list, &eb);
-  if(err) {
+  if(rep->err) {
     r->store_ok = false;
-    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", eb.msg, NULL);
-    pass_fail(ps, eb.msg, -1);
+    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", rep->message,
+           NULL);
+    pass_fail(ps, rep->message, -1);
     pass_finish(ps);
     return;
   }
   r->store_ok = true;
+  ps->list = rep->list;
+  memset(&rep->list, 0, sizeof(rep->list));
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name)) {
     pass_fail(ps, "out of memory", -1);
@@ -1118,41 +1273,44 @@ static void start_full(reconciler *r)
   sc_kvlist_clear(&filter);
 }
 
-static void start_single(reconciler *r, const char *key)
+static void start_full(reconciler *r)
 {
-  pass *ps = pass_new(r, false);
-  const char *slash = strchr(key, '/');
-  char ns[256];
-  sc_kvlist filter = {0};
+  pass *ps = pass_new(r, true);
+  store_list_opts lo = {NULL, true};
   sc_errbuf eb;
-  sc_err err;
-  if(!ps) {
-    queue_done(r->q, key);
+  if(!ps)
     return;
-  }
-  r->singles++;
-  ps->key = strdup(key);
-  if(!ps->key || !slash || (size_t)(slash - key) >= sizeof(ns)) {
-    pass_fail(ps, "bad queue key", -1);
-    pass_finish(ps);
-    return;
-  }
-  memcpy(ns, key, (size_t)(slash - key));
-  ns[slash - key] = '\0';
-  err = store_get(r->o.st, ns, slash + 1, &ps->single, &eb);
-  if(err == SC_ERR_NOT_FOUND) {
-    /* purged: nothing left to do for it */
-    queue_forget(r->q, key);
-    pass_finish(ps);
-    return;
-  }
-  if(err) {
+  r->full_pending = false;
+  r->full = ps;
+  eb.msg[0] = '\0';
+  if(store_list_async(r->o.st, &lo, on_full_list, ps, &eb)) {
     r->store_ok = false;
+    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", eb.msg, NULL);
     pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+  }
+}
+
+static void on_single_get(store_reply *rep, void *ud)
+{
+  pass *ps = ud;
+  reconciler *r = ps->r;
+  sc_kvlist filter = {0};
+  if(rep->err == SC_ERR_NOT_FOUND) {
+    /* purged: nothing left to do for it */
+    queue_forget(r->q, ps->key);
+    pass_finish(ps);
+    return;
+  }
+  if(rep->err) {
+    r->store_ok = false;
+    pass_fail(ps, rep->message, -1);
     pass_finish(ps);
     return;
   }
   r->store_ok = true;
+  ps->single = rep->obj;
+  rep->obj = NULL;
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name) ||
      sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
@@ -1166,6 +1324,33 @@ static void start_single(reconciler *r, const char *key)
   }
   start_observe(ps, &filter);
   sc_kvlist_clear(&filter);
+}
+
+static void start_single(reconciler *r, const char *key)
+{
+  pass *ps = pass_new(r, false);
+  const char *slash = strchr(key, '/');
+  char ns[256];
+  sc_errbuf eb;
+  if(!ps) {
+    queue_done(r->q, key);
+    return;
+  }
+  r->singles++;
+  ps->key = strdup(key);
+  if(!ps->key || !slash || (size_t)(slash - key) >= sizeof(ns)) {
+    pass_fail(ps, "bad queue key", -1);
+    pass_finish(ps);
+    return;
+  }
+  memcpy(ns, key, (size_t)(slash - key));
+  ns[slash - key] = '\0';
+  eb.msg[0] = '\0';
+  if(store_get_async(r->o.st, ns, slash + 1, on_single_get, ps, &eb)) {
+    r->store_ok = false;
+    pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+  }
 }
 
 static void arm_qtimer(reconciler *r)
@@ -1287,27 +1472,45 @@ static void watch_retry(reconciler *r)
   evtimer_add(r->wtimer, &tv);
 }
 
-static void start_watch(reconciler *r)
+static void on_watch_list(store_reply *rep, void *ud)
 {
-  store_list_result res = {0};
-  store_list_opts lo = {NULL, false};
+  reconciler *r = ud;
   sc_errbuf eb;
-  /* the revision to watch from: a cheap list gives the current one; the
-   * full pass that follows covers everything before it */
-  if(store_list(r->o.st, &lo, &res, &eb)) {
+  r->watch_starting = false;
+  if(r->stopping)
+    return;
+  if(rep->err) {
     log_kv(r->o.lg, LOG_ERROR, "store list for watch failed", "error",
-           eb.msg, NULL);
+           rep->message, NULL);
     watch_retry(r);
     return;
   }
-  if(store_watch_start(r->o.st, res.revision, on_watch_event, on_watch_error,
-                       r, &r->watch, &eb)) {
+  eb.msg[0] = '\0';
+  if(store_watch_start(r->o.st, rep->list.revision, on_watch_event,
+                       on_watch_error, r, &r->watch, &eb)) {
     log_kv(r->o.lg, LOG_ERROR, "store watch failed", "error", eb.msg, NULL);
     watch_retry(r);
   }
   else
     r->watch_backoff_ms = 0;
-  store_list_result_free(&res);
+}
+
+static void start_watch(reconciler *r)
+{
+  store_list_opts lo = {NULL, false};
+  sc_errbuf eb;
+  if(r->watch_starting)
+    return;
+  /* the revision to watch from: a cheap list gives the current one; the
+   * full pass that follows covers everything before it */
+  eb.msg[0] = '\0';
+  if(store_list_async(r->o.st, &lo, on_watch_list, r, &eb)) {
+    log_kv(r->o.lg, LOG_ERROR, "store list for watch failed", "error",
+           eb.msg, NULL);
+    watch_retry(r);
+    return;
+  }
+  r->watch_starting = true;
 }
 
 static void on_wtimer(evutil_socket_t fd, short what, void *arg)
@@ -1315,7 +1518,7 @@ static void on_wtimer(evutil_socket_t fd, short what, void *arg)
   reconciler *r = arg;
   (void)fd;
   (void)what;
-  if(r->watch || r->stopping)
+  if(r->watch || r->watch_starting || r->stopping)
     return;
   r->full_pending = true; /* changes while no watch ran: a full pass */
   start_watch(r);

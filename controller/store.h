@@ -179,7 +179,8 @@ const char *store_event_type_name(store_event_type t);
  * The kube backend sends them on the loop; a backend without I/O (sqlite)
  * does the work at once and delivers the answer on the next turn of the
  * loop. Calls in flight when the store is closed are abandoned: their
- * callbacks are never called.
+ * callbacks are never called. A callback may start other calls but must
+ * not call store_close().
  *
  * The reply is valid during the callback only. The callback may take
  * rep->obj, rep->list or rep->new_version by setting the field to NULL

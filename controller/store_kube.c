@@ -501,7 +501,7 @@ static void kop_error(kop *o, sc_err err, const char *msg)
 
 /* --- the finalizer, on the controller's first visit --- */
 
-static void fin_patch(kop *f);
+static sc_err fin_patch(kop *f);
 
 static void fin_end(kop *f, sc_err err)
 {
@@ -537,8 +537,8 @@ static void fin_reread(kop *f, const kube_http_result *res)
   *f->slot = n;
   if(!needs_finalizer(f->k, n))
     fin_end(f, SC_OK);
-  else
-    fin_patch(f);
+  else if((err = fin_patch(f)) != SC_OK)
+    fin_end(f, err);
 }
 
 static void fin_patched(kop *f, const kube_http_result *res)
@@ -574,35 +574,40 @@ static void fin_patched(kop *f, const kube_http_result *res)
     fin_end(f, err);
 }
 
-static void fin_patch(kop *f)
+/* send the patch; an error means nothing was sent (f->eb says why) */
+static sc_err fin_patch(kop *f)
 {
   const session *s = *f->slot;
   char *body = finalizer_patch(s, true);
   sc_err err;
-  if(!body) {
-    fin_end(f, sc_errf(&f->eb, SC_ERR_NOMEM, "out of memory"));
-    return;
-  }
+  if(!body)
+    return sc_errf(&f->eb, SC_ERR_NOMEM, "out of memory");
   obj_path(f->path, sizeof(f->path), s->meta.namespace_, s->meta.name, NULL);
   err = kop_send(f, "PATCH", "application/merge-patch+json", body,
                  fin_patched, &f->eb);
   free(body);
-  if(err)
-    fin_end(f, err);
+  return err;
 }
 
 /* start adding the finalizer to *slot for p (p->fin_running counts it);
- * false when it could not start (out of memory: p's error is set) */
+ * false when it could not start (p's error is set). Never finishes p
+ * itself: the caller decides what comes next. */
 static bool fin_start(kop *p, session **slot)
 {
   kop *f = kop_new(p->k, p->h, p, NULL, NULL);
+  sc_err err;
   if(!f) {
     kop_error(p, SC_ERR_NOMEM, "out of memory");
     return false;
   }
   f->slot = slot;
+  err = fin_patch(f);
+  if(err) {
+    kop_error(p, err, f->eb.msg);
+    kop_free(f);
+    return false;
+  }
   p->fin_running++;
-  fin_patch(f); /* its sends fail through fin_end, after this returns */
   return true;
 }
 
@@ -945,9 +950,13 @@ static sc_err ksync_wait(kube_store *k, ksync *w, sc_err err, sc_errbuf *eb)
   if(err)
     return err;
   if(!sync_run(k, &w->done)) {
-    /* the sub-operations and the operation are dropped with the calls */
-    while(k->ops)
-      kop_free(k->ops);
+    /* the calls were dropped: drop the operations of this loop too */
+    kop *o = k->ops, *next;
+    for(; o; o = next) {
+      next = o->next;
+      if(o->h == k->shttp)
+        kop_free(o);
+    }
     return sc_errf(eb, SC_ERR_INTERNAL, "kube: the call was lost");
   }
   if(w->rep.err)

@@ -55,7 +55,8 @@ typedef struct kf_hist {
 
 /* an injected failure (POST /_fake/faults) */
 typedef struct kf_fault {
-  int status;          /* the HTTP status to answer with */
+  int status;          /* the HTTP status to answer with; 0 = delay only */
+  int delay_ms;        /* answer this much later; 0 = at once */
   int count;           /* requests left to fail; -1 = until cleared */
   int retry_after;     /* Retry-After seconds; -1 = no header */
   int watch;           /* 1 = watches only, 0 = not watches, -1 = both */
@@ -102,7 +103,19 @@ struct kf_server {
   int64_t started_ms;  /* monotonic */
   kf_reqlog reqlog[REQLOG_MAX];  /* ring */
   size_t reqlog_start, reqlog_n;
+  struct kf_delayed *delayed;    /* requests held by a delayMs rule */
 };
+
+/* a request held by a delayMs fault: answered when its timer fires (the
+ * client is expected to wait: a fake for tests, not a server) */
+typedef struct kf_delayed {
+  kf_server *s;
+  struct evhttp_request *req;
+  struct event *ev;
+  int status;          /* then fail with it; 0 = serve normally */
+  int retry_after;
+  struct kf_delayed *next;
+} kf_delayed;
 
 /* ------------------------------------------------------------------ */
 /* replies */
@@ -1102,7 +1115,10 @@ static bool is_watch_query(const char *q)
 static json_object *fault_json(const kf_fault *f)
 {
   json_object *o = json_object_new_object();
-  json_object_object_add(o, "status", json_object_new_int(f->status));
+  if(f->status)
+    json_object_object_add(o, "status", json_object_new_int(f->status));
+  if(f->delay_ms)
+    json_object_object_add(o, "delayMs", json_object_new_int(f->delay_ms));
   json_object_object_add(o, "count", json_object_new_int(f->count));
   if(f->retry_after >= 0)
     json_object_object_add(o, "retryAfter",
@@ -1134,19 +1150,29 @@ static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
   json_object_object_foreach(o, key, val) {
     if(strcmp(key, "status") && strcmp(key, "count") &&
        strcmp(key, "retryAfter") && strcmp(key, "path") &&
-       strcmp(key, "method") && strcmp(key, "watch")) {
+       strcmp(key, "method") && strcmp(key, "watch") &&
+       strcmp(key, "delayMs")) {
       snprintf(msg, len, "unknown field \"%.60s\"", key);
       return false;
     }
     (void)val;
   }
-  if(!json_object_object_get_ex(o, "status", &v) ||
-     !json_object_is_type(v, json_type_int) || json_object_get_int(v) < 400
-     || json_object_get_int(v) > 599) {
+  if(json_object_object_get_ex(o, "delayMs", &v)) {
+    if(!json_object_is_type(v, json_type_int) ||
+       json_object_get_int(v) < 1 || json_object_get_int(v) > 60000) {
+      snprintf(msg, len, "delayMs: want milliseconds from 1 to 60000");
+      return false;
+    }
+    f->delay_ms = json_object_get_int(v);
+  }
+  if(!json_object_object_get_ex(o, "status", &v) && f->delay_ms)
+    v = NULL; /* a delay only */
+  else if(!v || !json_object_is_type(v, json_type_int) ||
+          json_object_get_int(v) < 400 || json_object_get_int(v) > 599) {
     snprintf(msg, len, "status: want an integer from 400 to 599");
     return false;
   }
-  f->status = json_object_get_int(v);
+  f->status = v ? json_object_get_int(v) : 0;
   if(json_object_object_get_ex(o, "count", &v)) {
     if(!json_object_is_type(v, json_type_int) ||
        json_object_get_int(v) < -1 || json_object_get_int(v) == 0 ||
@@ -1468,11 +1494,91 @@ static kf_reqlog *log_request(kf_server *s, struct evhttp_request *req,
   return slot;
 }
 
+static void reply_fault(struct evhttp_request *req, int status,
+                        int retry_after)
+{
+  char ra[16];
+  if(retry_after >= 0) {
+    snprintf(ra, sizeof(ra), "%d", retry_after);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                      ra);
+  }
+  reply_status(req, status, status == 429 ? "TooManyRequests"
+               : status == 503 ? "ServiceUnavailable"
+               : status >= 500 ? "InternalError" : "BadRequest",
+               "injected failure %d", status);
+}
+
+static void serve_api(kf_server *s, struct evhttp_request *req)
+{
+  const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+  route rt;
+  if(!path)
+    path = "/";
+  if(parse_route(req, &rt)) {
+    serve_resource(s, req, &rt);
+    return;
+  }
+  serve_discovery(s, req, path);
+}
+
+static void delayed_free(kf_delayed *d)
+{
+  kf_delayed **pp;
+  for(pp = &d->s->delayed; *pp; pp = &(*pp)->next)
+    if(*pp == d) {
+      *pp = d->next;
+      break;
+    }
+  event_free(d->ev);
+  free(d);
+}
+
+static void on_delayed(evutil_socket_t fd, short what, void *arg)
+{
+  kf_delayed *d = arg;
+  kf_server *s = d->s;
+  struct evhttp_request *req = d->req;
+  int status = d->status, retry_after = d->retry_after;
+  (void)fd;
+  (void)what;
+  delayed_free(d);
+  if(status)
+    reply_fault(req, status, retry_after);
+  else
+    serve_api(s, req);
+}
+
+/* hold req for f->delay_ms; false when it cannot (answered at once) */
+static bool delay_request(kf_server *s, struct evhttp_request *req,
+                          const kf_fault *f)
+{
+  kf_delayed *d = calloc(1, sizeof(*d));
+  struct timeval tv;
+  if(!d)
+    return false;
+  d->s = s;
+  d->req = req;
+  d->status = f->status;
+  d->retry_after = f->retry_after;
+  d->ev = evtimer_new(s->base, on_delayed, d);
+  tv.tv_sec = f->delay_ms / 1000;
+  tv.tv_usec = (f->delay_ms % 1000) * 1000;
+  if(!d->ev || evtimer_add(d->ev, &tv)) {
+    if(d->ev)
+      event_free(d->ev);
+    free(d);
+    return false;
+  }
+  d->next = s->delayed;
+  s->delayed = d;
+  return true;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
   kf_server *s = arg;
   const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-  route rt;
   const kf_fault *f;
   kf_reqlog *l;
   char user[64];
@@ -1491,25 +1597,16 @@ static void on_request(struct evhttp_request *req, void *arg)
   if(l)
     snprintf(l->user, sizeof(l->user), "%s", user);
   if((f = fault_take(s, req, path))) {
-    char ra[16];
     if(l)
       l->fault = f->status;
-    if(f->retry_after >= 0) {
-      snprintf(ra, sizeof(ra), "%d", f->retry_after);
-      evhttp_add_header(evhttp_request_get_output_headers(req),
-                        "Retry-After", ra);
+    if(f->delay_ms && delay_request(s, req, f))
+      return;
+    if(f->status) {
+      reply_fault(req, f->status, f->retry_after);
+      return;
     }
-    reply_status(req, f->status, f->status == 429 ? "TooManyRequests"
-                 : f->status == 503 ? "ServiceUnavailable"
-                 : f->status >= 500 ? "InternalError" : "BadRequest",
-                 "injected failure %d", f->status);
-    return;
   }
-  if(parse_route(req, &rt)) {
-    serve_resource(s, req, &rt);
-    return;
-  }
-  serve_discovery(s, req, path);
+  serve_api(s, req);
 }
 
 kf_server *kf_server_new(struct event_base *base, const char *host,
@@ -1564,6 +1661,8 @@ void kf_server_free(kf_server *s)
     return;
   while(s->watches)
     watch_end(s->watches);
+  while(s->delayed)
+    delayed_free(s->delayed);
   if(s->http)
     evhttp_free(s->http);
   for(i = 0; i < s->n_objs; i++) {

@@ -215,8 +215,16 @@ int main(int argc, char **argv)
   }
   log_set_static(a.lg, "replica", replica);
 
+  /* the replica in the User-Agent tells replicas apart in Cube's logs;
+   * not when it says "e2b": Cube treats such agents as the SDK (endAt) */
+  if(mentions_e2b(replica))
+    snprintf(ua, sizeof(ua), "session-controller/%s", SC_VERSION);
+  else
+    snprintf(ua, sizeof(ua), "session-controller/%s (replica %s)",
+             SC_VERSION, replica);
   memset(&so, 0, sizeof(so));
   so.base = a.base;
+  so.user_agent = ua;
   so.poll_interval_ms = (int)cfg.watch_poll_ms;
   so.relaxed_sync = true; /* status writes are recomputed by the next pass */
   so.kubeconfig = cfg.kubeconfig;
@@ -228,13 +236,6 @@ int main(int argc, char **argv)
            "error", eb.msg, NULL);
     goto out;
   }
-  /* the replica in the User-Agent tells replicas apart in Cube's logs;
-   * not when it says "e2b": Cube treats such agents as the SDK (endAt) */
-  if(mentions_e2b(replica))
-    snprintf(ua, sizeof(ua), "session-controller/%s", SC_VERSION);
-  else
-    snprintf(ua, sizeof(ua), "session-controller/%s (replica %s)",
-             SC_VERSION, replica);
   if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
     if(kube_setup(&a, &cfg, replica, ua, &kh, &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",

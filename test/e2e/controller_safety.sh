@@ -14,7 +14,6 @@ sim_create() {
 sim_state_id() { sb_field "$1" state; }
 count_state() { sim_truth | jq --arg s "$1" '[.[] | select(.state==$s)] | length'; }
 deletes_in_audit() { sim_audit | jq -s '[.[] | select(.method=="DELETE" and .source=="api")] | length'; }
-metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 apply_n() { # apply_n PREFIX N [STATE] [IDLE]
   i=0

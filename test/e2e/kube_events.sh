@@ -101,7 +101,6 @@ check "events: none dropped" sh -c "! grep -q 'events: cannot send' '$T/ev1.log'
 kill "$EV1"; wait "$EV1" 2>/dev/null
 
 # --- leader election: two replicas, one Lease
-metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
 leader_gauge() { curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" | sed -n 's/^session_controller_leader \([0-9]*\).*/\1/p'; }
 holder() { api /apis/coordination.k8s.io/v1/namespaces/ctl-ns/leases/session-controller | jq -r '.spec.holderIdentity // ""'; }
 # mut_by REPLICA: mutating Cube calls (api source) made by that replica

@@ -141,4 +141,21 @@ check "relist: a retry is scheduled" wait_until 10 grep -q "store watch not runn
 nofaults
 printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: s5, namespace: tenant-a}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
 check "relist: the watch runs again and s5 gets its sandbox (no resync needed)" wait_eq 20 1 sim_live_for s5
+
+# --- the loop never waits for the API server: s6's first status write
+# (its create claim) is held 4 s by the server; meanwhile /healthz
+# answers and s7 is created (a store call on the loop's thread would
+# stall all of it for the 4 s)
+session_yaml s6
+session_yaml s7
+P=$(metrics_port ctl-relist)
+forget
+faults "{\"delayMs\":4000,\"count\":1,\"method\":\"PUT\",\"path\":\"$SP/namespaces/tenant-a/sessions/s6/status\"}"
+ctl apply -f "$T/s6.yaml" >/dev/null
+check "held call: s6's status write reached the server" wait_until 10 sh -c "[ \$(curl -sf '$API/_fake/requests?format=json' | jq '[.[] | select(.method == \"PUT\" and (.path | endswith(\"/s6/status\")))] | length') -ge 1 ]"
+ctl apply -f "$T/s7.yaml" >/dev/null
+check "held call: /healthz answers within 1 s meanwhile" curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$P/healthz"
+check "held call: s7 gets its sandbox within 3 s meanwhile" wait_eq 3 1 sim_live_for s7
+check "held call: ... while s6 still waits for its claim" test "$(sim_live_for s6)" = 0
+check "held call: s6 gets its sandbox once the server answers" wait_eq 20 1 sim_live_for s6
 finish

@@ -15,7 +15,6 @@
 
 KEY="sk-e2e-$$-Zq7xVb3NcR9tLmW2"
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
 cond_of() { ctl get sessions "$1" -n "$2" -o json 2>/dev/null | jq -r --arg t "$3" '.status.conditions[]? | select(.type==$t) | .status + "/" + .reason'; }
 linked() { v=$(sess_field "$1" "$2" .status.sandboxID); [ -n "$v" ] && [ "$v" != null ] && echo true; }
 session_yaml() { # NAME NS [STATE]

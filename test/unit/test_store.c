@@ -1391,6 +1391,166 @@ TEST(rev_and_key_helpers)
   tmp_clean(&t);
 }
 
+/* --- asynchronous calls (store_*_async): sqlite answers from the loop --- */
+
+typedef struct areply {
+  int calls;
+  sc_err err;
+  char msg[SC_ERRBUF_SIZE];
+  session *obj;            /* taken from the reply */
+  store_list_result list;  /* taken */
+  char *new_version;       /* taken */
+  bool take;
+} areply;
+
+static void on_areply(store_reply *rep, void *ud)
+{
+  areply *a = ud;
+  a->calls++;
+  a->err = rep->err;
+  snprintf(a->msg, sizeof(a->msg), "%s", rep->message);
+  if(!a->take)
+    return; /* left to the store to free */
+  a->obj = rep->obj;
+  rep->obj = NULL;
+  a->list = rep->list;
+  memset(&rep->list, 0, sizeof(rep->list));
+  a->new_version = rep->new_version;
+  rep->new_version = NULL;
+}
+
+static void areply_clear(areply *a)
+{
+  session_free(a->obj);
+  store_list_result_free(&a->list);
+  free(a->new_version);
+  memset(a, 0, sizeof(*a));
+  a->take = true;
+}
+
+static void loop_until(struct event_base *b, const int *calls, int want)
+{
+  int i;
+  for(i = 0; i < 100 && *calls < want; i++)
+    event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
+TEST(async_calls_answer_from_the_loop)
+{
+  struct event_base *b = event_base_new();
+  session *s = mk("ns", "a", "tmpl");
+  session_status st;
+  areply a;
+  tmp t;
+  store *st_;
+  sc_errbuf eb;
+  sc_err err;
+  char *rv = NULL;
+  CHECK(b && s);
+  CHECK(!tmp_make(&t));
+  st_ = open_store(&t, b, 0);
+  CHECK(st_);
+  apply1(st_, s, &err);
+  CHECK_OK(err);
+  memset(&a, 0, sizeof(a));
+  a.take = true;
+
+  /* get: no answer inside the call; one from the loop */
+  CHECK_OK(store_get_async(st_, "ns", "a", on_areply, &a, &eb));
+  CHECK_INT(a.calls, 0);
+  CHECK_INT((int)store_async_inflight(st_), 1);
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.calls, 1);
+  CHECK_INT(a.err, SC_OK);
+  CHECK_STR(a.msg, "");
+  CHECK(a.obj && !strcmp(a.obj->meta.name, "a"));
+  CHECK_INT((int)store_async_inflight(st_), 0);
+  rv = strdup(a.obj->meta.resource_version);
+  areply_clear(&a);
+
+  /* not found */
+  CHECK_OK(store_get_async(st_, "ns", "nope", on_areply, &a, &eb));
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.err, SC_ERR_NOT_FOUND);
+  CHECK(a.msg[0] && !a.obj);
+  areply_clear(&a);
+
+  /* list */
+  CHECK_OK(store_list_async(st_, NULL, on_areply, &a, &eb));
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.err, SC_OK);
+  CHECK_INT((int)a.list.n, 1);
+  CHECK(a.list.revision && *a.list.revision);
+  areply_clear(&a);
+
+  /* status: a stale version conflicts; the current one writes */
+  memset(&st, 0, sizeof(st));
+  st.phase = SESSION_PHASE_RUNNING;
+  CHECK_OK(store_update_status_async(st_, "ns", "a", "999", &st, on_areply,
+                                     &a, &eb));
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.err, SC_ERR_CONFLICT);
+  areply_clear(&a);
+  CHECK_OK(store_update_status_async(st_, "ns", "a", rv, &st, on_areply, &a,
+                                     &eb));
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.err, SC_OK);
+  CHECK(a.new_version && strcmp(a.new_version, rv));
+  areply_clear(&a);
+
+  /* purge of a live object is refused */
+  CHECK_OK(store_purge_async(st_, "ns", "a", rv, on_areply, &a, &eb));
+  loop_until(b, &a.calls, 1);
+  CHECK(a.err == SC_ERR_INVALID || a.err == SC_ERR_CONFLICT);
+  areply_clear(&a);
+
+  /* replies left in the store's hands are freed by it (ASan/valgrind) */
+  a.take = false;
+  CHECK_OK(store_get_async(st_, "ns", "a", on_areply, &a, &eb));
+  CHECK_OK(store_list_async(st_, NULL, on_areply, &a, &eb));
+  loop_until(b, &a.calls, 2);
+  CHECK_INT(a.calls, 2);
+
+  /* bad arguments fail at once, with no callback */
+  a.calls = 0;
+  CHECK_INT(store_get_async(st_, "ns", "a/b", on_areply, &a, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_update_status_async(st_, "ns", "a", NULL, &st, on_areply,
+                                      &a, &eb), SC_ERR_INVALID);
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.calls, 0);
+
+  /* calls in flight at close are dropped: no callback, nothing leaked */
+  CHECK_OK(store_get_async(st_, "ns", "a", on_areply, &a, &eb));
+  CHECK_OK(store_list_async(st_, NULL, on_areply, &a, &eb));
+  store_close(st_);
+  loop_until(b, &a.calls, 1);
+  CHECK_INT(a.calls, 0);
+  free(rv);
+  session_free(s);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(async_calls_need_a_loop)
+{
+  areply a;
+  tmp t;
+  store *st_;
+  sc_errbuf eb;
+  memset(&a, 0, sizeof(a));
+  CHECK(!tmp_make(&t));
+  st_ = open_store(&t, NULL, 0);
+  CHECK(st_);
+  CHECK_INT(store_get_async(st_, "ns", "a", on_areply, &a, &eb),
+            SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "event loop"), "msg: %s", eb.msg);
+  CHECK_INT(store_list_async(st_, NULL, on_areply, &a, &eb), SC_ERR_INVALID);
+  CHECK_INT(a.calls, 0);
+  store_close(st_);
+  tmp_clean(&t);
+}
+
 TEST_LIST = {
   T(bad_urls),
   T(file_modes_0600),
@@ -1412,6 +1572,8 @@ TEST_LIST = {
   T(concurrent_first_open),
   T(killed_mid_write),
   T(rev_and_key_helpers),
+  T(async_calls_answer_from_the_loop),
+  T(async_calls_need_a_loop),
   {0},
 };
 TEST_MAIN()

@@ -80,6 +80,10 @@ start_controller() {
   PIDS="$PIDS $CTL_PID"
 }
 
+# metrics_port NAME: the port controller NAME (start_controller) serves
+# /metrics, /healthz and /readyz on, from its log
+metrics_port() { sed -n 's/.*msg="serving \/metrics.*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -n 1; }
+
 # wait_eq SECONDS WANT CMD...: run CMD every 0.1 s until it prints WANT;
 # on a timeout, say what it printed last
 wait_eq() {
