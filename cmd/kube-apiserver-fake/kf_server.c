@@ -320,8 +320,15 @@ static void watch_unlink(kf_watch *w)
 
 static void on_watch_conn_close(struct evhttp_connection *c, void *arg)
 {
+  kf_watch *w = arg;
   (void)c;
-  watch_unlink(arg); /* the request goes with the connection */
+  /* a client that drops its watch leaves libevent a request whose reply
+   * is still open: libevent detaches it from the connection and leaves
+   * it to us; ending the reply of a detached request frees it (without
+   * this, every dropped watch leaked its request) */
+  if(!evhttp_request_get_connection(w->req))
+    evhttp_send_reply_end(w->req);
+  watch_unlink(w);
 }
 
 static void watch_end(kf_watch *w)
