@@ -1496,6 +1496,12 @@ sc_err cube_get(cube_client *c, const char *id, cube_cb cb, void *ud)
   return id_call(c, CUBE_OP_GET, id, "GET", "", NULL, false, false, cb, ud);
 }
 
+sc_err cube_get_now(cube_client *c, const char *id, cube_cb cb, void *ud)
+{
+  return id_call_ex(c, CUBE_OP_GET, id, "GET", "", NULL, false, false, true,
+                    cb, ud);
+}
+
 sc_err cube_pause(cube_client *c, const char *id, cube_cb cb, void *ud)
 {
   return id_call(c, CUBE_OP_PAUSE, id, "POST", "/pause", NULL, true, true,

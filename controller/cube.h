@@ -195,6 +195,10 @@ sc_err cube_set_timeout(cube_client *c, const char *id, int64_t timeout_s,
  * so the controller sets timeouts only on sandboxes it just saw running. */
 sc_err cube_set_timeout_now(cube_client *c, const char *id,
                             int64_t timeout_s, cube_cb cb, void *ud);
+/* The GET right before a DELETE, from a callback of the same action (the
+ * store re-read): ahead of the queue like cube_delete_now, so the look
+ * that decides the DELETE is as fresh as the client can make it. */
+sc_err cube_get_now(cube_client *c, const char *id, cube_cb cb, void *ud);
 sc_err cube_delete(cube_client *c, const char *id, cube_cb cb, void *ud);
 /* The DELETE that follows a confirming GET, called from that GET's
  * callback: it goes ahead of every queued call and is not held by the token

@@ -362,14 +362,90 @@ static void delete_now(call *c)
   }
 }
 
+/* Rule 3 on a GET's answer: may the DELETE go? false: the action ended
+ * (done when the sandbox is gone, else skipped or failed, audited). */
+static bool delete_may_go(call *c, const cube_result *res)
+{
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const plan_action *a = c->a;
+  const char *managed, *tenant;
+  observe_count_call(r->o.m, CUBE_OP_GET, res, c->t0);
+  if(res->err == SC_ERR_NOT_FOUND) {
+    audit_action(ps, c, "already-gone", (int)res->http_status,
+                 "the confirming GET found no sandbox");
+    action_end(c, true, NULL, -1, NULL);
+    return false;
+  }
+  if(res->err) {
+    audit_action(ps, c, "failed", (int)res->http_status, res->message);
+    action_end(c, false, NULL, res->retry_after_ms, res->message);
+    return false;
+  }
+  snprintf(c->observed_state, sizeof(c->observed_state), "%s",
+           cube_sb_state_name(res->sandbox.state));
+  c->get_status = (int)res->http_status;
+  managed = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_MANAGED_BY);
+  tenant = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_TENANT_ID);
+  if(tenant)
+    snprintf(c->tenant_seen, sizeof(c->tenant_seen), "%s", tenant);
+  if(managed && strcmp(managed, r->o.plan.controller_name)) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox is now tagged as managed by another controller");
+    action_end(c, false, NULL, -1, "managed-by tag changed");
+    return false;
+  }
+  if(a->expect_tenant && tenant && strcmp(tenant, a->expect_tenant)) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox's tenant tag no longer matches");
+    action_end(c, false, NULL, -1, "tenant tag changed");
+    return false;
+  }
+  if(a->del_kind == PLAN_DEL_ORPHAN && !managed) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the orphan no longer carries our managed-by tag");
+    action_end(c, false, NULL, -1, "managed-by tag gone");
+    return false;
+  }
+  if(a->expect_paused && res->sandbox.state != CUBE_SB_PAUSED) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox is no longer paused (resumed since the plan)");
+    /* not a failure: the plan was right to stop; look again soon */
+    action_end(c, false, NULL, -1, "no longer paused");
+    return false;
+  }
+  if(a->expect_paused && res->sandbox.end_at != a->end_at) {
+    /* paused, but not the pause the plan measured: a user's request
+     * resumed it and it paused again since (e2b's endAt is the pause
+     * time; Cube's moves with activity). Its age must be measured anew. */
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox paused again since the plan (endAt changed)");
+    action_end(c, false, NULL, -1, "paused again since the plan");
+    return false;
+  }
+  return true;
+}
+
+/* the last look, right before the DELETE (cube_get_now, after the store
+ * re-read): the DELETE leaves from its callback */
+static void on_delete_final(const cube_result *res, void *ud)
+{
+  call *c = ud;
+  if(delete_may_go(c, res))
+    delete_now(c);
+}
+
 /* Rule 3 for the store's side: the plan may be seconds old when its
  * delete is due (its actions wait for the token bucket), and the session's
  * spec may have changed since (reclaimAfter raised, state back to Running,
- * wake bumped). The session is read again just before the DELETE: a
- * different generation means the plan's reason may no longer hold, so the
- * delete is skipped and the session looked at again. A session that is
- * gone or deleted (a tombstone) justifies the delete whatever the plan
- * said. */
+ * wake bumped). So after the first GET (which waited its turn in the
+ * queue) the session is read again from the store: a different
+ * generation means the plan's reason may no longer hold, so the delete is
+ * skipped and the session looked at again. A session gone or deleted (a
+ * tombstone) justifies the delete whatever the plan said. Then a second
+ * GET, ahead of the queue, takes the last look: the store read (one API
+ * round trip with --store kube, a turn of the loop with SQLite) is not
+ * left between the look and the DELETE for a user's request to slip in. */
 static void on_delete_reread(store_reply *rep, void *ud)
 {
   call *c = ud;
@@ -389,74 +465,25 @@ static void on_delete_reread(store_reply *rep, void *ud)
     action_end(c, false, NULL, -1, why);
     return;
   }
-  delete_now(c);
+  c->t0 = sctime_mono_ms();
+  if(cube_get_now(c->ps->r->o.cube, a->sandbox_id, on_delete_final, c)) {
+    audit_action(c->ps, c, "failed", 0, "the Cube client refused the call");
+    action_end(c, false, NULL, -1, "client refused the call");
+  }
 }
 
 static void on_delete_confirm(const cube_result *res, void *ud)
 {
   call *c = ud;
   pass *ps = c->ps;
-  reconciler *r = ps->r;
   const plan_action *a = c->a;
-  const char *managed, *tenant;
-  observe_count_call(r->o.m, CUBE_OP_GET, res, c->t0);
-  if(res->err == SC_ERR_NOT_FOUND) {
-    audit_action(ps, c, "already-gone", (int)res->http_status,
-                 "the confirming GET found no sandbox");
-    action_end(c, true, NULL, -1, NULL);
+  if(!delete_may_go(c, res))
     return;
-  }
-  if(res->err) {
-    audit_action(ps, c, "failed", (int)res->http_status, res->message);
-    action_end(c, false, NULL, res->retry_after_ms, res->message);
-    return;
-  }
-  snprintf(c->observed_state, sizeof(c->observed_state), "%s",
-           cube_sb_state_name(res->sandbox.state));
-  c->get_status = (int)res->http_status;
-  managed = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_MANAGED_BY);
-  tenant = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_TENANT_ID);
-  if(tenant)
-    snprintf(c->tenant_seen, sizeof(c->tenant_seen), "%s", tenant);
-  if(managed && strcmp(managed, r->o.plan.controller_name)) {
-    audit_action(ps, c, "skipped", (int)res->http_status,
-                 "the sandbox is now tagged as managed by another controller");
-    action_end(c, false, NULL, -1, "managed-by tag changed");
-    return;
-  }
-  if(a->expect_tenant && tenant && strcmp(tenant, a->expect_tenant)) {
-    audit_action(ps, c, "skipped", (int)res->http_status,
-                 "the sandbox's tenant tag no longer matches");
-    action_end(c, false, NULL, -1, "tenant tag changed");
-    return;
-  }
-  if(a->del_kind == PLAN_DEL_ORPHAN && !managed) {
-    audit_action(ps, c, "skipped", (int)res->http_status,
-                 "the orphan no longer carries our managed-by tag");
-    action_end(c, false, NULL, -1, "managed-by tag gone");
-    return;
-  }
-  if(a->expect_paused && res->sandbox.state != CUBE_SB_PAUSED) {
-    audit_action(ps, c, "skipped", (int)res->http_status,
-                 "the sandbox is no longer paused (resumed since the plan)");
-    /* not a failure: the plan was right to stop; look again soon */
-    action_end(c, false, NULL, -1, "no longer paused");
-    return;
-  }
-  if(a->expect_paused && res->sandbox.end_at != a->end_at) {
-    /* paused, but not the pause the plan measured: a user's request
-     * resumed it and it paused again since (e2b's endAt is the pause
-     * time; Cube's moves with activity). Its age must be measured anew. */
-    audit_action(ps, c, "skipped", (int)res->http_status,
-                 "the sandbox paused again since the plan (endAt changed)");
-    action_end(c, false, NULL, -1, "paused again since the plan");
-    return;
-  }
   if(a->s && !a->s->meta.deletion_timestamp) {
     /* orphans have no session; tombstones stay tombstones */
     sc_errbuf eb;
     eb.msg[0] = '\0';
-    if(store_get_async(r->o.st, a->s->meta.namespace_, a->s->meta.name,
+    if(store_get_async(ps->r->o.st, a->s->meta.namespace_, a->s->meta.name,
                        on_delete_reread, c, &eb)) {
       char why[SC_ERRBUF_SIZE + 80];
       snprintf(why, sizeof(why), "the store could not be read to confirm "

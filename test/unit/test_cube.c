@@ -1287,9 +1287,10 @@ static void h_order(srv *s, struct evhttp_request *req, const char *path,
     reply(req, 200, NULL, ROW("g3", "paused", ""));
 }
 
+enum { FOLLOW_DELETE, FOLLOW_DELETE_NOW, FOLLOW_GET_NOW };
 typedef struct confirm_ctx {
   cube_client *c;
-  bool now;        /* cube_delete_now, else cube_delete */
+  int follow;      /* the call made from the GET's callback */
   got del;
   int started;
 } confirm_ctx;
@@ -1298,25 +1299,30 @@ static void on_confirm(const cube_result *r, void *ud)
 {
   confirm_ctx *x = ud;
   if(!r->err && r->sandbox.state == CUBE_SB_PAUSED)
-    x->started += (x->now ? cube_delete_now(x->c, "g1", on_result, &x->del)
-                          : cube_delete(x->c, "g1", on_result, &x->del)) ==
-                  SC_OK;
+    x->started += (x->follow == FOLLOW_DELETE_NOW
+                     ? cube_delete_now(x->c, "g1", on_result, &x->del)
+                   : x->follow == FOLLOW_GET_NOW
+                     ? cube_get_now(x->c, "g1", on_result, &x->del)
+                     : cube_delete(x->c, "g1", on_result, &x->del)) == SC_OK;
 }
 
 /* With one transfer at a time (max_inflight) or the token bucket holding
- * the queue, the DELETE issued from the GET's callback runs before the
- * calls queued earlier; a plain cube_delete waits behind them. */
+ * the queue, the DELETE (or the second GET) issued from the GET's callback
+ * runs before the calls queued earlier; a plain cube_delete waits behind
+ * them. */
 TEST(delete_now_jumps_queue_and_bucket)
 {
   static const struct {
     int max_inflight;
     double qps;
-    bool now;
+    int follow;
     const char *order;
   } cases[] = {
-    {1, 0, true, "GET g1;DELETE g1;GET g2;GET g3;"},
-    {1, 0, false, "GET g1;GET g2;GET g3;DELETE g1;"},
-    {8, 1, true, "GET g1;DELETE g1;GET g2;GET g3;"},
+    {1, 0, FOLLOW_DELETE_NOW, "GET g1;DELETE g1;GET g2;GET g3;"},
+    {1, 0, FOLLOW_DELETE, "GET g1;GET g2;GET g3;DELETE g1;"},
+    {8, 1, FOLLOW_DELETE_NOW, "GET g1;DELETE g1;GET g2;GET g3;"},
+    {1, 0, FOLLOW_GET_NOW, "GET g1;GET g1;GET g2;GET g3;"},
+    {8, 1, FOLLOW_GET_NOW, "GET g1;GET g1;GET g2;GET g3;"},
   };
   size_t i;
   for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1331,7 +1337,7 @@ TEST(delete_now_jumps_queue_and_bucket)
     memset(&x, 0, sizeof(x));
     CHECK_OK(fx_init(&f, h_order, &o));
     x.c = f.c;
-    x.now = cases[i].now;
+    x.follow = cases[i].follow;
     CHECK_OK(cube_get(f.c, "g1", on_confirm, &x));
     CHECK_OK(cube_get(f.c, "g2", on_result, &g2));
     CHECK_OK(cube_get(f.c, "g3", on_result, &g3));
