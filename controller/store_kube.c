@@ -644,23 +644,11 @@ static void get_got(kop *o, const kube_http_result *res)
   get_after_fin(o);
 }
 
-static char *dup_opt(const char *s, bool *oom)
-{
-  char *d;
-  if(!s)
-    return NULL;
-  d = strdup(s);
-  if(!d)
-    *oom = true;
-  return d;
-}
-
 /* a new root operation *out on ns/name (copied) */
 static sc_err kop_root(kube_store *k, kube_http *h, const char *ns,
                        const char *name, const char *version,
                        store_reply_cb cb, void *ud, kop **out, sc_errbuf *eb)
 {
-  bool oom = false;
   kop *o;
   *out = NULL;
   if(!h)
@@ -668,11 +656,12 @@ static sc_err kop_root(kube_store *k, kube_http *h, const char *ns,
                    "event loop (store_open_opts.base)");
   o = kop_new(k, h, NULL, cb, ud);
   if(o) {
-    o->ns = dup_opt(ns, &oom);
-    o->name = dup_opt(name, &oom);
-    o->version = dup_opt(version, &oom);
+    o->ns = ns ? strdup(ns) : NULL;
+    o->name = name ? strdup(name) : NULL;
+    o->version = version ? strdup(version) : NULL;
   }
-  if(!o || oom) {
+  if(!o || (ns && !o->ns) || (name && !o->name) ||
+     (version && !o->version)) {
     if(o)
       kop_free(o);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../api/manifest.h"
+#include "../../controller/cube.h" /* SC_VERSION */
 #include "../../controller/store.h"
 
 size_t ctl_read_manifests(const char *const *paths, size_t n,
@@ -78,6 +79,7 @@ store *ctl_open_store(const ctl_env *env, struct event_base *base)
   char *url;
   memset(&o, 0, sizeof(o));
   o.base = base;
+  o.user_agent = "sessionctl/" SC_VERSION; /* the API server's audit log */
   eb.msg[0] = 0;
   url = q ? strndup(env->store_url, (size_t)(q - env->store_url))
           : strdup(env->store_url);

@@ -82,17 +82,7 @@ mv "$T"/vg-cubesim-*.txt "$T/done/"
 start_cubesim --clock-speed 1
 start_kube_fake main --bookmark-ms 300
 check "fake: up under valgrind" test -n "$API"
-cat >"$T/kc" <<EOF
-apiVersion: v1
-kind: Config
-current-context: fake
-clusters:
-- {name: fake, cluster: {server: "$API"}}
-contexts:
-- {name: fake, context: {cluster: fake, user: u}}
-users:
-- {name: u, user: {}}
-EOF
+kubeconfig "$T/kc"
 export KUBECONFIG="$T/kc"
 STORE=kube
 # v1's first status write (its create claim) is refused once: a retry on

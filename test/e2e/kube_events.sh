@@ -26,20 +26,7 @@ check "--help lists the leader election flags" sh -c \
 
 # no token: kubectl (plain HTTP) can read the same fake
 start_fake --bookmark-ms 300
-cat >"$T/kc" <<KC
-apiVersion: v1
-kind: Config
-current-context: fake
-clusters:
-- name: fake
-  cluster: {server: $API}
-contexts:
-- name: fake
-  context: {cluster: fake, user: u}
-users:
-- name: u
-  user: {}
-KC
+kubeconfig "$T/kc"
 export KUBECONFIG="$T/kc"
 STORE=kube
 api() { curl -sf "$API$1"; }

@@ -9,17 +9,7 @@
 . "$(dirname "$0")/lib/common.sh"
 
 start_kube_fake main --bookmark-ms 300
-cat >"$T/kc" <<EOF
-apiVersion: v1
-kind: Config
-current-context: fake
-clusters:
-- {name: fake, cluster: {server: "$API"}}
-contexts:
-- {name: fake, context: {cluster: fake, user: u}}
-users:
-- {name: u, user: {}}
-EOF
+kubeconfig "$T/kc"
 export KUBECONFIG="$T/kc"
 STORE=kube
 SP=/apis/lea.io/v1alpha1

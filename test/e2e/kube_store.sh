@@ -12,30 +12,12 @@ start_fake() {
   FAKE_N=$(( ${FAKE_N:-0} + 1 ))
   start_kube_fake "$FAKE_N" "$@"
 }
-# kubeconfig FILE USERBLOCK: a kubeconfig for the fake
-kubeconfig() {
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-current-context: fake
-clusters:
-- name: fake
-  cluster:
-    server: $API
-contexts:
-- name: fake
-  context: {cluster: fake, user: u}
-users:
-- name: u
-  user: $2
-EOF
-}
 api() { curl -sf -H "Authorization: Bearer $(cat "$T/token")" "$API$1"; }
 obj() { api "/apis/lea.io/v1alpha1/namespaces/$1/sessions/$2"; }
 
 echo tok-1 >"$T/token"
 start_fake --token-file "$T/token" --bookmark-ms 300 --history 50
-kubeconfig "$T/kc" "{tokenFile: token}"
+kubeconfig "$T/kc" "" "    tokenFile: token"
 export KUBECONFIG="$T/kc"
 STORE=kube
 
@@ -71,7 +53,7 @@ check "second writer with a stale version: 409" test "$code" = 409
 echo tok-2 >"$T/token"
 check "ctl: works after the token rotated" test "$(sess_field s1 tenant-a .spec.idleTimeout)" = 15m
 echo "not-the-token" >"$T/token.bad"
-kubeconfig "$T/kc-bad" "{token: wrong}"
+kubeconfig "$T/kc-bad" "" "    token: wrong"
 KUBECONFIG="$T/kc-bad" ctl get sessions -A >/dev/null 2>"$T/bad.err"
 check "ctl: a wrong token is a clear 401" grep -q "401 Unauthorized" "$T/bad.err"
 check "ctl: delete" test "$(ctl delete session s1 -n tenant-a 2>&1)" = 'session "s1" deleted'
@@ -119,7 +101,7 @@ check "controller: works after the token rotated" wait_eq 20 1 sim_live_for s2
 if command -v kubectl >/dev/null 2>&1; then
   TOKFAKE_API=$API
   start_fake
-  kubeconfig "$T/kc-open" "{}"
+  kubeconfig "$T/kc-open"
   export KUBECONFIG="$T/kc-open"
   ctl apply -f "$T/s1.yaml" >/dev/null
   check "kubectl: get sessions (Table)" sh -c "timeout 20 kubectl get sessions -A 2>&1 | grep -q '^tenant-a *s1 *Active'"

@@ -33,26 +33,6 @@ b64() { base64 -w0 <"$1"; }
 
 # start_fake NAME [ARGS...]: sets API (base URL) and API_PID
 start_fake() { start_kube_fake "$@"; }
-# kubeconfig FILE CLUSTERBLOCK USERBLOCK
-kubeconfig() {
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-current-context: fake
-clusters:
-- name: fake
-  cluster:
-    server: $API
-$2
-contexts:
-- name: fake
-  context: {cluster: fake, user: u}
-users:
-- name: u
-  user:
-$3
-EOF
-}
 # admin calls and direct reads, with the client certificate
 acurl() { curl -sf --cacert "$T/ca.pem" --cert "$T/client.pem" --key "$T/client.key" "$@"; }
 obj() { acurl "$API/apis/lea.io/v1alpha1/namespaces/$1/sessions/$2"; }

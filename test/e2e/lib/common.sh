@@ -105,6 +105,31 @@ sess_field() { ctl get sessions "$1" -n "$2" -o json 2>/dev/null | jq -r "$3"; }
 sb_field() { sim_truth | jq -r --arg id "$1" ".[] | select(.sandboxID==\$id) | .$2"; }
 live_total() { sim_truth | jq '[.[] | select(.state!="deleted")] | length'; }
 
+# kubeconfig FILE [CLUSTER_LINES] [USER_LINES]: a kubeconfig for the fake
+# at $API, context "fake". CLUSTER_LINES: more lines of the cluster,
+# indented 4 spaces (certificate-authority: F); USER_LINES: the user's,
+# indented 4 spaces (token: T); none: a user with no credentials
+kubeconfig() {
+  if [ -n "${3:-}" ]; then kc_user=$3; else kc_user='    {}'; fi
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+current-context: fake
+clusters:
+- name: fake
+  cluster:
+    server: $API
+${2:-}
+contexts:
+- name: fake
+  context: {cluster: fake, user: u}
+users:
+- name: u
+  user:
+$kc_user
+EOF
+}
+
 # start_kube_fake NAME [ARGS...]: starts kube-apiserver-fake (output in
 # $T/fake-NAME.out and .log); sets API (its base URL) and API_PID
 start_kube_fake() {
