@@ -52,7 +52,7 @@ enum link_state {
 };
 
 #define NONE32 UINT32_MAX
-#define SESS_BIT 0x80000000u /* in the pairs table: a session */
+#define SESS_BIT 0x80000000u /* inputs must stay below this many items */
 
 /* One per input session, in input order (rec i is input session i).
  * Indexes are 32-bit: plan_compute() refuses 2^32 - 1 items or more. */
@@ -125,9 +125,13 @@ struct plan_scratch {
   size_t cap_sbs;
   hslot *ids;           /* sandboxes by ID */
   size_t cap_ids;
-  hslot *pairs;         /* by (tenant, sid): our sandboxes' tags, and
-                           the sessions (idx | SESS_BIT) */
+  hslot *pairs;         /* sessions by (tenant, sid) */
   size_t cap_pairs;
+  hslot *loose;         /* our unlinked sandboxes by their (tenant, sid)
+                           tags (find_loose) */
+  size_t cap_loose;
+  uint32_t *unlinked;   /* our sandboxes no session links */
+  size_t cap_unlinked;
   uint32_t *sblist;     /* per-session sandbox lists */
   size_t cap_sblist;
   uint32_t *act_rec;    /* the rec of each action (NONE32: orphan) */
@@ -147,7 +151,9 @@ typedef struct planner {
   size_t n_recs;
   sb_rec *sbs;          /* in input order (those with an ID) */
   size_t n_sbs;
-  size_t sbmask, pmask; /* table sizes - 1: ids, pairs */
+  size_t sbmask, pmask, lmask; /* table sizes - 1: ids, pairs, loose */
+  size_t n_unlinked;    /* in sc->unlinked */
+  size_t n_loose;       /* in sc->loose */
   const char **gone;    /* sorted */
   size_t n_gone;
   size_t n_sblist;
@@ -1533,11 +1539,11 @@ static sc_err plan_orphans(planner *pl)
   sc_err err;
   char g[32];
   fmt_dur(pl->cfg->orphan_grace_ms, g, sizeof(g));
-  for(i = 0; i < pl->n_sbs; i++) {
-    sb_rec *sb = &pl->sbs[i];
+  for(i = 0; i < pl->n_unlinked; i++) {
+    sb_rec *sb = &pl->sbs[pl->sc->unlinked[i]];
     sc_time at;
-    if(!sb->ours || sb->linked || sb->owner != NONE32)
-      continue;
+    if(sb->owner != NONE32)
+      continue; /* taken by its tags */
     if(sb->state != CUBE_SB_PAUSED || !sb->end_at || !now)
       continue; /* running orphans are left to Cube's idle pause */
     at = sb->end_at + pl->cfg->orphan_grace_ms;
@@ -1730,9 +1736,10 @@ static void sb_dup(planner *pl, sb_rec *sb)
 }
 
 /* The sandboxes, in input order: records, then the ID table (one record
- * per ID: the first in sb_cmp order), then the tag table. The tables are
- * filled in passes of their own over the records, asking for each slot a
- * few records ahead: a slot is a cache miss (2 MB tables at 100k). */
+ * per ID: the first in sb_cmp order), filled in a pass of its own over
+ * the records, asking for each slot a few records ahead: a slot is a
+ * cache miss (a 2 MB table at 100k). The tags are not hashed here: only
+ * a sandbox no session links can be taken by its tags (find_loose). */
 #define AHEAD_SLOT 16
 
 static void read_sandboxes(planner *pl)
@@ -1759,7 +1766,7 @@ static void read_sandboxes(planner *pl)
     sb->has_mb = mb != NULL;
     sb->ours = mb && !strcmp(mb, pl->cname);
     sb->has_pair = sb->ours && sb->tenant && sb->sid;
-    sb->hpair = sb->has_pair ? pair_hash(sb->tenant, sb->sid) : 0;
+    sb->hpair = 0; /* hashed only if no session links it (find_loose) */
     sb->owner = NONE32;
     sb->first_claim = NONE32;
     sb->n_claims = 0;
@@ -1795,20 +1802,6 @@ static void read_sandboxes(planner *pl)
       }
     }
   }
-  t = pl->sc->pairs;
-  for(i = 0; i < n; i++) {
-    const sb_rec *sb = &pl->sbs[i];
-    if(i + AHEAD_SLOT < n && pl->sbs[i + AHEAD_SLOT].has_pair)
-      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].hpair & pl->pmask], 1);
-    if(!sb->has_pair)
-      continue;
-    for(pos = sb->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask)
-      if(t[pos].idx == NONE32) {
-        t[pos].tag = (uint32_t)(sb->hpair >> 32);
-        t[pos].idx = (uint32_t)i;
-        break;
-      }
-  }
 }
 
 /* Is the linked sandbox's tags' word against the session's? */
@@ -1822,46 +1815,52 @@ static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
   return LS_OWNED;
 }
 
-/* One walk over r's (tenant, sessionID) slots in the pairs table:
- * r takes our unlinked sandboxes with those tags (except skip, the linked
- * one) and becomes their owner; a session seen there with the same hash
- * shares r's pair, so both are decided again once every claim is known;
- * with insert, r is then added. */
-static sc_err walk_pairs(planner *pl, uint32_t i, uint32_t skip, bool insert)
+/* Add session i to the pairs table (sessions by (tenant, sessionID));
+ * a session already there with the same hash shares i's pair, so both
+ * are decided again once every claim is known. */
+static sc_err add_pair(planner *pl, uint32_t i)
 {
-  sess_rec *r = &pl->recs[i];
+  const sess_rec *r = &pl->recs[i];
   hslot *t = pl->sc->pairs;
   uint32_t tag = (uint32_t)(r->hpair >> 32);
   size_t pos;
   sc_err err;
   for(pos = r->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask) {
     hslot *e = &t[pos];
-    sb_rec *sb;
     if(e->idx == NONE32) {
-      if(insert) {
-        e->tag = tag;
-        e->idx = i | SESS_BIT;
-      }
+      e->tag = tag;
+      e->idx = i;
       return SC_OK;
     }
-    if(e->tag != tag || e->idx == skip)
-      continue;
-    if(e->idx & SESS_BIT) {
-      uint32_t o = e->idx & ~SESS_BIT;
-      if(insert && pl->recs[o].hpair == r->hpair &&
-         ((err = mark_redo(pl, o)) || (err = mark_redo(pl, i))))
-        return err;
-      continue;
-    }
-    sb = &pl->sbs[e->idx];
-    if(sb->hpair != r->hpair || !sb->ours || sb->linked ||
+    if(e->tag == tag && pl->recs[e->idx].hpair == r->hpair &&
+       ((err = mark_redo(pl, e->idx)) || (err = mark_redo(pl, i))))
+      return err;
+  }
+}
+
+/* Session i takes (becomes the owner of) our unlinked sandboxes that
+ * carry its (tenant, sessionID) tags: the loose table (find_loose). */
+static sc_err take_loose(planner *pl, uint32_t i)
+{
+  sess_rec *r = &pl->recs[i];
+  const hslot *t = pl->sc->loose;
+  uint32_t tag = (uint32_t)(r->hpair >> 32);
+  size_t pos;
+  sc_err err;
+  if(!pl->n_loose)
+    return SC_OK;
+  for(pos = r->hpair & pl->lmask; t[pos].idx != NONE32;
+      pos = (pos + 1) & pl->lmask) {
+    sb_rec *sb = &pl->sbs[t[pos].idx];
+    if(t[pos].tag != tag || sb->hpair != r->hpair ||
        strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)))
       continue;
     sb->owner = i;
     r->attached = true;
-    if((err = push_sb(pl, r, e->idx)))
+    if((err = push_sb(pl, r, t[pos].idx)))
       return err;
   }
+  return SC_OK;
 }
 
 /* Join session i, guessing as above; wrong guesses mark "redo". */
@@ -1890,8 +1889,6 @@ static sc_err join_session(planner *pl, uint32_t i)
         if((err = mark_redo(pl, i)))
           return err;
       }
-      else if(sb->owner != NONE32 && (err = mark_redo(pl, sb->owner)))
-        return err; /* taken by its tags before: that one again */
       r->link_sb = k;
       r->next_claim = sb->first_claim;
       sb->first_claim = i;
@@ -1906,7 +1903,7 @@ static sc_err join_session(planner *pl, uint32_t i)
       }
     }
   }
-  if(r->has_pair && (err = walk_pairs(pl, i, k, true)))
+  if(r->has_pair && (err = add_pair(pl, i)))
     return err;
   return SC_OK;
 }
@@ -2014,6 +2011,64 @@ static void ahead_sbstr(const planner *pl, size_t j)
 
 /* ---------- the wrong guesses ---------- */
 
+/* After the session pass every link is known, and only our sandboxes
+ * that no session links can be taken by their tags. List them (orphans
+ * come from this list), hash the tags of those that have both and put
+ * them in the loose table, and send every session whose (tenant,
+ * sessionID) one of them carries to be decided again: the session pass
+ * guessed that it had none. In a settled cluster these are the orphans,
+ * and nobody is sent back. */
+static sc_err find_loose(planner *pl)
+{
+  plan_scratch *sc = pl->sc;
+  size_t i, pos, n = 0, slots;
+  sc_err err;
+  for(i = 0; i < pl->n_sbs; i++) {
+    const sb_rec *sb = &pl->sbs[i];
+    if(!sb->ours || sb->linked) /* a duplicate report is not ours */
+      continue;
+    if((err = push32(&sc->unlinked, &sc->cap_unlinked, pl->n_unlinked,
+                     (uint32_t)i)))
+      return err;
+    pl->n_unlinked++;
+    n += sb->has_pair;
+  }
+  if(!n)
+    return SC_OK;
+  slots = table_slots(n);
+  if(!(sc->loose = reserve(sc->loose, &sc->cap_loose, slots,
+                           sizeof(*sc->loose))))
+    return SC_ERR_NOMEM;
+  memset(sc->loose, 0xff, slots * sizeof(*sc->loose));
+  pl->lmask = slots - 1;
+  for(i = 0; i < pl->n_unlinked; i++) {
+    uint32_t k = sc->unlinked[i];
+    sb_rec *sb = &pl->sbs[k];
+    uint32_t tag;
+    if(!sb->has_pair)
+      continue;
+    sb->hpair = pair_hash(sb->tenant, sb->sid);
+    tag = (uint32_t)(sb->hpair >> 32);
+    for(pos = sb->hpair & pl->lmask; sc->loose[pos].idx != NONE32;
+        pos = (pos + 1) & pl->lmask)
+      ;
+    sc->loose[pos].tag = tag;
+    sc->loose[pos].idx = k;
+    pl->n_loose++;
+    /* the sessions with these tags (exactly) take it: decide them again */
+    for(pos = sb->hpair & pl->pmask; sc->pairs[pos].idx != NONE32;
+        pos = (pos + 1) & pl->pmask) {
+      uint32_t o = sc->pairs[pos].idx;
+      const sess_rec *r = &pl->recs[o];
+      if(sc->pairs[pos].tag == tag && r->hpair == sb->hpair &&
+         !strcmp(sb->tenant, rec_tenant(r)) &&
+         !strcmp(sb->sid, rec_sid(r)) && (err = mark_redo(pl, o)))
+        return err;
+    }
+  }
+  return SC_OK;
+}
+
 /* the claims on a sandbox linked by several sessions: the first by
  * priority owns it (if its tags agree); live losers are in conflict,
  * tombstones let go */
@@ -2113,9 +2168,7 @@ static sc_err redo_marked(planner *pl)
     r->attached = false;
     if(r->ls == LS_OWNED && (err = push_sb(pl, r, r->link_sb)))
       goto out;
-    if(r->has_pair && !r->pair_loser &&
-       (err = walk_pairs(pl, R[a], r->ls == LS_OWNED ? r->link_sb : NONE32,
-                         false)))
+    if(r->has_pair && !r->pair_loser && (err = take_loose(pl, R[a])))
       goto out;
   }
   /* 5. drop their first actions and statuses, and decide again */
@@ -2155,6 +2208,8 @@ void plan_scratch_free(plan_scratch *sc)
   free(sc->sbs);
   free(sc->ids);
   free(sc->pairs);
+  free(sc->loose);
+  free(sc->unlinked);
   free(sc->sblist);
   free(sc->act_rec);
   free(sc->redo);
@@ -2167,7 +2222,7 @@ static sc_err prepare(planner *pl)
   const plan_input *in = pl->in;
   plan_scratch *sc = pl->sc;
   size_t sbslots = table_slots(in->n_sandboxes);
-  size_t pslots = table_slots(in->n_sessions + in->n_sandboxes);
+  size_t pslots = table_slots(in->n_sessions);
   size_t i;
   if(!(sc->recs = reserve(sc->recs, &sc->cap_recs, in->n_sessions,
                           sizeof(*sc->recs))) ||
@@ -2288,7 +2343,8 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   if((err = prepare(&pl)))
     goto out;
   read_sandboxes(&pl);
-  if((err = sessions_pass(&pl)) || (err = redo_marked(&pl)))
+  if((err = sessions_pass(&pl)) || (err = find_loose(&pl)) ||
+     (err = redo_marked(&pl)))
     goto out;
   pl.cur_rec = NONE32;
   if((err = plan_orphans(&pl)))
