@@ -142,6 +142,8 @@ struct plan_scratch {
   size_t cap_gone;
 };
 
+#define PL_TIMES 8
+
 typedef struct planner {
   const plan_input *in;
   const plan_config *cfg;
@@ -162,10 +164,13 @@ typedef struct planner {
   size_t n_visited;     /* sessions the session pass has reached */
   plan *p;
   size_t cap_actions;
-  /* fmt_time() of cube_now (made once) and of the last other time */
+  /* fmt_time() of cube_now (made once) and of the last few other times
+   * (endAt of keep-alives, reclaims and orphans, deletion times): a
+   * reason's times are mostly the same few values */
   char now_text[SCTIME_RFC3339_MAX];
-  sc_time last_t;
-  char last_text[SCTIME_RFC3339_MAX];
+  sc_time times[PL_TIMES];
+  char time_text[PL_TIMES][SCTIME_RFC3339_MAX];
+  unsigned next_time;   /* the entry to replace next (round robin) */
 } planner;
 
 /* ---------- names ---------- */
@@ -210,6 +215,22 @@ static int strcmp0(const char *a, const char *b)
   if(!a || !b)
     return a ? 1 : (b ? -1 : 0);
   return strcmp(a, b);
+}
+
+/* !strcmp(a, b), with the first byte compared inline: most of the
+ * words the planner compares for every session (condition types, tag
+ * names) differ there, and then no call is made. */
+static inline bool streq(const char *a, const char *b)
+{
+  return a[0] == b[0] && (!a[0] || !strcmp(a + 1, b + 1));
+}
+
+/* sc_str_eq0() with streq() */
+static inline bool streq0(const char *a, const char *b)
+{
+  if(!a || !b)
+    return a == b;
+  return a == b || streq(a, b);
 }
 
 /* The hash (plan_hash.h) keys the tables and sorts: cache misses, not
@@ -397,18 +418,27 @@ static void fmt_time(sc_time t, char *buf, size_t len)
     sctime_format_rfc3339(t, buf, len);
 }
 
-/* fmt_time() through the planner's two-entry cache */
+/* fmt_time() through the planner's small cache */
 static void pl_time(planner *pl, sc_time t, char *buf, size_t len)
 {
   sbuf o;
+  const char *text = NULL;
+  unsigned k;
   o.b = buf;
   o.cap = len;
   o.len = 0;
-  if(t != pl->in->cube_now && (t != pl->last_t || !pl->last_text[0])) {
-    fmt_time(t, pl->last_text, sizeof(pl->last_text));
-    pl->last_t = t;
+  if(t == pl->in->cube_now)
+    text = pl->now_text;
+  for(k = 0; !text && k < PL_TIMES; k++)
+    if(pl->time_text[k][0] && pl->times[k] == t)
+      text = pl->time_text[k];
+  if(!text) {
+    k = pl->next_time++ % PL_TIMES;
+    fmt_time(t, pl->time_text[k], sizeof(pl->time_text[k]));
+    pl->times[k] = t;
+    text = pl->time_text[k];
   }
-  sb_puts(&o, t == pl->in->cube_now ? pl->now_text : pl->last_text);
+  sb_puts(&o, text);
   sb_end(&o);
 }
 
@@ -483,16 +513,23 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
                       const char **sid, const char **mb)
 {
   static const char pfx[] = SESSION_TAG_PREFIX;
-  size_t i, np = sizeof(pfx) - 1;
+  const size_t np = sizeof(pfx) - 1;
+  size_t i, j;
   for(i = 0; i < md->n; i++) {
     const char *k = md->items[i].key;
-    if(strncmp(k, pfx, np))
+    for(j = 0; j < np && k[j] == pfx[j]; j++) /* stops at k's NUL */
+      ;
+    if(j < np)
       continue;
-    if(!strcmp(k, SESSION_TAG_TENANT_ID))
+    /* the first byte after the prefix rules out most names at once */
+    if(k[np] == SESSION_TAG_TENANT_ID[np] &&
+       streq(k + np, SESSION_TAG_TENANT_ID + np))
       *tenant = md->items[i].value;
-    else if(!strcmp(k, SESSION_TAG_SESSION_ID))
+    else if(k[np] == SESSION_TAG_SESSION_ID[np] &&
+            streq(k + np, SESSION_TAG_SESSION_ID + np))
       *sid = md->items[i].value;
-    else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
+    else if(k[np] == SESSION_TAG_MANAGED_BY[np] &&
+            streq(k + np, SESSION_TAG_MANAGED_BY + np))
       *mb = md->items[i].value;
   }
 }
@@ -872,6 +909,18 @@ typedef struct want {
   char conflict_msg[320];
 } want;
 
+/* session_status_get_condition(), with the short type names compared
+ * inline: it runs twice for every session */
+static const session_condition *get_cond(const session_status *st,
+                                         const char *type)
+{
+  size_t i;
+  for(i = 0; i < st->n_conditions; i++)
+    if(streq0(st->conditions[i].type, type))
+      return &st->conditions[i];
+  return NULL;
+}
+
 /* st's condition of this type when all but its message already say
  * this, else NULL: the test of set_cond()'s early return */
 static const session_condition *cond_match(const session_status *st,
@@ -879,9 +928,9 @@ static const session_condition *cond_match(const session_status *st,
                                            const char *status,
                                            const char *reason, int64_t gen)
 {
-  const session_condition *o = session_status_get_condition(st, type);
+  const session_condition *o = get_cond(st, type);
   if(o && o->observed_generation == gen && o->last_transition_time &&
-     sc_str_eq0(o->status, status) && sc_str_eq0(o->reason, reason))
+     streq0(o->status, status) && sc_str_eq0(o->reason, reason))
     return o;
   return NULL;
 }
@@ -895,27 +944,33 @@ static bool cond_differs(const session_status *st, const char *type,
   return !(o && sc_str_eq0(o->message, msg));
 }
 
-/* Does m equal what cat3(buf, cap, a, b, c) would write? */
-static bool cat3_eq(const char *m, size_t cap, const char *a, const char *b,
-                    const char *c)
+/* One part of cat3_eq(): does *m (*lm bytes) start with x, cut to *left
+ * bytes as cat3() cuts it? Then skip it. */
+static inline bool cat_part(const char **m, size_t *lm, size_t *left,
+                            const char *x)
 {
-  const char *parts[3];
-  size_t i, left = cap - 1;
+  size_t n = strlen(x);
+  if(n > *left)
+    n = *left;
+  if(n > *lm || memcmp(*m, x, n))
+    return false;
+  *m += n;
+  *lm -= n;
+  *left -= n;
+  return true;
+}
+
+/* Does m equal what cat3(buf, cap, a, b, c) would write? Lengths first,
+ * then memcmp: no byte of m is read twice. */
+static inline bool cat3_eq(const char *m, size_t cap, const char *a,
+                           const char *b, const char *c)
+{
+  size_t lm, left = cap - 1;
   if(!m)
     return false;
-  parts[0] = a;
-  parts[1] = b;
-  parts[2] = c;
-  for(i = 0; i < 3; i++) {
-    size_t n = strlen(parts[i]);
-    if(n > left)
-      n = left;
-    if(strncmp(m, parts[i], n)) /* stops at the end of m */
-      return false;
-    m += n;
-    left -= n;
-  }
-  return !*m;
+  lm = strlen(m);
+  return cat_part(&m, &lm, &left, a) && cat_part(&m, &lm, &left, b) &&
+         cat_part(&m, &lm, &left, c) && !lm;
 }
 
 static sc_err set_cond(session_status *st, const char *type,
@@ -1029,7 +1084,7 @@ static bool want_differs(const session *s, const want *w)
   const session_status *st = &s->status;
   int64_t og = s->meta.generation;
   if(st->phase != w->phase || !sc_str_eq0(st->sandbox_id, w->sandbox_id) ||
-     !sc_str_eq0(st->sandbox_state, w->sandbox_state) ||
+     !streq0(st->sandbox_state, w->sandbox_state) ||
      st->end_at != w->end_at || st->observed_generation != og ||
      st->reclaimed_generation != w->reclaimed_generation ||
      st->paused_by_controller != w->paused_by_controller ||
@@ -1049,7 +1104,7 @@ static bool want_differs(const session *s, const want *w)
   if(w->conflict)
     return cond_differs(st, "Conflict", "True", w->conflict_reason,
                         w->conflict_msg, og);
-  return session_status_get_condition(st, "Conflict") &&
+  return get_cond(st, "Conflict") &&
          cond_differs(st, "Conflict", "False", "Resolved",
                       "no conflicting sandbox or session", og);
 }
@@ -2278,10 +2333,9 @@ static sc_err sessions_pass(planner *pl)
     if(i + AHEAD_SBSTR < n)
       ahead_sbstr(pl, i + AHEAD_SBSTR);
     pl->n_visited = i;
+    /* the rest is written by plan_session_one(), now or (redo) later */
     ps->s = pl->recs[i].s;
     ps->status_changed = false;
-    ps->next_due = 0;
-    ps->status = ps->s->status;
     if((err = join_session(pl, (uint32_t)i)))
       return err;
     pl->cur_rec = (uint32_t)i;
