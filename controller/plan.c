@@ -66,6 +66,7 @@ typedef struct sess_rec {
   uint32_t other_pair;  /* the rec owning the shared (tenant, sid) */
   uint32_t next_claim;  /* the next rec linking the same sandbox */
   uint32_t sb_first, sb_n;/* into the per-session sandbox list */
+  uint32_t link_len;    /* strlen(link), measured for the hash */
   uint8_t ls;           /* enum link_state */
   unsigned tomb : 1;
   unsigned has_pair : 1;
@@ -76,6 +77,8 @@ typedef struct sess_rec {
   unsigned unbound : 1;   /* spec.tenantID is not the namespace and the
                              config binds them: no tag join, no create */
 } sess_rec;
+
+_Static_assert(sizeof(sess_rec) <= 64, "a sess_rec is one cache line");
 
 /* One per input sandbox with an ID, in input order: one cache line
  * (the array is 64-byte aligned), since the session pass reads the linked
@@ -891,6 +894,7 @@ static sc_err add_confirm(planner *pl, const sess_rec *r)
 typedef struct want {
   session_phase phase;
   const char *sandbox_id;
+  size_t sandbox_id_len;    /* strlen(sandbox_id), when want_sandbox() */
   const char *sandbox_state;
   sc_time end_at;
   int64_t reclaimed_generation;
@@ -902,6 +906,7 @@ typedef struct want {
    * msg3[] (cat3), built only if the status changes. */
   bool lazy;
   const char *msg3[3];
+  size_t msg3_len[3];       /* strlen() of each */
   bool conflict;            /* Conflict True */
   const char *conflict_reason;
   /* the buffers last: want_from_old() clears only what comes before */
@@ -930,7 +935,7 @@ static const session_condition *cond_match(const session_status *st,
 {
   const session_condition *o = get_cond(st, type);
   if(o && o->observed_generation == gen && o->last_transition_time &&
-     streq0(o->status, status) && sc_str_eq0(o->reason, reason))
+     streq0(o->status, status) && streq0(o->reason, reason))
     return o;
   return NULL;
 }
@@ -944,33 +949,21 @@ static bool cond_differs(const session_status *st, const char *type,
   return !(o && sc_str_eq0(o->message, msg));
 }
 
-/* One part of cat3_eq(): does *m (*lm bytes) start with x, cut to *left
- * bytes as cat3() cuts it? Then skip it. */
-static inline bool cat_part(const char **m, size_t *lm, size_t *left,
-                            const char *x)
+/* Does m equal what cat3(buf, cap, x[0], x[1], x[2]) would write? len[]
+ * holds strlen(x[i]). Lengths first, then memcmp. */
+static inline bool cat3_eq(const char *m, size_t cap, const char *const *x,
+                           const size_t *len)
 {
-  size_t n = strlen(x);
-  if(n > *left)
-    n = *left;
-  if(n > *lm || memcmp(*m, x, n))
-    return false;
-  *m += n;
-  *lm -= n;
-  *left -= n;
-  return true;
-}
-
-/* Does m equal what cat3(buf, cap, a, b, c) would write? Lengths first,
- * then memcmp: no byte of m is read twice. */
-static inline bool cat3_eq(const char *m, size_t cap, const char *a,
-                           const char *b, const char *c)
-{
-  size_t lm, left = cap - 1;
+  size_t n[3], left = cap - 1, i;
   if(!m)
     return false;
-  lm = strlen(m);
-  return cat_part(&m, &lm, &left, a) && cat_part(&m, &lm, &left, b) &&
-         cat_part(&m, &lm, &left, c) && !lm;
+  for(i = 0; i < 3; i++) {
+    n[i] = len[i] < left ? len[i] : left; /* cat3() cuts at cap - 1 */
+    left -= n[i];
+  }
+  return strlen(m) == n[0] + n[1] + n[2] && !memcmp(m, x[0], n[0]) &&
+         !memcmp(m + n[0], x[1], n[1]) &&
+         !memcmp(m + n[0] + n[1], x[2], n[2]);
 }
 
 static sc_err set_cond(session_status *st, const char *type,
@@ -1018,17 +1011,20 @@ static void msg_paused(char *b, size_t n, const char *id)
   cat3(b, n, MSG_SANDBOX, id, MSG_PAUSED);
 }
 
-/* Ready with the message "sandbox <id><tail>", built only if needed */
+/* Ready with the message "sandbox <w->sandbox_id><tail>", built only if
+ * needed */
 static void want_sandbox_msg(struct want *w, const char *status,
-                             const char *reason, const char *id,
-                             const char *tail)
+                             const char *reason, const char *tail)
 {
   w->ready_status = status;
   w->ready_reason = reason;
   w->lazy = true;
   w->msg3[0] = MSG_SANDBOX;
-  w->msg3[1] = id;
+  w->msg3[1] = w->sandbox_id; /* set by want_sandbox() */
   w->msg3[2] = tail;
+  w->msg3_len[0] = sizeof(MSG_SANDBOX) - 1;
+  w->msg3_len[1] = w->sandbox_id_len;
+  w->msg3_len[2] = strlen(tail); /* a constant: folded */
 }
 
 static void msg_reclaimed(char *b, size_t n, int64_t rg)
@@ -1096,8 +1092,8 @@ static bool want_differs(const session *s, const want *w)
                                             w->ready_reason, og);
     if(!o)
       return true;
-    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3[0],
-                          w->msg3[1], w->msg3[2])
+    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3,
+                          w->msg3_len)
                : !sc_str_eq0(o->message, w->ready_msg))
       return true;
   }
@@ -1144,12 +1140,14 @@ static void want_ready(want *w, const char *status, const char *reason,
 /* linked: sb is the one status.sandboxID names (the join compared the
  * strings already, so the status's own copy of the ID can stand in for
  * sb->id, which saves a cache miss per session). */
-static void want_sandbox(want *w, const session *s, const sb_rec *sb,
+static void want_sandbox(want *w, const sess_rec *r, const sb_rec *sb,
                          bool linked)
 {
+  const session *s = r->s;
   const session_status *o = &s->status;
   bool same = linked || sc_str_eq0(o->sandbox_id, sb->id);
   w->sandbox_id = linked ? o->sandbox_id : sb->id;
+  w->sandbox_id_len = linked ? r->link_len : strlen(sb->id);
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
@@ -1383,7 +1381,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 
   sb = &pl->sbs[wi];
-  want_sandbox(w, s, sb, r->ls == LS_OWNED && wi == r->link_sb);
+  want_sandbox(w, r, sb, r->ls == LS_OWNED && wi == r->link_sb);
   switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
@@ -1396,8 +1394,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                         sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    want_sandbox_msg(w, "True", "SandboxRunning", w->sandbox_id,
-                     MSG_RUNNING);
+    want_sandbox_msg(w, "True", "SandboxRunning", MSG_RUNNING);
     if(w->applied_idle_timeout_ms != rec_idle(r)) {
       char ni[32], oi[32];
       fmt_dur(rec_idle(r), ni, sizeof(ni));
@@ -1467,11 +1464,10 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "sandbox %s is pausing; it is resumed once paused",
                  sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      want_sandbox_msg(w, "True", "SandboxPaused", w->sandbox_id,
-                       MSG_PAUSED);
+      want_sandbox_msg(w, "True", "SandboxPaused", MSG_PAUSED);
     }
     else {
-      want_sandbox_msg(w, "True", "IdlePaused", w->sandbox_id, MSG_IDLE);
+      want_sandbox_msg(w, "True", "IdlePaused", MSG_IDLE);
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
@@ -2013,7 +2009,8 @@ static void ahead_hash(planner *pl, size_t j)
   r->redo = false;
   r->link_sb = NONE32; /* a hint until join_session() */
   if(r->link) {
-    r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, strlen(r->link)));
+    r->link_len = (uint32_t)strlen(r->link);
+    r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, r->link_len));
     __builtin_prefetch(&pl->sc->ids[r->hlink & pl->sbmask]);
   }
   tenant = rec_tenant(r);
