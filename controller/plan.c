@@ -327,18 +327,8 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
   const size_t ni = sizeof(i64) - 1;
   sbuf o;
   const char *f;
-  for(f = fmt; (f = strchr(f, '%')); ) {
-    if(f[1] == 's' || f[1] == '%' || f[1] == 'd')
-      f += 2;
-    else if(f[1] == 'z' && f[2] == 'u')
-      f += 3;
-    else if(!strncmp(f, i64, ni))
-      f += ni;
-    else {
-      int n = vsnprintf(buf, cap, fmt, ap);
-      return n < 0 ? 0 : (size_t)n;
-    }
-  }
+  va_list ap0;
+  va_copy(ap0, ap); /* for vsnprintf(), should a conversion be unknown */
   o.b = buf;
   o.cap = cap;
   o.len = 0;
@@ -347,6 +337,12 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
     if(!pc) {
       sb_puts(&o, f);
       break;
+    }
+    if(!(pc[1] == 's' || pc[1] == '%' || pc[1] == 'd' ||
+         (pc[1] == 'z' && pc[2] == 'u') || !strncmp(pc, i64, ni))) {
+      int n = vsnprintf(buf, cap, fmt, ap0); /* from the start */
+      va_end(ap0);
+      return n < 0 ? 0 : (size_t)n;
     }
     sb_putn(&o, f, (size_t)(pc - f));
     if(pc[1] == 's') {
@@ -371,6 +367,7 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
       f = pc + ni;
     }
   }
+  va_end(ap0);
   return sb_end(&o);
 }
 
