@@ -523,13 +523,13 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
       continue;
     /* the first byte after the prefix rules out most names at once */
     if(k[np] == SESSION_TAG_TENANT_ID[np] &&
-       streq(k + np, SESSION_TAG_TENANT_ID + np))
+       streq(k + np, &SESSION_TAG_TENANT_ID[np]))
       *tenant = md->items[i].value;
     else if(k[np] == SESSION_TAG_SESSION_ID[np] &&
-            streq(k + np, SESSION_TAG_SESSION_ID + np))
+            streq(k + np, &SESSION_TAG_SESSION_ID[np]))
       *sid = md->items[i].value;
     else if(k[np] == SESSION_TAG_MANAGED_BY[np] &&
-            streq(k + np, SESSION_TAG_MANAGED_BY + np))
+            streq(k + np, &SESSION_TAG_MANAGED_BY[np]))
       *mb = md->items[i].value;
   }
 }
@@ -1674,26 +1674,43 @@ typedef struct akey {
   uint64_t k[AKEY_WORDS];
 } akey;
 
+/* a big-endian load: comparing such words compares their bytes in order */
+static inline uint64_t load_be64(const unsigned char *b)
+{
+  uint64_t v;
+  memcpy(&v, b, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  v = __builtin_bswap64(v);
+#elif !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+  {
+    size_t j;
+    v = 0;
+    for(j = 0; j < 8; j++)
+      v = v << 8 | b[j];
+  }
+#endif
+  return v;
+}
+
 /* the bytes of a, a NUL, then b (NULL counts as ""), zero-padded */
 static void akey_make(akey *key, const char *a, const char *b)
 {
   unsigned char buf[AKEY_WORDS * 8];
-  size_t o = 0, n = sizeof(buf), w, j;
-  const char *x = a ? a : "";
-  memset(buf, 0, sizeof(buf));
-  while(o < n && *x)
-    buf[o++] = (unsigned char)*x++;
-  if(o < n) {
-    o++; /* the NUL after a */
-    for(x = b ? b : ""; o < n && *x; )
-      buf[o++] = (unsigned char)*x++;
+  const size_t n = sizeof(buf);
+  size_t la = a ? strlen(a) : 0, w;
+  memset(buf, 0, n);
+  if(la >= n)
+    memcpy(buf, a, n);
+  else {
+    if(la)
+      memcpy(buf, a, la);
+    if(b && la + 1 < n) { /* after a and its NUL */
+      size_t lb = strlen(b);
+      memcpy(buf + la + 1, b, lb < n - la - 1 ? lb : n - la - 1);
+    }
   }
-  for(w = 0; w < AKEY_WORDS; w++) {
-    uint64_t v = 0;
-    for(j = 0; j < 8; j++)
-      v = v << 8 | buf[w * 8 + j];
-    key->k[w] = v;
-  }
+  for(w = 0; w < AKEY_WORDS; w++)
+    key->k[w] = load_be64(buf + 8 * w);
 }
 
 static int akey_cmp(const plan *p, const akey *a, const akey *b)
