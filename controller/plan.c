@@ -91,20 +91,28 @@ typedef struct sb_rec {
   const char *tenant, *sid; /* the tags */
   sc_time end_at;
   uint32_t in_idx;      /* index in in->sandboxes */
-  uint32_t owner;       /* rec index, or NONE32 */
-  uint32_t first_claim; /* the first rec linking it (chain: next_claim) */
+  uint32_t owner;       /* an unlinked one: the rec that took it by its
+                           tags (take_loose), or NONE32 */
   uint8_t state;        /* cube_sb_state */
-  uint8_t n_claims;     /* recs whose status.sandboxID is this ID, up to
-                           255 (only 0, 1 and more matter) */
   unsigned ours : 1;
   unsigned has_mb : 1;  /* a lea.managed-by tag, ours or not */
   unsigned has_pair : 1;/* ours, with both tags */
   unsigned dup : 1;     /* a second report of an ID: ignored */
-  unsigned linked : 1;  /* some session's status records it */
-  unsigned resolved : 1;/* its claims were sorted out (redo) */
 } sb_rec;
 
 _Static_assert(sizeof(sb_rec) <= 64, "an sb_rec is one cache line");
+
+/* The links to each sandbox (one per sb_rec, same index). Apart from the
+ * sb_recs, which the session pass then only reads: a record written
+ * again would be written back to memory again (6 MB at 100k); these 8
+ * bytes per sandbox mostly stay in the caches. */
+typedef struct sb_links {
+  uint32_t first;       /* the first rec linking it (chain: next_claim),
+                           NONE32: none (not linked) */
+  uint8_t n;            /* recs whose status.sandboxID is this ID, up to
+                           255 (only 0, 1 and more matter) */
+  uint8_t resolved;     /* its claims were sorted out (redo) */
+} sb_links;
 
 /* A sort key: a 64-bit hash and the index of the record it stands for. */
 typedef struct hkey {
@@ -126,6 +134,8 @@ struct plan_scratch {
   size_t cap_recs;
   sb_rec *sbs;
   size_t cap_sbs;
+  sb_links *links;      /* one per sbs[] */
+  size_t cap_links;
   hslot *ids;           /* sandboxes by ID */
   size_t cap_ids;
   hslot *pairs;         /* sessions by (tenant, sid) */
@@ -155,6 +165,7 @@ typedef struct planner {
   sess_rec *recs;       /* in input order */
   size_t n_recs;
   sb_rec *sbs;          /* in input order (those with an ID) */
+  sb_links *links;      /* sbs[k]'s are links[k] */
   size_t n_sbs;
   size_t sbmask, pmask, lmask; /* table sizes - 1: ids, pairs, loose */
   size_t n_unlinked;    /* in sc->unlinked */
@@ -1950,9 +1961,10 @@ static void read_sandboxes(planner *pl)
     sb->has_pair = sb->ours && sb->tenant && sb->sid;
     sb->hpair = 0; /* hashed only if no session links it (find_loose) */
     sb->owner = NONE32;
-    sb->first_claim = NONE32;
-    sb->n_claims = 0;
-    sb->dup = sb->linked = sb->resolved = false;
+    sb->dup = false;
+    pl->links[pl->n_sbs - 1].first = NONE32;
+    pl->links[pl->n_sbs - 1].n = 0;
+    pl->links[pl->n_sbs - 1].resolved = 0;
     if(sb->ours)
       pl->p->n_managed++; /* less the duplicate reports */
   }
@@ -2062,27 +2074,24 @@ static sc_err join_session(planner *pl, uint32_t i)
     if(k == NONE32)
       r->ls = is_gone(pl, r->link) ? LS_GONE : LS_CONFIRM;
     else {
-      sb_rec *sb = &pl->sbs[k];
-      if(sb->n_claims) { /* linked twice: every claimant again */
+      const sb_rec *sb = &pl->sbs[k];
+      sb_links *l = &pl->links[k];
+      if(l->n) { /* linked twice: every claimant again */
         uint32_t q;
-        for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+        for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
           if((err = mark_redo(pl, q)))
             return err;
         if((err = mark_redo(pl, i)))
           return err;
       }
       r->link_sb = k;
-      r->next_claim = sb->first_claim;
-      sb->first_claim = i;
-      if(sb->n_claims < UINT8_MAX)
-        sb->n_claims++;
-      sb->linked = true;
+      r->next_claim = l->first;
+      l->first = i;
+      if(l->n < UINT8_MAX)
+        l->n++;
       r->ls = link_tags(r, sb);
-      if(r->ls == LS_OWNED) {
-        sb->owner = i;
-        if((err = push_sb(pl, r, k)))
-          return err;
-      }
+      if(r->ls == LS_OWNED && (err = push_sb(pl, r, k)))
+        return err;
     }
   }
   if(r->has_pair && (err = add_pair(pl, i)))
@@ -2208,7 +2217,7 @@ static sc_err find_loose(planner *pl)
   sc_err err;
   for(i = 0; i < pl->n_sbs; i++) {
     const sb_rec *sb = &pl->sbs[i];
-    if(!sb->ours || sb->linked) /* a duplicate report is not ours */
+    if(!sb->ours || pl->links[i].n) /* a duplicate report is not ours */
       continue;
     if((err = push32(&sc->unlinked, &sc->cap_unlinked, pl->n_unlinked,
                      (uint32_t)i)))
@@ -2255,16 +2264,18 @@ static sc_err find_loose(planner *pl)
 /* the claims on a sandbox linked by several sessions: the first by
  * priority owns it (if its tags agree); live losers are in conflict,
  * tombstones let go */
-static sc_err resolve_claims(planner *pl, sb_rec *sb)
+static sc_err resolve_claims(planner *pl, uint32_t k)
 {
+  const sb_rec *sb = &pl->sbs[k];
+  sb_links *l = &pl->links[k];
   uint32_t *v, q, w;
   size_t n = 0, a, b;
-  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+  for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
     n++;
   if(!(v = malloc(n * sizeof(*v))))
     return SC_ERR_NOMEM;
   n = 0;
-  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+  for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
     v[n++] = q;
   for(a = 1; a < n; a++) /* insertion sort: a handful of claims */
     for(b = a; b > 0 && rec_cmp(&pl->recs[v[b - 1]], &pl->recs[v[b]]) > 0;
@@ -2275,14 +2286,12 @@ static sc_err resolve_claims(planner *pl, sb_rec *sb)
     }
   w = v[0];
   pl->recs[w].ls = link_tags(&pl->recs[w], sb);
-  if(pl->recs[w].ls == LS_OWNED)
-    sb->owner = w;
   for(a = 1; a < n; a++) {
     sess_rec *r = &pl->recs[v[a]];
     r->other_link = w;
     r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
   }
-  sb->resolved = true;
+  l->resolved = 1;
   free(v);
   return SC_OK;
 }
@@ -2298,33 +2307,21 @@ static sc_err redo_marked(planner *pl)
   sc_err err = SC_OK;
   if(!n)
     return SC_OK;
-  /* 1. forget the owners the guesses set */
-  for(a = 0; a < n; a++) {
-    const sess_rec *r = &pl->recs[R[a]];
-    for(b = 0; b < r->sb_n; b++) {
-      sb_rec *sb = &pl->sbs[pl->sc->sblist[r->sb_first + b]];
-      if(sb->owner == R[a])
-        sb->owner = NONE32;
-    }
-  }
-  /* 2. links */
+  /* 1. links (no guess took a sandbox: take_loose() runs in 3) */
   for(a = 0; a < n; a++) {
     sess_rec *r = &pl->recs[R[a]];
-    sb_rec *sb;
+    const sb_links *l;
     r->pair_conflict = r->pair_loser = false;
     r->other_pair = NONE32;
     if(r->link_sb == NONE32)
       continue;
-    sb = &pl->sbs[r->link_sb];
-    if(sb->n_claims == 1) {
-      r->ls = link_tags(r, sb);
-      if(r->ls == LS_OWNED)
-        sb->owner = R[a];
-    }
-    else if(!sb->resolved && (err = resolve_claims(pl, sb)))
+    l = &pl->links[r->link_sb];
+    if(l->n == 1)
+      r->ls = link_tags(r, &pl->sbs[r->link_sb]);
+    else if(!l->resolved && (err = resolve_claims(pl, r->link_sb)))
       return err;
   }
-  /* 3. (tenant, sessionID): every session sharing one is here */
+  /* 2. (tenant, sessionID): every session sharing one is here */
   if(!(keys = malloc(n * sizeof(*keys))))
     return SC_ERR_NOMEM;
   for(a = 0; a < n; a++)
@@ -2343,7 +2340,7 @@ static sc_err redo_marked(planner *pl)
         r->other_pair = (uint32_t)keys[a].i;
       }
     }
-  /* 4. their sandboxes */
+  /* 3. their sandboxes */
   for(a = 0; a < n; a++) {
     sess_rec *r = &pl->recs[R[a]];
     r->sb_first = (uint32_t)pl->n_sblist;
@@ -2354,7 +2351,7 @@ static sc_err redo_marked(planner *pl)
     if(r->has_pair && !r->pair_loser && (err = take_loose(pl, R[a])))
       goto out;
   }
-  /* 5. drop their first actions and statuses, and decide again */
+  /* 4. drop their first actions and statuses, and decide again */
   for(a = 0, b = 0; a < p->n_actions; a++) {
     uint32_t o = pl->sc->act_rec[a];
     if(o != NONE32 && pl->recs[o].redo)
@@ -2389,6 +2386,7 @@ void plan_scratch_free(plan_scratch *sc)
     return;
   free(sc->recs);
   free(sc->sbs);
+  free(sc->links);
   free(sc->ids);
   free(sc->pairs);
   free(sc->loose);
@@ -2411,6 +2409,8 @@ static sc_err prepare(planner *pl)
                           sizeof(*sc->recs))) ||
      !(sc->sbs = reserve_aligned(sc->sbs, &sc->cap_sbs, in->n_sandboxes,
                                  sizeof(*sc->sbs))) ||
+     !(sc->links = reserve(sc->links, &sc->cap_links, in->n_sandboxes,
+                           sizeof(*sc->links))) ||
      !(sc->gone = reserve(sc->gone, &sc->cap_gone, in->n_gone,
                           sizeof(*sc->gone))))
     return SC_ERR_NOMEM;
@@ -2432,6 +2432,7 @@ static sc_err prepare(planner *pl)
   pl->pmask = pslots - 1;
   pl->recs = sc->recs;
   pl->sbs = sc->sbs;
+  pl->links = sc->links;
   pl->gone = sc->gone;
   for(i = 0; i < in->n_gone; i++)
     if(in->gone[i])
