@@ -553,11 +553,30 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
 #define PREFETCH_NEAR 8
 #define PREFETCH_FARTHEST 24
 
+/* Load one byte at p, for its side effects only. Prefetches alone did
+ * not hide the first access to each session and each sandbox: the sample
+ * landed on it 24 sessions after its prefetch. Loading one byte of the
+ * first allocation of each (the session struct, its status strings, the
+ * sandbox's tags) that far ahead made the pass 10-15% faster (paired
+ * runs, fourth round): a load, unlike a prefetch here, probably also
+ * walks the page table and trains the hardware prefetchers. The input
+ * spans over 100 MB of 4 KB pages. The loaded byte is discarded; the
+ * volatile keeps the load. */
+static inline void touch(const void *p)
+{
+  (void)*(const volatile unsigned char *)p;
+}
+
 static void prefetch_sandbox(const plan_input *in, size_t i)
 {
   size_t j;
-  if(i + PREFETCH_FAR < in->n_sandboxes)
-    __builtin_prefetch(in->sandboxes[i + PREFETCH_FAR].metadata.items);
+  if(i + PREFETCH_FAR < in->n_sandboxes) {
+    const sc_kv *items = in->sandboxes[i + PREFETCH_FAR].metadata.items;
+    if(items) {
+      touch(items);
+      __builtin_prefetch(items);
+    }
+  }
   if(i + PREFETCH_NEAR < in->n_sandboxes) {
     const cube_sandbox *b = &in->sandboxes[i + PREFETCH_NEAR];
     __builtin_prefetch(b->sandbox_id);
@@ -2114,7 +2133,7 @@ static sc_err join_session(planner *pl, uint32_t i)
 static void ahead_struct(const planner *pl, size_t j)
 {
   const char *s = (const char *)pl->in->sessions[j];
-  __builtin_prefetch(s);
+  touch(s);
   __builtin_prefetch(s + 64);
   __builtin_prefetch(s + 128);
   __builtin_prefetch(s + 192);
@@ -2129,7 +2148,8 @@ static void ahead_strings(const planner *pl, size_t j)
   __builtin_prefetch(s->meta.namespace_);
   __builtin_prefetch(s->spec.tenant_id);
   __builtin_prefetch(s->spec.session_id);
-  __builtin_prefetch(s->status.sandbox_id);
+  if(s->status.sandbox_id)
+    touch(s->status.sandbox_id); /* and the status strings near it */
   __builtin_prefetch(s->status.sandbox_state);
   __builtin_prefetch(s->status.conditions);
 }
