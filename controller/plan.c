@@ -549,9 +549,8 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
  * separately allocated sandboxes: the tags sit two pointer hops away
  * (items array, then key strings). Ask for them a few iterations ahead:
  * first the items arrays, then, once those have arrived, the strings. */
-#define PREFETCH_FAR 16
-#define PREFETCH_NEAR 8
-#define PREFETCH_FARTHEST 24
+#define PREFETCH_FAR 32
+#define PREFETCH_NEAR 16
 
 /* Load one byte at p, for its side effects only. Prefetches alone did
  * not hide the first access to each session and each sandbox: the sample
@@ -2121,9 +2120,11 @@ static sc_err join_session(planner *pl, uint32_t i)
 /* ---------- the session pass's pipeline ---------- */
 
 /* Memory latency is the cost at 100k sessions, so each session is asked
- * for in stages ahead of its turn: the struct, then its strings, then
- * (hashed) the table slots, then the linked sandbox's record, then that
- * record's strings. */
+ * for in stages ahead of its turn: the struct's first line (prefetched),
+ * then the struct (a byte loaded, the rest prefetched), then its strings,
+ * then (hashed) the table slots, then the linked sandbox's record, then
+ * that record's strings. */
+#define AHEAD_FIRST 40
 #define AHEAD_STRUCT 24
 #define AHEAD_STRINGS 16
 #define AHEAD_HASH 10
@@ -2471,6 +2472,8 @@ static sc_err sessions_pass(planner *pl)
     ahead_hash(pl, i);
   for(i = 0; i < n; i++) {
     plan_session *ps = &pl->p->sessions[i];
+    if(i + AHEAD_FIRST < n)
+      __builtin_prefetch(pl->in->sessions[i + AHEAD_FIRST]);
     if(i + AHEAD_STRUCT < n)
       ahead_struct(pl, i + AHEAD_STRUCT);
     if(i + AHEAD_STRINGS < n)
