@@ -570,10 +570,11 @@ static void prefetch_sandbox(const plan_input *in, size_t i)
 {
   size_t j;
   if(i + PREFETCH_FAR < in->n_sandboxes) {
-    const sc_kv *items = in->sandboxes[i + PREFETCH_FAR].metadata.items;
-    if(items) {
-      touch(items);
-      __builtin_prefetch(items);
+    const sc_kvlist *md = &in->sandboxes[i + PREFETCH_FAR].metadata;
+    if(md->items && md->n) {
+      touch(md->items);
+      /* the array's last line: a 48-byte array often spans two */
+      __builtin_prefetch((const char *)(md->items + md->n) - 1);
     }
   }
   if(i + PREFETCH_NEAR < in->n_sandboxes) {
