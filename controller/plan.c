@@ -2146,7 +2146,7 @@ static void ahead_struct(const planner *pl, size_t j)
 static void ahead_strings(const planner *pl, size_t j)
 {
   const session *s = pl->in->sessions[j];
-  __builtin_prefetch(s->meta.name);
+  /* not meta.name: a settled session's pass does not read it */
   __builtin_prefetch(s->meta.namespace_);
   __builtin_prefetch(s->spec.tenant_id);
   __builtin_prefetch(s->spec.session_id);
