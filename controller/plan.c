@@ -2,17 +2,20 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. The sandboxes go into open-addressing
- * hash tables (by ID, and by their (tenant, sessionID) tags); then one
- * pass over the sessions joins and decides each in turn, guessing that no
- * other session contests its claims, and the few sessions whose guess a
- * later session proves wrong are decided again exactly (see "the join,
- * in one pass" below). Equal hashes always fall back to the strings. A
- * pass costs O(S + B). At 100k sessions memory latency, not instructions,
- * is the cost: the passes over the input run in its order and prefetch
- * ahead, unchanged statuses are not copied, the actions' strings share
- * one arena, and the working arrays can be kept between passes
- * (plan_scratch). docs/planner.md, "Cost" and "Third round".
+ * No I/O, no clock, no globals. The sandboxes go into an open-addressing
+ * hash table by ID; then one pass over the sessions joins and decides
+ * each in turn, guessing that no other session contests its claims and
+ * that no unlinked sandbox carries its (tenant, sessionID) tags, and the
+ * few sessions whose guess proves wrong are decided again exactly (see
+ * "the join, in one pass" below). Equal hashes always fall back to the
+ * strings. A pass costs O(S + B). At 100k sessions memory latency and
+ * the instructions per session share the cost: the passes over the input
+ * run in its order and load and prefetch ahead, unchanged statuses are
+ * not copied, the common words are compared without libc calls where a
+ * first byte decides, the actions' strings share one arena and are
+ * sorted by packed keys, and the working arrays can be kept between
+ * passes (plan_scratch). docs/planner.md, "Cost", "Third round" and
+ * "Fourth round".
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
@@ -1824,19 +1827,23 @@ static sc_err sort_actions(plan *p)
 
 /* ---------- the join, in one pass ---------- */
 
-/* How the join works (docs/planner.md, "Third round"). The sandboxes are
- * read first, in input order, into records and two hash tables: by ID,
- * and (ours only) by the (tenant, sessionID) tags. Then one pass over the
- * sessions, in input order, joins each session and decides it at once,
- * while its struct and strings are in the cache. That pass guesses that
- * the session is the only one linking its sandbox, the only one with its
- * (tenant, sessionID), and that no later session links a sandbox it takes
- * by its tags. Wherever a later session proves a guess wrong, the
- * sessions involved are marked "redo"; after the pass their actions and
- * statuses are dropped, the claims are sorted out exactly (rec_cmp,
- * claim_cmp: the same priorities as ever) and they are decided again.
- * Sessions not marked depend on nothing another session can change, so
- * the plan is the one the full join gives, whatever the input order. */
+/* How the join works (docs/planner.md, "Third round", "Fourth round").
+ * The sandboxes are read first, in input order, into records and a hash
+ * table by ID. Then one pass over the sessions, in input order, joins
+ * each session and decides it at once, while its struct and strings are
+ * in the cache; each session also goes into a table by (tenant,
+ * sessionID). That pass guesses that the session is the only one linking
+ * its sandbox, the only one with its (tenant, sessionID), and that none
+ * of our sandboxes that no session links carries its tags. A later
+ * session that links the same sandbox or has the same (tenant,
+ * sessionID) hash proves a guess wrong; after the pass, find_loose()
+ * hashes the tags of our unlinked sandboxes and finds the sessions whose
+ * tags they carry. The sessions involved are marked "redo": their
+ * actions and statuses are dropped, the claims are sorted out exactly
+ * (rec_cmp, claim_cmp: the same priorities as ever), they take their
+ * unlinked sandboxes by tags, and they are decided again. Sessions not
+ * marked depend on nothing another session can change, so the plan is
+ * the one the full join gives, whatever the input order. */
 
 /* malloc'd room for need items of size (the old content is not kept) */
 static void *reserve(void *old, size_t *cap, size_t need, size_t size)
