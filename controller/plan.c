@@ -156,6 +156,8 @@ struct plan_scratch {
   size_t cap_redo;
   const char **gone;
   size_t cap_gone;
+  struct akey *akeys;   /* the actions' sort keys (sort_actions) */
+  size_t cap_akeys;
 };
 
 #define PL_TIMES 8
@@ -1792,21 +1794,12 @@ static void akey_sort(const plan *p, akey *v, akey *tmp, size_t n)
     memcpy(v, from, n * sizeof(*v));
 }
 
-/* the actions in action_cmp() order */
-static sc_err sort_actions(plan *p)
+/* the actions in action_cmp() order; keys: room for 2 * n_actions */
+static void sort_actions(plan *p, akey *keys)
 {
-  size_t n = p->n_actions, i;
-  akey *keys;
-  plan_action *out;
+  size_t n = p->n_actions, i, j;
   if(n < 2)
-    return SC_OK;
-  keys = malloc(2 * n * sizeof(*keys));
-  out = malloc(n * sizeof(*out));
-  if(!keys || !out) {
-    free(keys);
-    free(out);
-    return SC_ERR_NOMEM;
-  }
+    return;
   for(i = 0; i < n; i++) {
     const plan_action *a = &p->actions[i];
     keys[i].orphan = a->del_kind == PLAN_DEL_ORPHAN;
@@ -1817,12 +1810,22 @@ static sc_err sort_actions(plan *p)
     keys[i].i = (uint32_t)i;
   }
   akey_sort(p, keys, keys + n, n);
-  for(i = 0; i < n; i++)
-    out[i] = p->actions[keys[i].i];
-  free(keys);
-  free(p->actions);
-  p->actions = out;
-  return SC_OK;
+  /* in place: position j gets the action at keys[j].i; each cycle of
+   * the permutation is walked once, and keys[j].i = j marks j done */
+  for(i = 0; i < n; i++) {
+    plan_action first;
+    if(keys[i].i == i)
+      continue;
+    first = p->actions[i];
+    for(j = i; keys[j].i != i; ) {
+      size_t src = keys[j].i;
+      p->actions[j] = p->actions[src];
+      keys[j].i = (uint32_t)j;
+      j = src;
+    }
+    p->actions[j] = first;
+    keys[j].i = (uint32_t)j;
+  }
 }
 
 /* ---------- the join, in one pass ---------- */
@@ -2424,6 +2427,7 @@ void plan_scratch_free(plan_scratch *sc)
   free(sc->act_rec);
   free(sc->redo);
   free(sc->gone);
+  free(sc->akeys);
   free(sc);
 }
 
@@ -2563,7 +2567,15 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   pl.cur_rec = NONE32;
   if((err = plan_orphans(&pl)))
     goto out;
-  err = sort_actions(p);
+  if(p->n_actions > 1) {
+    if(!(scratch->akeys = reserve(scratch->akeys, &scratch->cap_akeys,
+                                  2 * p->n_actions,
+                                  sizeof(*scratch->akeys)))) {
+      err = SC_ERR_NOMEM;
+      goto out;
+    }
+    sort_actions(p, scratch->akeys);
+  }
 
 out:
   if(err) {
