@@ -2,17 +2,20 @@
  * plan.c - the pure planner (DESIGN.md sections 3 and 4).
  *
  * (sessions, sandboxes, Cube's clock, config) -> actions + statuses.
- * No I/O, no clock, no globals. The sandboxes go into open-addressing
- * hash tables (by ID, and by their (tenant, sessionID) tags); then one
- * pass over the sessions joins and decides each in turn, guessing that no
- * other session contests its claims, and the few sessions whose guess a
- * later session proves wrong are decided again exactly (see "the join,
- * in one pass" below). Equal hashes always fall back to the strings. A
- * pass costs O(S + B). At 100k sessions memory latency, not instructions,
- * is the cost: the passes over the input run in its order and prefetch
- * ahead, unchanged statuses are not copied, the actions' strings share
- * one arena, and the working arrays can be kept between passes
- * (plan_scratch). docs/planner.md, "Cost" and "Third round".
+ * No I/O, no clock, no globals. The sandboxes go into an open-addressing
+ * hash table by ID; then one pass over the sessions joins and decides
+ * each in turn, guessing that no other session contests its claims and
+ * that no unlinked sandbox carries its (tenant, sessionID) tags, and the
+ * few sessions whose guess proves wrong are decided again exactly (see
+ * "the join, in one pass" below). Equal hashes always fall back to the
+ * strings. A pass costs O(S + B). At 100k sessions memory latency and
+ * the instructions per session share the cost: the passes over the input
+ * run in its order and load and prefetch ahead, unchanged statuses are
+ * not copied, the common words are compared without libc calls where a
+ * first byte decides, the actions' strings share one arena and are
+ * sorted by packed keys, and the working arrays can be kept between
+ * passes (plan_scratch). docs/planner.md, "Cost", "Third round" and
+ * "Fourth round".
  *
  * The join, in priority order (docs/planner.md has the full rules):
  *  1. status.sandboxID (the primary link, rule 4). When several sessions
@@ -52,7 +55,7 @@ enum link_state {
 };
 
 #define NONE32 UINT32_MAX
-#define SESS_BIT 0x80000000u /* in the pairs table: a session */
+#define SESS_BIT 0x80000000u /* inputs must stay below this many items */
 
 /* One per input session, in input order (rec i is input session i).
  * Indexes are 32-bit: plan_compute() refuses 2^32 - 1 items or more. */
@@ -66,6 +69,7 @@ typedef struct sess_rec {
   uint32_t other_pair;  /* the rec owning the shared (tenant, sid) */
   uint32_t next_claim;  /* the next rec linking the same sandbox */
   uint32_t sb_first, sb_n;/* into the per-session sandbox list */
+  uint32_t link_len;    /* strlen(link), measured for the hash */
   uint8_t ls;           /* enum link_state */
   unsigned tomb : 1;
   unsigned has_pair : 1;
@@ -76,6 +80,8 @@ typedef struct sess_rec {
   unsigned unbound : 1;   /* spec.tenantID is not the namespace and the
                              config binds them: no tag join, no create */
 } sess_rec;
+
+_Static_assert(sizeof(sess_rec) <= 64, "a sess_rec is one cache line");
 
 /* One per input sandbox with an ID, in input order: one cache line
  * (the array is 64-byte aligned), since the session pass reads the linked
@@ -88,20 +94,28 @@ typedef struct sb_rec {
   const char *tenant, *sid; /* the tags */
   sc_time end_at;
   uint32_t in_idx;      /* index in in->sandboxes */
-  uint32_t owner;       /* rec index, or NONE32 */
-  uint32_t first_claim; /* the first rec linking it (chain: next_claim) */
+  uint32_t owner;       /* an unlinked one: the rec that took it by its
+                           tags (take_loose), or NONE32 */
   uint8_t state;        /* cube_sb_state */
-  uint8_t n_claims;     /* recs whose status.sandboxID is this ID, up to
-                           255 (only 0, 1 and more matter) */
   unsigned ours : 1;
   unsigned has_mb : 1;  /* a lea.managed-by tag, ours or not */
   unsigned has_pair : 1;/* ours, with both tags */
   unsigned dup : 1;     /* a second report of an ID: ignored */
-  unsigned linked : 1;  /* some session's status records it */
-  unsigned resolved : 1;/* its claims were sorted out (redo) */
 } sb_rec;
 
 _Static_assert(sizeof(sb_rec) <= 64, "an sb_rec is one cache line");
+
+/* The links to each sandbox (one per sb_rec, same index). Apart from the
+ * sb_recs, which the session pass then only reads: a record written
+ * again would be written back to memory again (6 MB at 100k); these 8
+ * bytes per sandbox mostly stay in the caches. */
+typedef struct sb_links {
+  uint32_t first;       /* the first rec linking it (chain: next_claim),
+                           NONE32: none (not linked) */
+  uint8_t n;            /* recs whose status.sandboxID is this ID, up to
+                           255 (only 0, 1 and more matter) */
+  uint8_t resolved;     /* its claims were sorted out (redo) */
+} sb_links;
 
 /* A sort key: a 64-bit hash and the index of the record it stands for. */
 typedef struct hkey {
@@ -123,11 +137,17 @@ struct plan_scratch {
   size_t cap_recs;
   sb_rec *sbs;
   size_t cap_sbs;
+  sb_links *links;      /* one per sbs[] */
+  size_t cap_links;
   hslot *ids;           /* sandboxes by ID */
   size_t cap_ids;
-  hslot *pairs;         /* by (tenant, sid): our sandboxes' tags, and
-                           the sessions (idx | SESS_BIT) */
+  hslot *pairs;         /* sessions by (tenant, sid) */
   size_t cap_pairs;
+  hslot *loose;         /* our unlinked sandboxes by their (tenant, sid)
+                           tags (find_loose) */
+  size_t cap_loose;
+  uint32_t *unlinked;   /* our sandboxes no session links */
+  size_t cap_unlinked;
   uint32_t *sblist;     /* per-session sandbox lists */
   size_t cap_sblist;
   uint32_t *act_rec;    /* the rec of each action (NONE32: orphan) */
@@ -136,7 +156,11 @@ struct plan_scratch {
   size_t cap_redo;
   const char **gone;
   size_t cap_gone;
+  struct akey *akeys;   /* the actions' sort keys (sort_actions) */
+  size_t cap_akeys;
 };
+
+#define PL_TIMES 8
 
 typedef struct planner {
   const plan_input *in;
@@ -146,8 +170,11 @@ typedef struct planner {
   sess_rec *recs;       /* in input order */
   size_t n_recs;
   sb_rec *sbs;          /* in input order (those with an ID) */
+  sb_links *links;      /* sbs[k]'s are links[k] */
   size_t n_sbs;
-  size_t sbmask, pmask; /* table sizes - 1: ids, pairs */
+  size_t sbmask, pmask, lmask; /* table sizes - 1: ids, pairs, loose */
+  size_t n_unlinked;    /* in sc->unlinked */
+  size_t n_loose;       /* in sc->loose */
   const char **gone;    /* sorted */
   size_t n_gone;
   size_t n_sblist;
@@ -156,10 +183,13 @@ typedef struct planner {
   size_t n_visited;     /* sessions the session pass has reached */
   plan *p;
   size_t cap_actions;
-  /* fmt_time() of cube_now (made once) and of the last other time */
+  /* fmt_time() of cube_now (made once) and of the last few other times
+   * (endAt of keep-alives, reclaims and orphans, deletion times): a
+   * reason's times are mostly the same few values */
   char now_text[SCTIME_RFC3339_MAX];
-  sc_time last_t;
-  char last_text[SCTIME_RFC3339_MAX];
+  sc_time times[PL_TIMES];
+  char time_text[PL_TIMES][SCTIME_RFC3339_MAX];
+  unsigned next_time;   /* the entry to replace next (round robin) */
 } planner;
 
 /* ---------- names ---------- */
@@ -204,6 +234,22 @@ static int strcmp0(const char *a, const char *b)
   if(!a || !b)
     return a ? 1 : (b ? -1 : 0);
   return strcmp(a, b);
+}
+
+/* !strcmp(a, b), with the first byte compared inline: most of the
+ * words the planner compares for every session (condition types, tag
+ * names) differ there, and then no call is made. */
+static inline bool streq(const char *a, const char *b)
+{
+  return a[0] == b[0] && (!a[0] || !strcmp(a + 1, b + 1));
+}
+
+/* sc_str_eq0() with streq() */
+static inline bool streq0(const char *a, const char *b)
+{
+  if(!a || !b)
+    return a == b;
+  return a == b || streq(a, b);
 }
 
 /* The hash (plan_hash.h) keys the tables and sorts: cache misses, not
@@ -297,18 +343,8 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
   const size_t ni = sizeof(i64) - 1;
   sbuf o;
   const char *f;
-  for(f = fmt; (f = strchr(f, '%')); ) {
-    if(f[1] == 's' || f[1] == '%' || f[1] == 'd')
-      f += 2;
-    else if(f[1] == 'z' && f[2] == 'u')
-      f += 3;
-    else if(!strncmp(f, i64, ni))
-      f += ni;
-    else {
-      int n = vsnprintf(buf, cap, fmt, ap);
-      return n < 0 ? 0 : (size_t)n;
-    }
-  }
+  va_list ap0;
+  va_copy(ap0, ap); /* for vsnprintf(), should a conversion be unknown */
   o.b = buf;
   o.cap = cap;
   o.len = 0;
@@ -317,6 +353,12 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
     if(!pc) {
       sb_puts(&o, f);
       break;
+    }
+    if(!(pc[1] == 's' || pc[1] == '%' || pc[1] == 'd' ||
+         (pc[1] == 'z' && pc[2] == 'u') || !strncmp(pc, i64, ni))) {
+      int n = vsnprintf(buf, cap, fmt, ap0); /* from the start */
+      va_end(ap0);
+      return n < 0 ? 0 : (size_t)n;
     }
     sb_putn(&o, f, (size_t)(pc - f));
     if(pc[1] == 's') {
@@ -341,6 +383,7 @@ static size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
       f = pc + ni;
     }
   }
+  va_end(ap0);
   return sb_end(&o);
 }
 
@@ -391,18 +434,27 @@ static void fmt_time(sc_time t, char *buf, size_t len)
     sctime_format_rfc3339(t, buf, len);
 }
 
-/* fmt_time() through the planner's two-entry cache */
+/* fmt_time() through the planner's small cache */
 static void pl_time(planner *pl, sc_time t, char *buf, size_t len)
 {
   sbuf o;
+  const char *text = NULL;
+  unsigned k;
   o.b = buf;
   o.cap = len;
   o.len = 0;
-  if(t != pl->in->cube_now && (t != pl->last_t || !pl->last_text[0])) {
-    fmt_time(t, pl->last_text, sizeof(pl->last_text));
-    pl->last_t = t;
+  if(t == pl->in->cube_now)
+    text = pl->now_text;
+  for(k = 0; !text && k < PL_TIMES; k++)
+    if(pl->time_text[k][0] && pl->times[k] == t)
+      text = pl->time_text[k];
+  if(!text) {
+    k = pl->next_time++ % PL_TIMES;
+    fmt_time(t, pl->time_text[k], sizeof(pl->time_text[k]));
+    pl->times[k] = t;
+    text = pl->time_text[k];
   }
-  sb_puts(&o, t == pl->in->cube_now ? pl->now_text : pl->last_text);
+  sb_puts(&o, text);
   sb_end(&o);
 }
 
@@ -477,16 +529,23 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
                       const char **sid, const char **mb)
 {
   static const char pfx[] = SESSION_TAG_PREFIX;
-  size_t i, np = sizeof(pfx) - 1;
+  const size_t np = sizeof(pfx) - 1;
+  size_t i, j;
   for(i = 0; i < md->n; i++) {
     const char *k = md->items[i].key;
-    if(strncmp(k, pfx, np))
+    for(j = 0; j < np && k[j] == pfx[j]; j++) /* stops at k's NUL */
+      ;
+    if(j < np)
       continue;
-    if(!strcmp(k, SESSION_TAG_TENANT_ID))
+    /* the first byte after the prefix rules out most names at once */
+    if(k[np] == SESSION_TAG_TENANT_ID[np] &&
+       streq(k + np, &SESSION_TAG_TENANT_ID[np]))
       *tenant = md->items[i].value;
-    else if(!strcmp(k, SESSION_TAG_SESSION_ID))
+    else if(k[np] == SESSION_TAG_SESSION_ID[np] &&
+            streq(k + np, &SESSION_TAG_SESSION_ID[np]))
       *sid = md->items[i].value;
-    else if(!strcmp(k, SESSION_TAG_MANAGED_BY))
+    else if(k[np] == SESSION_TAG_MANAGED_BY[np] &&
+            streq(k + np, &SESSION_TAG_MANAGED_BY[np]))
       *mb = md->items[i].value;
   }
 }
@@ -495,15 +554,34 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
  * separately allocated sandboxes: the tags sit two pointer hops away
  * (items array, then key strings). Ask for them a few iterations ahead:
  * first the items arrays, then, once those have arrived, the strings. */
-#define PREFETCH_FAR 16
-#define PREFETCH_NEAR 8
-#define PREFETCH_FARTHEST 24
+#define PREFETCH_FAR 32
+#define PREFETCH_NEAR 16
+
+/* Load one byte at p, for its side effects only. Prefetches alone did
+ * not hide the first access to each session and each sandbox: the sample
+ * landed on it 24 sessions after its prefetch. Loading one byte of the
+ * first allocation of each (the session struct, its status strings, the
+ * sandbox's tags) that far ahead made the pass 10-15% faster (paired
+ * runs, fourth round): a load, unlike a prefetch here, probably also
+ * walks the page table and trains the hardware prefetchers. The input
+ * spans over 100 MB of 4 KB pages. The loaded byte is discarded; the
+ * volatile keeps the load. */
+static inline void touch(const void *p)
+{
+  (void)*(const volatile unsigned char *)p;
+}
 
 static void prefetch_sandbox(const plan_input *in, size_t i)
 {
   size_t j;
-  if(i + PREFETCH_FAR < in->n_sandboxes)
-    __builtin_prefetch(in->sandboxes[i + PREFETCH_FAR].metadata.items);
+  if(i + PREFETCH_FAR < in->n_sandboxes) {
+    const sc_kvlist *md = &in->sandboxes[i + PREFETCH_FAR].metadata;
+    if(md->items && md->n) {
+      touch(md->items);
+      /* the array's last line: a 48-byte array often spans two */
+      __builtin_prefetch((const char *)(md->items + md->n) - 1);
+    }
+  }
   if(i + PREFETCH_NEAR < in->n_sandboxes) {
     const cube_sandbox *b = &in->sandboxes[i + PREFETCH_NEAR];
     __builtin_prefetch(b->sandbox_id);
@@ -848,6 +926,7 @@ static sc_err add_confirm(planner *pl, const sess_rec *r)
 typedef struct want {
   session_phase phase;
   const char *sandbox_id;
+  size_t sandbox_id_len;    /* strlen(sandbox_id), when want_sandbox() */
   const char *sandbox_state;
   sc_time end_at;
   int64_t reclaimed_generation;
@@ -859,12 +938,25 @@ typedef struct want {
    * msg3[] (cat3), built only if the status changes. */
   bool lazy;
   const char *msg3[3];
+  size_t msg3_len[3];       /* strlen() of each */
   bool conflict;            /* Conflict True */
   const char *conflict_reason;
   /* the buffers last: want_from_old() clears only what comes before */
   char ready_msg[320];
   char conflict_msg[320];
 } want;
+
+/* session_status_get_condition(), with the short type names compared
+ * inline: it runs twice for every session */
+static const session_condition *get_cond(const session_status *st,
+                                         const char *type)
+{
+  size_t i;
+  for(i = 0; i < st->n_conditions; i++)
+    if(streq0(st->conditions[i].type, type))
+      return &st->conditions[i];
+  return NULL;
+}
 
 /* st's condition of this type when all but its message already say
  * this, else NULL: the test of set_cond()'s early return */
@@ -873,9 +965,9 @@ static const session_condition *cond_match(const session_status *st,
                                            const char *status,
                                            const char *reason, int64_t gen)
 {
-  const session_condition *o = session_status_get_condition(st, type);
+  const session_condition *o = get_cond(st, type);
   if(o && o->observed_generation == gen && o->last_transition_time &&
-     sc_str_eq0(o->status, status) && sc_str_eq0(o->reason, reason))
+     streq0(o->status, status) && streq0(o->reason, reason))
     return o;
   return NULL;
 }
@@ -889,27 +981,21 @@ static bool cond_differs(const session_status *st, const char *type,
   return !(o && sc_str_eq0(o->message, msg));
 }
 
-/* Does m equal what cat3(buf, cap, a, b, c) would write? */
-static bool cat3_eq(const char *m, size_t cap, const char *a, const char *b,
-                    const char *c)
+/* Does m equal what cat3(buf, cap, x[0], x[1], x[2]) would write? len[]
+ * holds strlen(x[i]). Lengths first, then memcmp. */
+static inline bool cat3_eq(const char *m, size_t cap, const char *const *x,
+                           const size_t *len)
 {
-  const char *parts[3];
-  size_t i, left = cap - 1;
+  size_t n[3], left = cap - 1, i;
   if(!m)
     return false;
-  parts[0] = a;
-  parts[1] = b;
-  parts[2] = c;
   for(i = 0; i < 3; i++) {
-    size_t n = strlen(parts[i]);
-    if(n > left)
-      n = left;
-    if(strncmp(m, parts[i], n)) /* stops at the end of m */
-      return false;
-    m += n;
-    left -= n;
+    n[i] = len[i] < left ? len[i] : left; /* cat3() cuts at cap - 1 */
+    left -= n[i];
   }
-  return !*m;
+  return strlen(m) == n[0] + n[1] + n[2] && !memcmp(m, x[0], n[0]) &&
+         !memcmp(m + n[0], x[1], n[1]) &&
+         !memcmp(m + n[0] + n[1], x[2], n[2]);
 }
 
 static sc_err set_cond(session_status *st, const char *type,
@@ -957,17 +1043,20 @@ static void msg_paused(char *b, size_t n, const char *id)
   cat3(b, n, MSG_SANDBOX, id, MSG_PAUSED);
 }
 
-/* Ready with the message "sandbox <id><tail>", built only if needed */
+/* Ready with the message "sandbox <w->sandbox_id><tail>", built only if
+ * needed */
 static void want_sandbox_msg(struct want *w, const char *status,
-                             const char *reason, const char *id,
-                             const char *tail)
+                             const char *reason, const char *tail)
 {
   w->ready_status = status;
   w->ready_reason = reason;
   w->lazy = true;
   w->msg3[0] = MSG_SANDBOX;
-  w->msg3[1] = id;
+  w->msg3[1] = w->sandbox_id; /* set by want_sandbox() */
   w->msg3[2] = tail;
+  w->msg3_len[0] = sizeof(MSG_SANDBOX) - 1;
+  w->msg3_len[1] = w->sandbox_id_len;
+  w->msg3_len[2] = strlen(tail); /* a constant: folded */
 }
 
 static void msg_reclaimed(char *b, size_t n, int64_t rg)
@@ -1023,7 +1112,7 @@ static bool want_differs(const session *s, const want *w)
   const session_status *st = &s->status;
   int64_t og = s->meta.generation;
   if(st->phase != w->phase || !sc_str_eq0(st->sandbox_id, w->sandbox_id) ||
-     !sc_str_eq0(st->sandbox_state, w->sandbox_state) ||
+     !streq0(st->sandbox_state, w->sandbox_state) ||
      st->end_at != w->end_at || st->observed_generation != og ||
      st->reclaimed_generation != w->reclaimed_generation ||
      st->paused_by_controller != w->paused_by_controller ||
@@ -1035,15 +1124,15 @@ static bool want_differs(const session *s, const want *w)
                                             w->ready_reason, og);
     if(!o)
       return true;
-    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3[0],
-                          w->msg3[1], w->msg3[2])
+    if(w->lazy ? !cat3_eq(o->message, sizeof(w->ready_msg), w->msg3,
+                          w->msg3_len)
                : !sc_str_eq0(o->message, w->ready_msg))
       return true;
   }
   if(w->conflict)
     return cond_differs(st, "Conflict", "True", w->conflict_reason,
                         w->conflict_msg, og);
-  return session_status_get_condition(st, "Conflict") &&
+  return get_cond(st, "Conflict") &&
          cond_differs(st, "Conflict", "False", "Resolved",
                       "no conflicting sandbox or session", og);
 }
@@ -1083,12 +1172,14 @@ static void want_ready(want *w, const char *status, const char *reason,
 /* linked: sb is the one status.sandboxID names (the join compared the
  * strings already, so the status's own copy of the ID can stand in for
  * sb->id, which saves a cache miss per session). */
-static void want_sandbox(want *w, const session *s, const sb_rec *sb,
+static void want_sandbox(want *w, const sess_rec *r, const sb_rec *sb,
                          bool linked)
 {
+  const session *s = r->s;
   const session_status *o = &s->status;
   bool same = linked || sc_str_eq0(o->sandbox_id, sb->id);
   w->sandbox_id = linked ? o->sandbox_id : sb->id;
+  w->sandbox_id_len = linked ? r->link_len : strlen(sb->id);
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
@@ -1322,7 +1413,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
   }
 
   sb = &pl->sbs[wi];
-  want_sandbox(w, s, sb, r->ls == LS_OWNED && wi == r->link_sb);
+  want_sandbox(w, r, sb, r->ls == LS_OWNED && wi == r->link_sb);
   switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
@@ -1335,8 +1426,7 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                         sb->id);
     }
     w->phase = SESSION_PHASE_RUNNING;
-    want_sandbox_msg(w, "True", "SandboxRunning", w->sandbox_id,
-                     MSG_RUNNING);
+    want_sandbox_msg(w, "True", "SandboxRunning", MSG_RUNNING);
     if(w->applied_idle_timeout_ms != rec_idle(r)) {
       char ni[32], oi[32];
       fmt_dur(rec_idle(r), ni, sizeof(ni));
@@ -1406,11 +1496,10 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
                  "sandbox %s is pausing; it is resumed once paused",
                  sb->id);
     else if(state == SESSION_STATE_PAUSED) {
-      want_sandbox_msg(w, "True", "SandboxPaused", w->sandbox_id,
-                       MSG_PAUSED);
+      want_sandbox_msg(w, "True", "SandboxPaused", MSG_PAUSED);
     }
     else {
-      want_sandbox_msg(w, "True", "IdlePaused", w->sandbox_id, MSG_IDLE);
+      want_sandbox_msg(w, "True", "IdlePaused", MSG_IDLE);
     }
     if(reclaim_due(pl, r, sb))
       return add_reclaim(pl, r, sb);
@@ -1533,11 +1622,11 @@ static sc_err plan_orphans(planner *pl)
   sc_err err;
   char g[32];
   fmt_dur(pl->cfg->orphan_grace_ms, g, sizeof(g));
-  for(i = 0; i < pl->n_sbs; i++) {
-    sb_rec *sb = &pl->sbs[i];
+  for(i = 0; i < pl->n_unlinked; i++) {
+    sb_rec *sb = &pl->sbs[pl->sc->unlinked[i]];
     sc_time at;
-    if(!sb->ours || sb->linked || sb->owner != NONE32)
-      continue;
+    if(sb->owner != NONE32)
+      continue; /* taken by its tags */
     if(sb->state != CUBE_SB_PAUSED || !sb->end_at || !now)
       continue; /* running orphans are left to Cube's idle pause */
     at = sb->end_at + pl->cfg->orphan_grace_ms;
@@ -1604,21 +1693,160 @@ static int action_cmp(const void *pa, const void *pb)
   return strcmp0(a->reason, b->reason);
 }
 
+/* Sorting the actions (15,000 at 100k sessions) with qsort() made every
+ * comparison read two actions and their strings in the arena, at random.
+ * Each action gets a key instead: orphan or not, then the first 32 bytes
+ * of its strings as action_cmp() compares them (namespace, NUL, name; an
+ * orphan has neither, so its ID) in four big-endian words, so that
+ * comparing keys compares those bytes; equal keys fall back to
+ * action_cmp(). A stable merge sort of the keys then gives the order
+ * qsort() (glibc's, a stable merge sort) gave. */
+#define AKEY_WORDS 4
+
+typedef struct akey {
+  uint32_t orphan;      /* orphans last */
+  uint32_t i;           /* index in p->actions */
+  uint64_t k[AKEY_WORDS];
+} akey;
+
+/* a big-endian load: comparing such words compares their bytes in order */
+static inline uint64_t load_be64(const unsigned char *b)
+{
+  uint64_t v;
+  memcpy(&v, b, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  v = __builtin_bswap64(v);
+#elif !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+  {
+    size_t j;
+    v = 0;
+    for(j = 0; j < 8; j++)
+      v = v << 8 | b[j];
+  }
+#endif
+  return v;
+}
+
+/* the bytes of a, a NUL, then b (NULL counts as ""), zero-padded */
+static void akey_make(akey *key, const char *a, const char *b)
+{
+  unsigned char buf[AKEY_WORDS * 8];
+  const size_t n = sizeof(buf);
+  size_t la = a ? strlen(a) : 0, w;
+  memset(buf, 0, n);
+  if(la >= n)
+    memcpy(buf, a, n);
+  else {
+    if(la)
+      memcpy(buf, a, la);
+    if(b && la + 1 < n) { /* after a and its NUL */
+      size_t lb = strlen(b);
+      memcpy(buf + la + 1, b, lb < n - la - 1 ? lb : n - la - 1);
+    }
+  }
+  for(w = 0; w < AKEY_WORDS; w++)
+    key->k[w] = load_be64(buf + 8 * w);
+}
+
+static int akey_cmp(const plan *p, const akey *a, const akey *b)
+{
+  size_t w;
+  if(a->orphan != b->orphan)
+    return a->orphan ? 1 : -1;
+  for(w = 0; w < AKEY_WORDS; w++)
+    if(a->k[w] != b->k[w])
+      return a->k[w] < b->k[w] ? -1 : 1;
+  return action_cmp(&p->actions[a->i], &p->actions[b->i]);
+}
+
+/* stable: from[] (n keys) sorted into to[] (tmp is n more) */
+static void akey_sort(const plan *p, akey *v, akey *tmp, size_t n)
+{
+  size_t i, j, width, lo;
+  akey *from = v, *to = tmp, *t;
+  for(lo = 0; lo < n; lo += 8) { /* insertion sort of runs of 8 */
+    size_t hi = lo + 8 < n ? lo + 8 : n;
+    for(i = lo + 1; i < hi; i++) {
+      akey x = v[i];
+      for(j = i; j > lo && akey_cmp(p, &v[j - 1], &x) > 0; j--)
+        v[j] = v[j - 1];
+      v[j] = x;
+    }
+  }
+  for(width = 8; width < n; width *= 2) {
+    for(lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = lo + width < n ? lo + width : n;
+      size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      size_t a = lo, b = mid, o = lo;
+      while(a < mid && b < hi)
+        to[o++] = akey_cmp(p, &from[b], &from[a]) < 0 ? from[b++]
+                                                      : from[a++];
+      while(a < mid)
+        to[o++] = from[a++];
+      while(b < hi)
+        to[o++] = from[b++];
+    }
+    t = from;
+    from = to;
+    to = t;
+  }
+  if(from != v)
+    memcpy(v, from, n * sizeof(*v));
+}
+
+/* the actions in action_cmp() order; keys: room for 2 * n_actions */
+static void sort_actions(plan *p, akey *keys)
+{
+  size_t n = p->n_actions, i, j;
+  if(n < 2)
+    return;
+  for(i = 0; i < n; i++) {
+    const plan_action *a = &p->actions[i];
+    keys[i].orphan = a->del_kind == PLAN_DEL_ORPHAN;
+    if(keys[i].orphan) /* no namespace, no name: the ID decides */
+      akey_make(&keys[i], a->sandbox_id, NULL);
+    else
+      akey_make(&keys[i], a->ns, a->name);
+    keys[i].i = (uint32_t)i;
+  }
+  akey_sort(p, keys, keys + n, n);
+  /* in place: position j gets the action at keys[j].i; each cycle of
+   * the permutation is walked once, and keys[j].i = j marks j done */
+  for(i = 0; i < n; i++) {
+    plan_action first;
+    if(keys[i].i == i)
+      continue;
+    first = p->actions[i];
+    for(j = i; keys[j].i != i; ) {
+      size_t src = keys[j].i;
+      p->actions[j] = p->actions[src];
+      keys[j].i = (uint32_t)j;
+      j = src;
+    }
+    p->actions[j] = first;
+    keys[j].i = (uint32_t)j;
+  }
+}
+
 /* ---------- the join, in one pass ---------- */
 
-/* How the join works (docs/planner.md, "Third round"). The sandboxes are
- * read first, in input order, into records and two hash tables: by ID,
- * and (ours only) by the (tenant, sessionID) tags. Then one pass over the
- * sessions, in input order, joins each session and decides it at once,
- * while its struct and strings are in the cache. That pass guesses that
- * the session is the only one linking its sandbox, the only one with its
- * (tenant, sessionID), and that no later session links a sandbox it takes
- * by its tags. Wherever a later session proves a guess wrong, the
- * sessions involved are marked "redo"; after the pass their actions and
- * statuses are dropped, the claims are sorted out exactly (rec_cmp,
- * claim_cmp: the same priorities as ever) and they are decided again.
- * Sessions not marked depend on nothing another session can change, so
- * the plan is the one the full join gives, whatever the input order. */
+/* How the join works (docs/planner.md, "Third round", "Fourth round").
+ * The sandboxes are read first, in input order, into records and a hash
+ * table by ID. Then one pass over the sessions, in input order, joins
+ * each session and decides it at once, while its struct and strings are
+ * in the cache; each session also goes into a table by (tenant,
+ * sessionID). That pass guesses that the session is the only one linking
+ * its sandbox, the only one with its (tenant, sessionID), and that none
+ * of our sandboxes that no session links carries its tags. A later
+ * session that links the same sandbox or has the same (tenant,
+ * sessionID) hash proves a guess wrong; after the pass, find_loose()
+ * hashes the tags of our unlinked sandboxes and finds the sessions whose
+ * tags they carry. The sessions involved are marked "redo": their
+ * actions and statuses are dropped, the claims are sorted out exactly
+ * (rec_cmp, claim_cmp: the same priorities as ever), they take their
+ * unlinked sandboxes by tags, and they are decided again. Sessions not
+ * marked depend on nothing another session can change, so the plan is
+ * the one the full join gives, whatever the input order. */
 
 /* malloc'd room for need items of size (the old content is not kept) */
 static void *reserve(void *old, size_t *cap, size_t need, size_t size)
@@ -1730,9 +1958,10 @@ static void sb_dup(planner *pl, sb_rec *sb)
 }
 
 /* The sandboxes, in input order: records, then the ID table (one record
- * per ID: the first in sb_cmp order), then the tag table. The tables are
- * filled in passes of their own over the records, asking for each slot a
- * few records ahead: a slot is a cache miss (2 MB tables at 100k). */
+ * per ID: the first in sb_cmp order), filled in a pass of its own over
+ * the records, asking for each slot a few records ahead: a slot is a
+ * cache miss (a 2 MB table at 100k). The tags are not hashed here: only
+ * a sandbox no session links can be taken by its tags (find_loose). */
 #define AHEAD_SLOT 16
 
 static void read_sandboxes(planner *pl)
@@ -1759,11 +1988,12 @@ static void read_sandboxes(planner *pl)
     sb->has_mb = mb != NULL;
     sb->ours = mb && !strcmp(mb, pl->cname);
     sb->has_pair = sb->ours && sb->tenant && sb->sid;
-    sb->hpair = sb->has_pair ? pair_hash(sb->tenant, sb->sid) : 0;
+    sb->hpair = 0; /* hashed only if no session links it (find_loose) */
     sb->owner = NONE32;
-    sb->first_claim = NONE32;
-    sb->n_claims = 0;
-    sb->dup = sb->linked = sb->resolved = false;
+    sb->dup = false;
+    pl->links[pl->n_sbs - 1].first = NONE32;
+    pl->links[pl->n_sbs - 1].n = 0;
+    pl->links[pl->n_sbs - 1].resolved = 0;
     if(sb->ours)
       pl->p->n_managed++; /* less the duplicate reports */
   }
@@ -1795,20 +2025,6 @@ static void read_sandboxes(planner *pl)
       }
     }
   }
-  t = pl->sc->pairs;
-  for(i = 0; i < n; i++) {
-    const sb_rec *sb = &pl->sbs[i];
-    if(i + AHEAD_SLOT < n && pl->sbs[i + AHEAD_SLOT].has_pair)
-      __builtin_prefetch(&t[pl->sbs[i + AHEAD_SLOT].hpair & pl->pmask], 1);
-    if(!sb->has_pair)
-      continue;
-    for(pos = sb->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask)
-      if(t[pos].idx == NONE32) {
-        t[pos].tag = (uint32_t)(sb->hpair >> 32);
-        t[pos].idx = (uint32_t)i;
-        break;
-      }
-  }
 }
 
 /* Is the linked sandbox's tags' word against the session's? */
@@ -1822,46 +2038,52 @@ static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
   return LS_OWNED;
 }
 
-/* One walk over r's (tenant, sessionID) slots in the pairs table:
- * r takes our unlinked sandboxes with those tags (except skip, the linked
- * one) and becomes their owner; a session seen there with the same hash
- * shares r's pair, so both are decided again once every claim is known;
- * with insert, r is then added. */
-static sc_err walk_pairs(planner *pl, uint32_t i, uint32_t skip, bool insert)
+/* Add session i to the pairs table (sessions by (tenant, sessionID));
+ * a session already there with the same hash shares i's pair, so both
+ * are decided again once every claim is known. */
+static sc_err add_pair(planner *pl, uint32_t i)
 {
-  sess_rec *r = &pl->recs[i];
+  const sess_rec *r = &pl->recs[i];
   hslot *t = pl->sc->pairs;
   uint32_t tag = (uint32_t)(r->hpair >> 32);
   size_t pos;
   sc_err err;
   for(pos = r->hpair & pl->pmask;; pos = (pos + 1) & pl->pmask) {
     hslot *e = &t[pos];
-    sb_rec *sb;
     if(e->idx == NONE32) {
-      if(insert) {
-        e->tag = tag;
-        e->idx = i | SESS_BIT;
-      }
+      e->tag = tag;
+      e->idx = i;
       return SC_OK;
     }
-    if(e->tag != tag || e->idx == skip)
-      continue;
-    if(e->idx & SESS_BIT) {
-      uint32_t o = e->idx & ~SESS_BIT;
-      if(insert && pl->recs[o].hpair == r->hpair &&
-         ((err = mark_redo(pl, o)) || (err = mark_redo(pl, i))))
-        return err;
-      continue;
-    }
-    sb = &pl->sbs[e->idx];
-    if(sb->hpair != r->hpair || !sb->ours || sb->linked ||
+    if(e->tag == tag && pl->recs[e->idx].hpair == r->hpair &&
+       ((err = mark_redo(pl, e->idx)) || (err = mark_redo(pl, i))))
+      return err;
+  }
+}
+
+/* Session i takes (becomes the owner of) our unlinked sandboxes that
+ * carry its (tenant, sessionID) tags: the loose table (find_loose). */
+static sc_err take_loose(planner *pl, uint32_t i)
+{
+  sess_rec *r = &pl->recs[i];
+  const hslot *t = pl->sc->loose;
+  uint32_t tag = (uint32_t)(r->hpair >> 32);
+  size_t pos;
+  sc_err err;
+  if(!pl->n_loose)
+    return SC_OK;
+  for(pos = r->hpair & pl->lmask; t[pos].idx != NONE32;
+      pos = (pos + 1) & pl->lmask) {
+    sb_rec *sb = &pl->sbs[t[pos].idx];
+    if(t[pos].tag != tag || sb->hpair != r->hpair ||
        strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)))
       continue;
     sb->owner = i;
     r->attached = true;
-    if((err = push_sb(pl, r, e->idx)))
+    if((err = push_sb(pl, r, t[pos].idx)))
       return err;
   }
+  return SC_OK;
 }
 
 /* Join session i, guessing as above; wrong guesses mark "redo". */
@@ -1881,32 +2103,27 @@ static sc_err join_session(planner *pl, uint32_t i)
     if(k == NONE32)
       r->ls = is_gone(pl, r->link) ? LS_GONE : LS_CONFIRM;
     else {
-      sb_rec *sb = &pl->sbs[k];
-      if(sb->n_claims) { /* linked twice: every claimant again */
+      const sb_rec *sb = &pl->sbs[k];
+      sb_links *l = &pl->links[k];
+      if(l->n) { /* linked twice: every claimant again */
         uint32_t q;
-        for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+        for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
           if((err = mark_redo(pl, q)))
             return err;
         if((err = mark_redo(pl, i)))
           return err;
       }
-      else if(sb->owner != NONE32 && (err = mark_redo(pl, sb->owner)))
-        return err; /* taken by its tags before: that one again */
       r->link_sb = k;
-      r->next_claim = sb->first_claim;
-      sb->first_claim = i;
-      if(sb->n_claims < UINT8_MAX)
-        sb->n_claims++;
-      sb->linked = true;
+      r->next_claim = l->first;
+      l->first = i;
+      if(l->n < UINT8_MAX)
+        l->n++;
       r->ls = link_tags(r, sb);
-      if(r->ls == LS_OWNED) {
-        sb->owner = i;
-        if((err = push_sb(pl, r, k)))
-          return err;
-      }
+      if(r->ls == LS_OWNED && (err = push_sb(pl, r, k)))
+        return err;
     }
   }
-  if(r->has_pair && (err = walk_pairs(pl, i, k, true)))
+  if(r->has_pair && (err = add_pair(pl, i)))
     return err;
   return SC_OK;
 }
@@ -1914,9 +2131,11 @@ static sc_err join_session(planner *pl, uint32_t i)
 /* ---------- the session pass's pipeline ---------- */
 
 /* Memory latency is the cost at 100k sessions, so each session is asked
- * for in stages ahead of its turn: the struct, then its strings, then
- * (hashed) the table slots, then the linked sandbox's record, then that
- * record's strings. */
+ * for in stages ahead of its turn: the struct's first line (prefetched),
+ * then the struct (a byte loaded, the rest prefetched), then its strings,
+ * then (hashed) the table slots, then the linked sandbox's record, then
+ * that record's strings. */
+#define AHEAD_FIRST 40
 #define AHEAD_STRUCT 24
 #define AHEAD_STRINGS 16
 #define AHEAD_HASH 10
@@ -1926,7 +2145,7 @@ static sc_err join_session(planner *pl, uint32_t i)
 static void ahead_struct(const planner *pl, size_t j)
 {
   const char *s = (const char *)pl->in->sessions[j];
-  __builtin_prefetch(s);
+  touch(s);
   __builtin_prefetch(s + 64);
   __builtin_prefetch(s + 128);
   __builtin_prefetch(s + 192);
@@ -1937,11 +2156,12 @@ static void ahead_struct(const planner *pl, size_t j)
 static void ahead_strings(const planner *pl, size_t j)
 {
   const session *s = pl->in->sessions[j];
-  __builtin_prefetch(s->meta.name);
+  /* not meta.name: a settled session's pass does not read it */
   __builtin_prefetch(s->meta.namespace_);
   __builtin_prefetch(s->spec.tenant_id);
   __builtin_prefetch(s->spec.session_id);
-  __builtin_prefetch(s->status.sandbox_id);
+  if(s->status.sandbox_id)
+    touch(s->status.sandbox_id); /* and the status strings near it */
   __builtin_prefetch(s->status.sandbox_state);
   __builtin_prefetch(s->status.conditions);
 }
@@ -1961,7 +2181,8 @@ static void ahead_hash(planner *pl, size_t j)
   r->redo = false;
   r->link_sb = NONE32; /* a hint until join_session() */
   if(r->link) {
-    r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, strlen(r->link)));
+    r->link_len = (uint32_t)strlen(r->link);
+    r->hlink = hash_fin(hash_strn(HASH_INIT, r->link, r->link_len));
     __builtin_prefetch(&pl->sc->ids[r->hlink & pl->sbmask]);
   }
   tenant = rec_tenant(r);
@@ -2014,19 +2235,79 @@ static void ahead_sbstr(const planner *pl, size_t j)
 
 /* ---------- the wrong guesses ---------- */
 
+/* After the session pass every link is known, and only our sandboxes
+ * that no session links can be taken by their tags. List them (orphans
+ * come from this list), hash the tags of those that have both and put
+ * them in the loose table, and send every session whose (tenant,
+ * sessionID) one of them carries to be decided again: the session pass
+ * guessed that it had none. In a settled cluster these are the orphans,
+ * and nobody is sent back. */
+static sc_err find_loose(planner *pl)
+{
+  plan_scratch *sc = pl->sc;
+  size_t i, pos, n = 0, slots;
+  sc_err err;
+  for(i = 0; i < pl->n_sbs; i++) {
+    const sb_rec *sb = &pl->sbs[i];
+    if(!sb->ours || pl->links[i].n) /* a duplicate report is not ours */
+      continue;
+    if((err = push32(&sc->unlinked, &sc->cap_unlinked, pl->n_unlinked,
+                     (uint32_t)i)))
+      return err;
+    pl->n_unlinked++;
+    n += sb->has_pair;
+  }
+  if(!n)
+    return SC_OK;
+  slots = table_slots(n);
+  if(!(sc->loose = reserve(sc->loose, &sc->cap_loose, slots,
+                           sizeof(*sc->loose))))
+    return SC_ERR_NOMEM;
+  memset(sc->loose, 0xff, slots * sizeof(*sc->loose));
+  pl->lmask = slots - 1;
+  for(i = 0; i < pl->n_unlinked; i++) {
+    uint32_t k = sc->unlinked[i];
+    sb_rec *sb = &pl->sbs[k];
+    uint32_t tag;
+    if(!sb->has_pair)
+      continue;
+    sb->hpair = pair_hash(sb->tenant, sb->sid);
+    tag = (uint32_t)(sb->hpair >> 32);
+    for(pos = sb->hpair & pl->lmask; sc->loose[pos].idx != NONE32;
+        pos = (pos + 1) & pl->lmask)
+      ;
+    sc->loose[pos].tag = tag;
+    sc->loose[pos].idx = k;
+    pl->n_loose++;
+    /* the sessions with these tags (exactly) take it: decide them again */
+    for(pos = sb->hpair & pl->pmask; sc->pairs[pos].idx != NONE32;
+        pos = (pos + 1) & pl->pmask) {
+      uint32_t o = sc->pairs[pos].idx;
+      const sess_rec *r = &pl->recs[o];
+      if(sc->pairs[pos].tag == tag && r->hpair == sb->hpair &&
+         !strcmp(sb->tenant, rec_tenant(r)) &&
+         !strcmp(sb->sid, rec_sid(r)) && (err = mark_redo(pl, o)))
+        return err;
+    }
+  }
+  return SC_OK;
+}
+
 /* the claims on a sandbox linked by several sessions: the first by
  * priority owns it (if its tags agree); live losers are in conflict,
  * tombstones let go */
-static sc_err resolve_claims(planner *pl, sb_rec *sb)
+static sc_err resolve_claims(planner *pl, uint32_t k)
 {
+  const sb_rec *sb = &pl->sbs[k];
+  sb_links *l = &pl->links[k];
   uint32_t *v, q, w;
   size_t n = 0, a, b;
-  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+  for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
     n++;
   if(!(v = malloc(n * sizeof(*v))))
     return SC_ERR_NOMEM;
   n = 0;
-  for(q = sb->first_claim; q != NONE32; q = pl->recs[q].next_claim)
+  for(q = l->first; q != NONE32; q = pl->recs[q].next_claim)
     v[n++] = q;
   for(a = 1; a < n; a++) /* insertion sort: a handful of claims */
     for(b = a; b > 0 && rec_cmp(&pl->recs[v[b - 1]], &pl->recs[v[b]]) > 0;
@@ -2037,14 +2318,12 @@ static sc_err resolve_claims(planner *pl, sb_rec *sb)
     }
   w = v[0];
   pl->recs[w].ls = link_tags(&pl->recs[w], sb);
-  if(pl->recs[w].ls == LS_OWNED)
-    sb->owner = w;
   for(a = 1; a < n; a++) {
     sess_rec *r = &pl->recs[v[a]];
     r->other_link = w;
     r->ls = r->tomb ? LS_NONE : LS_CLAIMED;
   }
-  sb->resolved = true;
+  l->resolved = 1;
   free(v);
   return SC_OK;
 }
@@ -2060,33 +2339,21 @@ static sc_err redo_marked(planner *pl)
   sc_err err = SC_OK;
   if(!n)
     return SC_OK;
-  /* 1. forget the owners the guesses set */
-  for(a = 0; a < n; a++) {
-    const sess_rec *r = &pl->recs[R[a]];
-    for(b = 0; b < r->sb_n; b++) {
-      sb_rec *sb = &pl->sbs[pl->sc->sblist[r->sb_first + b]];
-      if(sb->owner == R[a])
-        sb->owner = NONE32;
-    }
-  }
-  /* 2. links */
+  /* 1. links (no guess took a sandbox: take_loose() runs in 3) */
   for(a = 0; a < n; a++) {
     sess_rec *r = &pl->recs[R[a]];
-    sb_rec *sb;
+    const sb_links *l;
     r->pair_conflict = r->pair_loser = false;
     r->other_pair = NONE32;
     if(r->link_sb == NONE32)
       continue;
-    sb = &pl->sbs[r->link_sb];
-    if(sb->n_claims == 1) {
-      r->ls = link_tags(r, sb);
-      if(r->ls == LS_OWNED)
-        sb->owner = R[a];
-    }
-    else if(!sb->resolved && (err = resolve_claims(pl, sb)))
+    l = &pl->links[r->link_sb];
+    if(l->n == 1)
+      r->ls = link_tags(r, &pl->sbs[r->link_sb]);
+    else if(!l->resolved && (err = resolve_claims(pl, r->link_sb)))
       return err;
   }
-  /* 3. (tenant, sessionID): every session sharing one is here */
+  /* 2. (tenant, sessionID): every session sharing one is here */
   if(!(keys = malloc(n * sizeof(*keys))))
     return SC_ERR_NOMEM;
   for(a = 0; a < n; a++)
@@ -2105,7 +2372,7 @@ static sc_err redo_marked(planner *pl)
         r->other_pair = (uint32_t)keys[a].i;
       }
     }
-  /* 4. their sandboxes */
+  /* 3. their sandboxes */
   for(a = 0; a < n; a++) {
     sess_rec *r = &pl->recs[R[a]];
     r->sb_first = (uint32_t)pl->n_sblist;
@@ -2113,12 +2380,10 @@ static sc_err redo_marked(planner *pl)
     r->attached = false;
     if(r->ls == LS_OWNED && (err = push_sb(pl, r, r->link_sb)))
       goto out;
-    if(r->has_pair && !r->pair_loser &&
-       (err = walk_pairs(pl, R[a], r->ls == LS_OWNED ? r->link_sb : NONE32,
-                         false)))
+    if(r->has_pair && !r->pair_loser && (err = take_loose(pl, R[a])))
       goto out;
   }
-  /* 5. drop their first actions and statuses, and decide again */
+  /* 4. drop their first actions and statuses, and decide again */
   for(a = 0, b = 0; a < p->n_actions; a++) {
     uint32_t o = pl->sc->act_rec[a];
     if(o != NONE32 && pl->recs[o].redo)
@@ -2153,12 +2418,16 @@ void plan_scratch_free(plan_scratch *sc)
     return;
   free(sc->recs);
   free(sc->sbs);
+  free(sc->links);
   free(sc->ids);
   free(sc->pairs);
+  free(sc->loose);
+  free(sc->unlinked);
   free(sc->sblist);
   free(sc->act_rec);
   free(sc->redo);
   free(sc->gone);
+  free(sc->akeys);
   free(sc);
 }
 
@@ -2167,12 +2436,14 @@ static sc_err prepare(planner *pl)
   const plan_input *in = pl->in;
   plan_scratch *sc = pl->sc;
   size_t sbslots = table_slots(in->n_sandboxes);
-  size_t pslots = table_slots(in->n_sessions + in->n_sandboxes);
+  size_t pslots = table_slots(in->n_sessions);
   size_t i;
   if(!(sc->recs = reserve(sc->recs, &sc->cap_recs, in->n_sessions,
                           sizeof(*sc->recs))) ||
      !(sc->sbs = reserve_aligned(sc->sbs, &sc->cap_sbs, in->n_sandboxes,
                                  sizeof(*sc->sbs))) ||
+     !(sc->links = reserve(sc->links, &sc->cap_links, in->n_sandboxes,
+                           sizeof(*sc->links))) ||
      !(sc->gone = reserve(sc->gone, &sc->cap_gone, in->n_gone,
                           sizeof(*sc->gone))))
     return SC_ERR_NOMEM;
@@ -2194,6 +2465,7 @@ static sc_err prepare(planner *pl)
   pl->pmask = pslots - 1;
   pl->recs = sc->recs;
   pl->sbs = sc->sbs;
+  pl->links = sc->links;
   pl->gone = sc->gone;
   for(i = 0; i < in->n_gone; i++)
     if(in->gone[i])
@@ -2212,6 +2484,8 @@ static sc_err sessions_pass(planner *pl)
     ahead_hash(pl, i);
   for(i = 0; i < n; i++) {
     plan_session *ps = &pl->p->sessions[i];
+    if(i + AHEAD_FIRST < n)
+      __builtin_prefetch(pl->in->sessions[i + AHEAD_FIRST]);
     if(i + AHEAD_STRUCT < n)
       ahead_struct(pl, i + AHEAD_STRUCT);
     if(i + AHEAD_STRINGS < n)
@@ -2223,10 +2497,9 @@ static sc_err sessions_pass(planner *pl)
     if(i + AHEAD_SBSTR < n)
       ahead_sbstr(pl, i + AHEAD_SBSTR);
     pl->n_visited = i;
+    /* the rest is written by plan_session_one(), now or (redo) later */
     ps->s = pl->recs[i].s;
     ps->status_changed = false;
-    ps->next_due = 0;
-    ps->status = ps->s->status;
     if((err = join_session(pl, (uint32_t)i)))
       return err;
     pl->cur_rec = (uint32_t)i;
@@ -2288,13 +2561,21 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   if((err = prepare(&pl)))
     goto out;
   read_sandboxes(&pl);
-  if((err = sessions_pass(&pl)) || (err = redo_marked(&pl)))
+  if((err = sessions_pass(&pl)) || (err = find_loose(&pl)) ||
+     (err = redo_marked(&pl)))
     goto out;
   pl.cur_rec = NONE32;
   if((err = plan_orphans(&pl)))
     goto out;
-  if(p->n_actions > 1)
-    qsort(p->actions, p->n_actions, sizeof(*p->actions), action_cmp);
+  if(p->n_actions > 1) {
+    if(!(scratch->akeys = reserve(scratch->akeys, &scratch->cap_akeys,
+                                  2 * p->n_actions,
+                                  sizeof(*scratch->akeys)))) {
+      err = SC_ERR_NOMEM;
+      goto out;
+    }
+    sort_actions(p, scratch->akeys);
+  }
 
 out:
   if(err) {

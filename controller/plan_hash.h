@@ -34,6 +34,28 @@ static inline uint64_t plan_hash_word(uint64_t h, uint64_t w)
   return h ^ (h >> 29);
 }
 
+/* the last k (1 to 7) bytes at s as one zero-padded word, as
+ * memcpy(&w, s, k) into w = 0 gives it. On little-endian hosts without a
+ * call: two loads that may overlap, each within the k bytes. */
+static inline uint64_t plan_hash_tail(const char *s, size_t k)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const unsigned char *u = (const unsigned char *)s;
+  if(k >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, s, 4);
+    memcpy(&hi, s + k - 4, 4);
+    return (uint64_t)lo | (uint64_t)hi << (8 * (k - 4));
+  }
+  return (uint64_t)u[0] | (uint64_t)u[k >> 1] << (8 * (k >> 1)) |
+         (uint64_t)u[k - 1] << (8 * (k - 1));
+#else
+  uint64_t w = 0;
+  memcpy(&w, s, k);
+  return w;
+#endif
+}
+
 static inline uint64_t plan_hash_strn(uint64_t h, const char *s, size_t n)
 {
   size_t i;
@@ -43,11 +65,8 @@ static inline uint64_t plan_hash_strn(uint64_t h, const char *s, size_t n)
     memcpy(&w, s + i, 8);
     h = plan_hash_word(h, w);
   }
-  if(i < n) {
-    w = 0;
-    memcpy(&w, s + i, n - i);
-    h = plan_hash_word(h, w);
-  }
+  if(i < n)
+    h = plan_hash_word(h, plan_hash_tail(s + i, n - i));
   return h;
 }
 

@@ -1273,6 +1273,110 @@ TEST(actions_sorted_orphans_last)
   w_del(w);
 }
 
+/* action_cmp() as documented (docs/planner.md, "Ordering"), written
+ * again here: orphans last, then namespace, name, sandbox ID (NULL
+ * first), type, kind, reason. */
+static int ref_strcmp0(const char *a, const char *b)
+{
+  if(!a || !b)
+    return a ? 1 : (b ? -1 : 0);
+  return strcmp(a, b);
+}
+
+static int ref_action_cmp(const plan_action *a, const plan_action *b)
+{
+  int oa = a->del_kind == PLAN_DEL_ORPHAN, ob = b->del_kind == PLAN_DEL_ORPHAN;
+  int c;
+  if(oa != ob)
+    return oa - ob;
+  if((c = ref_strcmp0(a->ns, b->ns)) || (c = ref_strcmp0(a->name, b->name)) ||
+     (c = ref_strcmp0(a->sandbox_id, b->sandbox_id)))
+    return c;
+  if(a->type != b->type)
+    return (int)a->type - (int)b->type;
+  if(a->del_kind != b->del_kind)
+    return (int)a->del_kind - (int)b->del_kind;
+  return ref_strcmp0(a->reason, b->reason);
+}
+
+/* Hundreds of actions (the sort's merges, not only its first runs),
+ * namespaces and names shorter and longer than its 32-byte keys and
+ * sharing long prefixes, several actions per session, orphans whose IDs
+ * share long prefixes; sessions and sandboxes in a shuffled order. */
+TEST(actions_sorted_in_bulk)
+{
+  static const char *const nss[] = {
+    "t", "t1", "tenant-with-a-rather-long-namespace-x",
+    "tenant-with-a-rather-long-namespace-y"};
+  world *w = w_new();
+  plan *p;
+  size_t i, j, k, creates = 0, deletes = 0, orphans = 0;
+  unsigned seed = 12345;
+  session *tmp;
+  cube_sandbox tb;
+  w->cfg.force = true; /* no guard: every orphan delete stays */
+  for(i = 0; i < 4; i++)
+    for(j = 0; j < 30; j++) {
+      char name[64], id[96];
+      if(j % 3 == 0)
+        snprintf(name, sizeof(name), "s%zu", j);
+      else
+        snprintf(name, sizeof(name),
+                 "session-with-a-long-common-prefix-%02zu", j);
+      if(j % 2) {
+        w_sess(w, nss[i], name, ACT); /* no sandbox: create */
+        creates++;
+        continue;
+      }
+      w_sess(w, nss[i], name, END);
+      for(k = 0; k < 2; k++) { /* two sandboxes: two deletes */
+        snprintf(id, sizeof(id), "sb-%zu-%zu-%zu", i, j, 1 - k);
+        w_sb(w, id, k ? SBR : SBP, NOW - HOUR_MS, nss[i], name);
+        deletes++;
+      }
+    }
+  for(i = 0; i < 40; i++) {
+    char id[96];
+    snprintf(id, sizeof(id), "orphan-with-a-long-common-id-prefix-%03zu",
+             (i * 7) % 40);
+    w_sb(w, id, SBP, NOW - 2 * HOUR_MS, "t0", id);
+    orphans++;
+  }
+  for(i = w->ns; i > 1; i--) { /* Fisher-Yates with a fixed LCG */
+    seed = seed * 1103515245u + 12345u;
+    j = (seed >> 8) % i;
+    tmp = w->s[i - 1];
+    w->s[i - 1] = w->s[j];
+    w->s[j] = tmp;
+  }
+  for(i = w->nb; i > 1; i--) {
+    seed = seed * 1103515245u + 12345u;
+    j = (seed >> 8) % i;
+    tb = w->b[i - 1];
+    w->b[i - 1] = w->b[j];
+    w->b[j] = tb;
+  }
+  p = w_plan(w);
+  CHECK(p);
+  if(!p) {
+    w_del(w);
+    return;
+  }
+  CHECK_INT(p->n_actions, creates + deletes + orphans);
+  CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), creates);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ENDED), deletes);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), orphans);
+  for(i = 0; i + 1 < p->n_actions; i++)
+    CHECK(ref_action_cmp(&p->actions[i], &p->actions[i + 1]) <= 0);
+  CHECK_STR(p->actions[0].ns, "t");
+  CHECK_STR(p->actions[0].name, "s0");
+  CHECK_STR(p->actions[0].sandbox_id, "sb-0-0-0");
+  CHECK_STR(p->actions[p->n_actions - 1].sandbox_id,
+            "orphan-with-a-long-common-id-prefix-039");
+  plan_free(p);
+  w_del(w);
+}
+
 TEST(invalid_input_refused)
 {
   plan_input in;
@@ -1430,6 +1534,7 @@ TEST_LIST = {
   T(status_after_each_action),
   T(steady_state_writes_no_status),
   T(actions_sorted_orphans_last),
+  T(actions_sorted_in_bulk),
   T(invalid_input_refused),
   T(unchanged_status_is_a_view_of_the_input),
   T(truncated_ready_message_settles),
