@@ -464,6 +464,23 @@ static sc_err kop_send(kop *o, const char *method, const char *ctype,
 
 static void fin_end(kop *f, sc_err err);
 
+/* decode an answer of o's request; the message names the peer and the
+ * request ("kube GET https://H/apis/...: list item 3 does not decode:
+ * spec.state: ...") */
+static sc_err kop_decode(kop *o, json_object *j, const char *what,
+                         session **out)
+{
+  sc_errbuf e2;
+  sc_err err;
+  e2.msg[0] = '\0';
+  err = decode(j, what, out, &e2);
+  if(err)
+    return sc_errf(&o->eb, err, "kube %s %s%s: %s", o->method,
+                   o->k->conn.server, o->path,
+                   strncmp(e2.msg, "kube: ", 6) ? e2.msg : e2.msg + 6);
+  return SC_OK;
+}
+
 /* the end of an operation: the caller's callback, or the parent's turn */
 static void kop_finish(kop *o, sc_err err)
 {
@@ -528,7 +545,7 @@ static void fin_reread(kop *f, const kube_http_result *res)
     err = http_err(res->status, res->body, "get", s->meta.namespace_,
                    s->meta.name, &f->eb);
   if(!err)
-    err = decode(res->body, "the object", &n, &f->eb);
+    err = kop_decode(f, res->body, "the object", &n);
   if(err) {
     fin_end(f, err);
     return;
@@ -550,7 +567,7 @@ static void fin_patched(kop *f, const kube_http_result *res)
     err = http_err(res->status, res->body, "add finalizer",
                    s->meta.namespace_, s->meta.name, &f->eb);
   if(!err) {
-    err = decode(res->body, "the patched object", &n, &f->eb);
+    err = kop_decode(f, res->body, "the patched object", &n);
     if(!err) {
       session_free(*f->slot);
       *f->slot = n;
@@ -633,7 +650,7 @@ static void get_got(kop *o, const kube_http_result *res)
   if(!err && res->status != 200)
     err = http_err(res->status, res->body, "get", o->ns, o->name, &o->eb);
   if(!err)
-    err = decode(res->body, "the object", &o->cur, &o->eb);
+    err = kop_decode(o, res->body, "the object", &o->cur);
   if(err) {
     kop_finish(o, err);
     return;
@@ -736,9 +753,11 @@ static void list_got(kop *o, const kube_http_result *res)
   if(!err && (!json_object_object_get_ex(res->body, "items", &items) ||
               !json_object_is_type(items, json_type_array) ||
               !json_object_object_get_ex(res->body, "metadata", &meta) ||
-              !json_object_object_get_ex(meta, "resourceVersion", &rv)))
-    err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube: list %s: not a list (no "
-                  "items or metadata.resourceVersion)", o->path);
+              !json_object_object_get_ex(meta, "resourceVersion", &rv) ||
+              !json_object_is_type(rv, json_type_string)))
+    err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube GET %s%s: not a list (no "
+                  "items array or metadata.resourceVersion string)",
+                  o->k->conn.server, o->path);
   if(err) {
     kop_finish(o, err);
     return;
@@ -753,8 +772,8 @@ static void list_got(kop *o, const kube_http_result *res)
   for(i = 0; i < n; i++) {
     char what[64];
     snprintf(what, sizeof(what), "list item %zu", i);
-    err = decode(json_object_array_get_idx(items, i), what,
-                 &o->list.items[o->list.n], &o->eb);
+    err = kop_decode(o, json_object_array_get_idx(items, i), what,
+                     &o->list.items[o->list.n]);
     if(err) {
       kop_finish(o, err);
       return;
@@ -796,15 +815,16 @@ static void status_put(kop *o, const kube_http_result *res)
                    &o->eb);
   if(!err) {
     if(json_object_object_get_ex(res->body, "metadata", &m) &&
-       json_object_object_get_ex(m, "resourceVersion", &rv)) {
+       json_object_object_get_ex(m, "resourceVersion", &rv) &&
+       json_object_is_type(rv, json_type_string)) {
       o->new_version = strdup(json_object_get_string(rv));
       if(!o->new_version)
         err = sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
     }
     else
-      err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube: update status %s/%s: "
-                    "the reply has no metadata.resourceVersion", o->ns,
-                    o->name);
+      err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube PUT %s%s: the reply has "
+                    "no metadata.resourceVersion string", o->k->conn.server,
+                    o->path);
   }
   kop_finish(o, err);
 }
@@ -872,7 +892,7 @@ static void purge_got(kop *o, const kube_http_result *res)
   if(!err && res->status != 200)
     err = http_err(res->status, res->body, "purge", o->ns, o->name, &o->eb);
   if(!err)
-    err = decode(res->body, "the object", &o->cur, &o->eb);
+    err = kop_decode(o, res->body, "the object", &o->cur);
   if(!err && strcmp(o->cur->meta.resource_version, o->version))
     err = sc_errf(&o->eb, SC_ERR_CONFLICT, "kube: purge %s/%s: version %s is "
                   "not the current %s", o->ns, o->name, o->version,
