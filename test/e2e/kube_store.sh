@@ -33,7 +33,10 @@ check "ctl: apply creates" test "$(ctl apply -f "$T/s1.yaml")" = "session/s1 cre
 check "ctl: apply again is unchanged" test "$(ctl apply -f "$T/s1.yaml")" = "session/s1 unchanged"
 check "ctl: get reads it back" test "$(sess_field s1 tenant-a .spec.template)" = python-data
 check "ctl: the server has generation 1" test "$(obj tenant-a s1 | jq .metadata.generation)" = 1
-ctl get sessions -A -w >"$T/watch.out" 2>&1 &
+# the binary itself, not the ctl function (a subshell): its PID is the
+# watch's, stopped with the others at the end
+"$BINDIR/sessionctl" --store "$STORE" get sessions -A -w >"$T/watch.out" 2>&1 &
+PIDS="$PIDS $!"
 WPID=$!
 PIDS="$PIDS $WPID"
 sleep 0.5
