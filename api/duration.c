@@ -115,7 +115,11 @@ sc_err duration_parse(const char *s, int64_t *ms)
       return SC_ERR_TOO_LARGE;
     total += v;
   }
-  /* round up to whole milliseconds */
+  /* round up to whole milliseconds; a sum that rounds up past the
+   * largest whole millisecond Go can hold ("9223372036854775807ns") is
+   * too large as well: its ms would not parse back once written out */
+  if(total > DUR_MAX_NS / 1000000ULL * 1000000ULL)
+    return SC_ERR_TOO_LARGE;
   *ms = (int64_t)(total / 1000000ULL + (total % 1000000ULL ? 1 : 0));
   return SC_OK;
 }
