@@ -13,7 +13,9 @@
  * to whole ms, so a non-zero duration never becomes 0). A sign is
  * refused; "0" alone is allowed. SC_ERR_INVALID for anything else;
  * SC_ERR_TOO_LARGE when the value overflows (over about 292 years, as in
- * Go). *ms is written only on success. */
+ * Go) or rounds up past 9223372036854 ms, the largest whole ms Go's
+ * nanoseconds hold (so whatever parses, formatted, parses back). *ms is
+ * written only on success. */
 sc_err duration_parse(const char *s, int64_t *ms);
 /* The shortest exact form: 0 -> "0", 90000 -> "1m30s", 900000 -> "15m",
  * 5400000 -> "1h30m", 1500 -> "1.5s". buf of 32 bytes is enough. */
