@@ -13,6 +13,7 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                   sc_errbuf *eb)
 {
   static const store_open_opts no_opts;
+  sc_err err;
   *out = NULL;
   if(!url || !*url)
     return sc_errf(eb, SC_ERR_INVALID, "store: empty store URL");
@@ -23,29 +24,28 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
     return sc_errf(eb, SC_ERR_INVALID,
                    "store %s: busy timeout, poll interval and history "
                    "size must not be negative", url);
-  if(!strncmp(url, "sqlite:", 7) && !url[7])
-    return sc_errf(eb, SC_ERR_INVALID,
-                   "store %s: no database path (want sqlite:PATH)", url);
-  {
-    sc_err err;
-    if(!strncmp(url, "sqlite:", 7))
-      err = store_sqlite_open(url + 7, opts, out, eb);
-    else if(!strcmp(url, "kube"))
-      err = store_kube_open(NULL, opts, out, eb);
-    else if(!strncmp(url, "kube:", 5) && url[5])
-      err = store_kube_open(url + 5, opts, out, eb);
-    else if(!strncmp(url, "kube:", 5))
+  if(!strncmp(url, "sqlite:", 7)) {
+    if(!url[7])
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "store %s: no database path (want sqlite:PATH)", url);
+    err = store_sqlite_open(url + 7, opts, out, eb);
+  }
+  else if(!strcmp(url, "kube"))
+    err = store_kube_open(NULL, opts, out, eb);
+  else if(!strncmp(url, "kube:", 5)) {
+    if(!url[5])
       return sc_errf(eb, SC_ERR_INVALID,
                      "store %s: no context name (want kube or kube:CONTEXT)",
                      url);
-    else
-      return sc_errf(eb, SC_ERR_INVALID,
-                     "store %s: unknown store URL (want sqlite:PATH, kube or "
-                     "kube:CONTEXT)", url);
-    if(!err)
-      (*out)->base = opts->base;
-    return err;
+    err = store_kube_open(url + 5, opts, out, eb);
   }
+  else
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "store %s: unknown store URL (want sqlite:PATH, kube or "
+                   "kube:CONTEXT)", url);
+  if(!err)
+    (*out)->base = opts->base; /* the loop of the asynchronous calls */
+  return err;
 }
 
 /* an answer of a backend without asynchronous ops, held for the loop */
@@ -253,24 +253,25 @@ static sc_err need_loop(store *st, const char *op, sc_errbuf *eb)
   return SC_OK;
 }
 
-/* a new answer to fill in, or NULL (out of memory) */
-static store_deferred *deferred_new(store *st, store_reply_cb cb, void *ud)
+/* a new answer *out to fill in (zeroed: no result, an empty message) */
+static sc_err deferred_new(store *st, store_reply_cb cb, void *ud,
+                           store_deferred **out, sc_errbuf *eb)
 {
   store_deferred *d = calloc(1, sizeof(*d));
-  if(!d)
-    return NULL;
+  if(d)
+    d->ev = evtimer_new(st->base, on_deferred, d);
+  if(!d || !d->ev) {
+    free(d);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
   d->st = st;
   d->cb = cb;
   d->ud = ud;
-  d->ev = evtimer_new(st->base, on_deferred, d);
-  if(!d->ev) {
-    free(d);
-    return NULL;
-  }
   d->next = st->deferred;
   st->deferred = d;
   st->n_deferred++;
-  return d;
+  *out = d;
+  return SC_OK;
 }
 
 /* the answer is in d: deliver it on the next turn of the loop */
@@ -297,10 +298,9 @@ sc_err store_list_async(store *st, const store_list_opts *opts,
     opts = &all;
   if(st->ops->list_async)
     return st->ops->list_async(st, opts, cb, ud, eb);
-  d = deferred_new(st, cb, ud);
-  if(!d)
-    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  d->eb.msg[0] = '\0';
+  err = deferred_new(st, cb, ud, &d, eb);
+  if(err)
+    return err;
   return deferred_send(d, st->ops->list(st, opts, &d->rep.list, &d->eb), eb);
 }
 
@@ -315,10 +315,9 @@ sc_err store_get_async(store *st, const char *ns, const char *name,
     return err;
   if(st->ops->get_async)
     return st->ops->get_async(st, ns, name, cb, ud, eb);
-  d = deferred_new(st, cb, ud);
-  if(!d)
-    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  d->eb.msg[0] = '\0';
+  err = deferred_new(st, cb, ud, &d, eb);
+  if(err)
+    return err;
   return deferred_send(d, st->ops->get(st, ns, name, &d->rep.obj, &d->eb),
                        eb);
 }
@@ -340,10 +339,9 @@ sc_err store_update_status_async(store *st, const char *ns,
   if(st->ops->update_status_async)
     return st->ops->update_status_async(st, ns, name, expected_version,
                                         status, cb, ud, eb);
-  d = deferred_new(st, cb, ud);
-  if(!d)
-    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  d->eb.msg[0] = '\0';
+  err = deferred_new(st, cb, ud, &d, eb);
+  if(err)
+    return err;
   return deferred_send(d, st->ops->update_status(st, ns, name,
                                                  expected_version, status,
                                                  &d->rep.new_version,
@@ -364,10 +362,9 @@ sc_err store_purge_async(store *st, const char *ns, const char *name,
     return err;
   if(st->ops->purge_async)
     return st->ops->purge_async(st, ns, name, expected_version, cb, ud, eb);
-  d = deferred_new(st, cb, ud);
-  if(!d)
-    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  d->eb.msg[0] = '\0';
+  err = deferred_new(st, cb, ud, &d, eb);
+  if(err)
+    return err;
   return deferred_send(d, st->ops->purge(st, ns, name, expected_version,
                                          &d->eb), eb);
 }
