@@ -481,15 +481,15 @@ static void on_delete_confirm(const cube_result *res, void *ud)
     return;
   if(a->s && !a->s->meta.deletion_timestamp) {
     /* orphans have no session; tombstones stay tombstones */
+    store_reply rep;
     sc_errbuf eb;
     eb.msg[0] = '\0';
-    if(store_get_async(ps->r->o.st, a->s->meta.namespace_, a->s->meta.name,
-                       on_delete_reread, c, &eb)) {
-      char why[SC_ERRBUF_SIZE + 80];
-      snprintf(why, sizeof(why), "the store could not be read to confirm "
-               "the session: %s", eb.msg);
-      audit_action(ps, c, "skipped", (int)res->http_status, why);
-      action_end(c, false, NULL, -1, why);
+    memset(&rep, 0, sizeof(rep));
+    rep.err = store_get_async(ps->r->o.st, a->s->meta.namespace_,
+                              a->s->meta.name, on_delete_reread, c, &eb);
+    if(rep.err) {
+      rep.message = eb.msg; /* not sent: the same skip as a failed read */
+      on_delete_reread(&rep, c);
     }
     return;
   }
