@@ -454,9 +454,44 @@ sc_err session_apply_defaults(session *s)
   return SC_OK;
 }
 
+const char *session_eff_namespace(const session *s)
+{
+  return s && s->meta.namespace_ ? s->meta.namespace_
+                                 : SESSION_DEFAULT_NAMESPACE;
+}
+
+const char *session_eff_session_id(const session *s)
+{
+  if(!s)
+    return NULL;
+  return s->spec.session_id ? s->spec.session_id : s->meta.name;
+}
+
+const char *session_eff_tenant_id(const session *s)
+{
+  return s && s->spec.tenant_id ? s->spec.tenant_id
+                                : session_eff_namespace(s);
+}
+
+int64_t session_eff_idle_timeout_ms(const session *s)
+{
+  return s && s->spec.idle_timeout_ms > 0 ? s->spec.idle_timeout_ms
+                                          : SESSION_DEFAULT_IDLE_TIMEOUT_MS;
+}
+
+int64_t session_eff_reclaim_after_ms(const session *s)
+{
+  return s && s->spec.reclaim_after_ms >= 0 ? s->spec.reclaim_after_ms
+                                            : SESSION_DEFAULT_RECLAIM_AFTER_MS;
+}
+
+int64_t session_eff_generation(const session *s)
+{
+  return s && s->meta.generation > 0 ? s->meta.generation : 1;
+}
+
 void session_key(const session *s, char *buf, size_t len)
 {
-  snprintf(buf, len, "%s/%s",
-           s->meta.namespace_ ? s->meta.namespace_ : SESSION_DEFAULT_NAMESPACE,
-           s->meta.name ? s->meta.name : "");
+  snprintf(buf, len, "%s/%s", session_eff_namespace(s),
+           s && s->meta.name ? s->meta.name : "");
 }

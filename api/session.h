@@ -28,6 +28,9 @@
 #define SESSION_TAG_SESSION_ID "lea.session_id"
 #define SESSION_TAG_TENANT_ID "lea.tenant_id"
 #define SESSION_TAG_MANAGED_BY "lea.managed-by"
+/* the metadata.uid of the object a sandbox was created for (rule 12: a
+ * sandbox belongs to one object, never to a name) */
+#define SESSION_TAG_SESSION_UID "lea.session_uid"
 
 #define SESSION_DEFAULT_NAMESPACE "default"
 #define SESSION_DEFAULT_IDLE_TIMEOUT_MS (15 * 60 * 1000LL)
@@ -157,8 +160,35 @@ sc_err session_status_set_condition(session_status *st,
 const session_condition *session_status_get_condition(
   const session_status *st, const char *type);
 
-/* Fill the defaults of DESIGN.md section 3 into unset fields. */
+/* Fill the defaults of the Session API into unset fields (sessionctl does
+ * this before it stores a manifest's object). */
 sc_err session_apply_defaults(session *s);
+
+/*
+ * The effective value of every defaulted field: what an object means when
+ * the field is absent. Objects do not always come through sessionctl:
+ * `kubectl apply`, a CRD's structural defaults, another tool writing the
+ * SQLite store or the API server directly leave optional fields out. Every
+ * reader (planner, executor, list filters, status, describe, plan, the kube
+ * store) asks these instead of reading the field, so an object with a field
+ * absent behaves exactly like one with the default written out. They never
+ * allocate; the strings returned point into s (or are static) and live as
+ * long as s. A NULL s is taken as an object with every field absent.
+ *
+ *  namespace     metadata.namespace, else "default"
+ *  session ID    spec.sessionID, else metadata.name (NULL when both absent)
+ *  tenant ID     spec.tenantID, else the effective namespace
+ *  idle timeout  spec.idleTimeout (> 0), else 15m
+ *  reclaimAfter  spec.reclaimAfter (>= 0; 0 = never), else 24h
+ *  generation    metadata.generation (> 0), else 1
+ *  state, wake   the zero values are the defaults (Active, 0): read as is
+ */
+const char *session_eff_namespace(const session *s);
+const char *session_eff_session_id(const session *s);
+const char *session_eff_tenant_id(const session *s);
+int64_t session_eff_idle_timeout_ms(const session *s);
+int64_t session_eff_reclaim_after_ms(const session *s);
+int64_t session_eff_generation(const session *s);
 
 /* "namespace/name" into buf. */
 void session_key(const session *s, char *buf, size_t len);

@@ -463,16 +463,10 @@ static int64_t timeout_secs(int64_t ms)
   return (ms + 999) / 1000;
 }
 
-static int64_t eff_idle(const session *s)
-{
-  return s->spec.idle_timeout_ms > 0 ? s->spec.idle_timeout_ms
-                                     : SESSION_DEFAULT_IDLE_TIMEOUT_MS;
-}
-
-static int64_t eff_gen(const session *s)
-{
-  return s->meta.generation > 0 ? s->meta.generation : 1;
-}
+/* the effective values of defaulted fields come from api/session.h, the
+ * one place that says what an absent field means */
+#define eff_idle session_eff_idle_timeout_ms
+#define eff_gen session_eff_generation
 
 /* The Reclaimed rule: a reclaim recorded reclaimedGeneration = generation
  * (at least 1); the session gets a new sandbox only once its generation
@@ -492,8 +486,7 @@ static bool is_ended(const session *s)
 /* the session's keys, with their defaults */
 static const char *rec_ns(const sess_rec *r)
 {
-  return r->s->meta.namespace_ ? r->s->meta.namespace_
-                               : SESSION_DEFAULT_NAMESPACE;
+  return session_eff_namespace(r->s);
 }
 
 static const char *rec_name(const sess_rec *r)
@@ -503,12 +496,12 @@ static const char *rec_name(const sess_rec *r)
 
 static const char *rec_sid(const sess_rec *r)
 {
-  return r->s->spec.session_id ? r->s->spec.session_id : r->s->meta.name;
+  return session_eff_session_id(r->s);
 }
 
 static const char *rec_tenant(const sess_rec *r)
 {
-  return r->s->spec.tenant_id ? r->s->spec.tenant_id : rec_ns(r);
+  return session_eff_tenant_id(r->s);
 }
 
 static int64_t rec_idle(const sess_rec *r)
@@ -518,8 +511,7 @@ static int64_t rec_idle(const sess_rec *r)
 
 static int64_t rec_reclaim(const sess_rec *r)
 {
-  return r->s->spec.reclaim_after_ms < 0 ? SESSION_DEFAULT_RECLAIM_AFTER_MS
-                                         : r->s->spec.reclaim_after_ms;
+  return session_eff_reclaim_after_ms(r->s);
 }
 
 /* The three tags of a sandbox in one pass over its metadata: the same
@@ -548,6 +540,34 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
             streq(k + np, &SESSION_TAG_MANAGED_BY[np]))
       *mb = md->items[i].value;
   }
+}
+
+/* The lea.session_uid tag of a sandbox, or NULL. Read from the input,
+ * not kept in the sb_rec: only a join asks for it. */
+static const char *sb_uid(const planner *pl, const sb_rec *sb)
+{
+  return sc_kvlist_get(&pl->in->sandboxes[sb->in_idx].metadata,
+                       SESSION_TAG_SESSION_UID);
+}
+
+/* Rule 12, a sandbox belongs to one object: may session r join sandbox
+ * sb? A sandbox carrying another uid was created for an earlier object of
+ * the same name: never joined (a link to it is a conflict; by its tags it
+ * stays unowned, so the tombstone and orphan rules delete it). A sandbox
+ * without the tag was created before the tag existed: it joins through
+ * status.sandboxID (by_link), as before, but never by its tags alone,
+ * since a new object of an old name has no link and must not inherit it.
+ * An object without a uid (a store that sets none) is not checked. */
+static bool uid_joins(const planner *pl, const sess_rec *r, const sb_rec *sb,
+                      bool by_link)
+{
+  const char *uid = r->s->meta.uid, *tag;
+  if(!uid || !*uid)
+    return true;
+  tag = sb_uid(pl, sb);
+  if(!tag)
+    return by_link;
+  return !strcmp(tag, uid);
 }
 
 /* Memory latency, not instructions, is the cost of reading 100k
@@ -1541,12 +1561,20 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     const sb_rec *sb = &pl->sbs[r->link_sb];
     const char *mb = sc_kvlist_get(&pl->in->sandboxes[sb->in_idx].metadata,
                                    SESSION_TAG_MANAGED_BY);
+    const char *uid = sb_uid(pl, sb);
     w.conflict = true;
     w.conflict_reason = "SandboxMismatch";
-    snprintf(w.conflict_msg, sizeof(w.conflict_msg),
-             "status.sandboxID %s carries tags of another owner "
-             "(session %s, managed-by %s)", sb->id,
-             sb->sid ? sb->sid : "(none)", mb ? mb : "(none)");
+    if(!uid_joins(pl, r, sb, true))
+      snprintf(w.conflict_msg, sizeof(w.conflict_msg),
+               "status.sandboxID %s was created for another object of this "
+               "name (uid %s, this object is %s): it is never adopted, "
+               "paused, resumed or deleted for this session", sb->id, uid,
+               s->meta.uid);
+    else
+      snprintf(w.conflict_msg, sizeof(w.conflict_msg),
+               "status.sandboxID %s carries tags of another owner "
+               "(session %s, managed-by %s)", sb->id,
+               sb->sid ? sb->sid : "(none)", mb ? mb : "(none)");
   }
   else if(r->ls == LS_CLAIMED) {
     const sess_rec *o = &pl->recs[r->other_link];
@@ -2028,12 +2056,13 @@ static void read_sandboxes(planner *pl)
 }
 
 /* Is the linked sandbox's tags' word against the session's? */
-static uint8_t link_tags(const sess_rec *r, const sb_rec *sb)
+static uint8_t link_tags(const planner *pl, const sess_rec *r,
+                         const sb_rec *sb)
 {
   if(sb->tenant && strcmp(sb->tenant, rec_tenant(r)))
     return LS_CONFLICT_TENANT;
   if((sb->sid && rec_sid(r) && strcmp(sb->sid, rec_sid(r))) ||
-     (sb->has_mb && !sb->ours))
+     (sb->has_mb && !sb->ours) || !uid_joins(pl, r, sb, true))
     return LS_CONFLICT_SB;
   return LS_OWNED;
 }
@@ -2076,7 +2105,8 @@ static sc_err take_loose(planner *pl, uint32_t i)
       pos = (pos + 1) & pl->lmask) {
     sb_rec *sb = &pl->sbs[t[pos].idx];
     if(t[pos].tag != tag || sb->hpair != r->hpair ||
-       strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)))
+       strcmp(sb->tenant, rec_tenant(r)) || strcmp(sb->sid, rec_sid(r)) ||
+       !uid_joins(pl, r, sb, false))
       continue;
     sb->owner = i;
     r->attached = true;
@@ -2118,7 +2148,7 @@ static sc_err join_session(planner *pl, uint32_t i)
       l->first = i;
       if(l->n < UINT8_MAX)
         l->n++;
-      r->ls = link_tags(r, sb);
+      r->ls = link_tags(pl, r, sb);
       if(r->ls == LS_OWNED && (err = push_sb(pl, r, k)))
         return err;
     }
@@ -2317,7 +2347,7 @@ static sc_err resolve_claims(planner *pl, uint32_t k)
       v[b - 1] = x;
     }
   w = v[0];
-  pl->recs[w].ls = link_tags(&pl->recs[w], sb);
+  pl->recs[w].ls = link_tags(pl, &pl->recs[w], sb);
   for(a = 1; a < n; a++) {
     sess_rec *r = &pl->recs[v[a]];
     r->other_link = w;
@@ -2349,7 +2379,7 @@ static sc_err redo_marked(planner *pl)
       continue;
     l = &pl->links[r->link_sb];
     if(l->n == 1)
-      r->ls = link_tags(r, &pl->sbs[r->link_sb]);
+      r->ls = link_tags(pl, r, &pl->sbs[r->link_sb]);
     else if(!l->resolved && (err = resolve_claims(pl, r->link_sb)))
       return err;
   }

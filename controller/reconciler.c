@@ -369,7 +369,7 @@ static bool delete_may_go(call *c, const cube_result *res)
   pass *ps = c->ps;
   reconciler *r = ps->r;
   const plan_action *a = c->a;
-  const char *managed, *tenant;
+  const char *managed, *tenant, *uid;
   observe_count_call(r->o.m, CUBE_OP_GET, res, c->t0);
   if(res->err == SC_ERR_NOT_FOUND) {
     audit_action(ps, c, "already-gone", (int)res->http_status,
@@ -399,6 +399,15 @@ static bool delete_may_go(call *c, const cube_result *res)
     audit_action(ps, c, "skipped", (int)res->http_status,
                  "the sandbox's tenant tag no longer matches");
     action_end(c, false, NULL, -1, "tenant tag changed");
+    return false;
+  }
+  uid = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_SESSION_UID);
+  if(a->s && uid && a->s->meta.uid && *a->s->meta.uid &&
+     strcmp(uid, a->s->meta.uid)) {
+    audit_action(ps, c, "skipped", (int)res->http_status,
+                 "the sandbox was created for another object of this name "
+                 "(its lea.session_uid differs)");
+    action_end(c, false, NULL, -1, "session uid tag differs");
     return false;
   }
   if(a->del_kind == PLAN_DEL_ORPHAN && !managed) {
@@ -624,12 +633,16 @@ static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
 {
   sc_err err = sc_kvlist_copy(md, &s->spec.sandbox_metadata);
   if(!err)
-    err = sc_kvlist_set(md, SESSION_TAG_SESSION_ID, s->spec.session_id);
+    err = sc_kvlist_set(md, SESSION_TAG_SESSION_ID,
+                        session_eff_session_id(s));
   if(!err)
-    err = sc_kvlist_set(md, SESSION_TAG_TENANT_ID, s->spec.tenant_id);
+    err = sc_kvlist_set(md, SESSION_TAG_TENANT_ID, session_eff_tenant_id(s));
   if(!err)
     err = sc_kvlist_set(md, SESSION_TAG_MANAGED_BY,
                         r->o.plan.controller_name);
+  /* rule 12: the sandbox belongs to this object, not to its name */
+  if(!err && s->meta.uid && *s->meta.uid)
+    err = sc_kvlist_set(md, SESSION_TAG_SESSION_UID, s->meta.uid);
   return err;
 }
 
@@ -1341,9 +1354,9 @@ static void on_single_get(store_reply *rep, void *ud)
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name) ||
      sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
-                   ps->single->spec.tenant_id) ||
+                   session_eff_tenant_id(ps->single)) ||
      sc_kvlist_set(&filter, SESSION_TAG_SESSION_ID,
-                   ps->single->spec.session_id)) {
+                   session_eff_session_id(ps->single))) {
     sc_kvlist_clear(&filter);
     pass_fail(ps, "out of memory", -1);
     pass_finish(ps);

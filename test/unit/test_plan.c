@@ -1489,6 +1489,137 @@ TEST(truncated_ready_message_settles)
   }
 }
 
+/* ---------- defaults: an absent optional field means its default ---------- */
+
+/* A session as kubectl or another tool writes it: only spec.template set,
+ * no namespace, sessionID, tenantID, idleTimeout or reclaimAfter. It
+ * joins the sandbox tagged with its name and "default" namespace, and is
+ * reclaimed after 24h exactly as one with the defaults written out. */
+TEST(absent_optional_fields_mean_their_defaults)
+{
+  static const bool written[] = {false, true};
+  size_t k;
+  for(k = 0; k < 2; k++) {
+    world *w = w_new();
+    session *s = session_new();
+    plan *p;
+    const plan_action *a;
+    s->meta.name = strdup("chat");
+    s->meta.generation = 1;
+    s->spec.template_id = strdup("python");
+    if(written[k] && session_apply_defaults(s))
+      abort();
+    w->s[w->ns++] = s;
+    w_link(s, "sb1");
+    w_sb(w, "sb1", SBP, NOW - 24 * HOUR_MS, "default", "chat");
+    p = w_plan(w);
+    CHECK(p);
+    a = p_find(p, PLAN_DELETE, "sb1");
+    CHECK(a && a->del_kind == PLAN_DEL_RECLAIM);
+    CHECK_STR(a ? a->expect_tenant : NULL, "default");
+    plan_free(p);
+    /* one ms younger: kept, whether the default is written or not */
+    w->b[0].end_at = NOW - 24 * HOUR_MS + 1;
+    p = w_plan(w);
+    CHECK(p);
+    CHECK(!p_find(p, PLAN_DELETE, NULL));
+    CHECK_INT(p->sessions[0].status.phase, SESSION_PHASE_PAUSED);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* ---------- rule 12: a sandbox belongs to one object ---------- */
+
+static cube_sandbox *w_sb_uid(world *w, const char *id, cube_sb_state st,
+                              sc_time end_at, const char *tenant,
+                              const char *sid, const char *uid)
+{
+  cube_sandbox *b = w_sb(w, id, st, end_at, tenant, sid);
+  if(uid && sc_kvlist_set(&b->metadata, SESSION_TAG_SESSION_UID, uid))
+    abort();
+  return b;
+}
+
+/* A session deleted and applied again under the same name is a new
+ * object (a new uid, an empty status): the old object's sandbox, tagged
+ * with the old uid, is not taken by its tags; the new object gets a
+ * sandbox of its own, and the old one is an orphan (deleted once paused
+ * past the grace), never resumed for the new one. */
+TEST(rule12_new_object_of_old_name_never_inherits)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  plan *p;
+  s->meta.uid = strdup("uid-new");
+  w_sb_uid(w, "old", SBR, NOW + MIN_MS, "t1", "a", "uid-old");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p_find(p, PLAN_CREATE, NULL) != NULL);
+  CHECK(!p->sessions[0].status.sandbox_id);
+  plan_free(p);
+  w->b[0].state = SBP;
+  w->b[0].end_at = NOW - HOUR_MS;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 1);
+  CHECK(!p_find(p, PLAN_RESUME, NULL));
+  CHECK(p_find(p, PLAN_CREATE, NULL) != NULL);
+  CHECK(!p->sessions[0].status.sandbox_id);
+  plan_free(p);
+  w_del(w);
+}
+
+/* The object's own sandbox is taken by its tags (a create whose answer
+ * was lost), and a link to another object's sandbox is a conflict: never
+ * paused, resumed or deleted for this session. */
+TEST(rule12_uid_tag_checked_on_tags_and_link)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", END);
+  session *s2 = w_sess(w, "t1", "b", ACT);
+  plan *p;
+  const plan_session *ps;
+  s->meta.uid = strdup("uid-a");
+  s2->meta.uid = strdup("uid-b");
+  w_link(s, "forged");
+  w_sb_uid(w, "forged", SBP, NOW - HOUR_MS, "t1", "a", "uid-earlier");
+  w_sb_uid(w, "mine", SBR, NOW + MIN_MS, "t1", "b", "uid-b");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p_find(p, PLAN_DELETE, "forged"));
+  ps = p_sess(p, s);
+  CHECK_STR(cond_reason(&ps->status, "Conflict"), "SandboxMismatch");
+  ps = p_sess(p, s2);
+  CHECK_STR(ps->status.sandbox_id, "mine");
+  CHECK(!p_find(p, PLAN_CREATE, NULL));
+  plan_free(p);
+  w_del(w);
+}
+
+/* Migration: a sandbox created before the uid tag existed keeps working
+ * through its status link, but is never taken by its tags alone. */
+TEST(rule12_untagged_legacy_sandbox_joins_by_link_only)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  session *s2 = w_sess(w, "t1", "b", ACT);
+  plan *p;
+  s->meta.uid = strdup("uid-a");
+  s2->meta.uid = strdup("uid-b");
+  w_link(s, "legacy-linked");
+  w_sb(w, "legacy-linked", SBR, NOW + MIN_MS, "t1", "a");
+  w_sb(w, "legacy-loose", SBR, NOW + MIN_MS, "t1", "b");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_STR(p_sess(p, s)->status.sandbox_id, "legacy-linked");
+  CHECK_STR(cond_reason(&p_sess(p, s)->status, "Conflict"), "(absent)");
+  CHECK(!p_sess(p, s2)->status.sandbox_id);
+  CHECK(p_find(p, PLAN_CREATE, NULL) != NULL);
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1538,6 +1669,10 @@ TEST_LIST = {
   T(invalid_input_refused),
   T(unchanged_status_is_a_view_of_the_input),
   T(truncated_ready_message_settles),
+  T(absent_optional_fields_mean_their_defaults),
+  T(rule12_new_object_of_old_name_never_inherits),
+  T(rule12_uid_tag_checked_on_tags_and_link),
+  T(rule12_untagged_legacy_sandbox_joins_by_link_only),
   {0},
 };
 
