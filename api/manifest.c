@@ -945,9 +945,14 @@ static const char *const top_fields[] = {"apiVersion", "kind", "metadata",
                                          "spec", "status", NULL};
 static const char *const meta_fields[] = {"name", "namespace", "labels",
                                           "annotations", NULL};
+/* Set by the store (or the API server, or the controller: finalizers),
+ * never by a manifest: ignored, as the API server ignores them on a create
+ * and keeps its own on an update, so what `get -o json|yaml` prints applies
+ * back. Their values are not even checked. */
 static const char *const meta_store_fields[] = {
   "uid", "resourceVersion", "generation", "creationTimestamp",
-  "deletionTimestamp", "finalizers", NULL};
+  "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers",
+  "managedFields", "selfLink", NULL};
 static const char *const spec_fields[] = {
   "template", "sessionID", "tenantID", "state", "idleTimeout",
   "reclaimAfter", "envVars", "sandboxMetadata", "wake", NULL};
@@ -983,7 +988,7 @@ static void walk_meta(mctx *c, const ynode *m, session *s,
     else if(!strcmp(k->val, "annotations"))
       walk_kv(c, v, &s->meta.annotations, KV_ANNOTATIONS);
     else if(in_list(k->val, meta_store_fields))
-      node_err(c, k, "is set by the store, not by a manifest; remove it");
+      ; /* set by the store: ignored (see meta_store_fields) */
     else
       unknown_field(c, k, meta_fields);
   }
@@ -1199,6 +1204,7 @@ static void walk_list(mctx *c, const ynode *m)
              node_what(items));
     return;
   }
+  c->set->n_read += items->n;
   for(i = 0; i < items->n && !c->stop; i++) {
     const ynode *it = items->kids[i];
     const char *kind;
@@ -1229,20 +1235,26 @@ static void walk_doc(mctx *c, const ynode *root)
   if(is_null(root))
     return; /* an empty document ("---" at the end) */
   c->n_docs++;
-  if(root->kind == YK_ALIAS)
+  if(root->kind == YK_ALIAS) {
+    c->set->n_read++;
     return;
+  }
   if(root->kind != YK_MAP) {
+    c->set->n_read++;
     node_err(c, root, "expected a mapping (a Session or a List), got %s",
              node_what(root));
     return;
   }
   kind = doc_kind(c, root, "Session or List");
+  if(kind && (!strcmp(kind, "List") || !strcmp(kind, "SessionList"))) {
+    walk_list(c, root); /* counts its items */
+    return;
+  }
+  c->set->n_read++;
   if(!kind)
     return;
   if(!strcmp(kind, SESSION_KIND))
     walk_session(c, root);
-  else if(!strcmp(kind, "List") || !strcmp(kind, "SessionList"))
-    walk_list(c, root);
   else
     node_err(c, map_get(root, "kind"),
              "%s is not supported (use Session or List)",
@@ -1749,13 +1761,15 @@ static int cmp_names(const void *a, const void *b)
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The names kubectl reads from a directory: *.yaml, *.yml, *.json. */
 static bool yaml_name(const char *n)
 {
   size_t l = strlen(n);
   if(n[0] == '.')
     return false;
   return (l > 5 && !strcmp(n + l - 5, ".yaml")) ||
-         (l > 4 && !strcmp(n + l - 4, ".yml"));
+         (l > 4 && !strcmp(n + l - 4, ".yml")) ||
+         (l > 5 && !strcmp(n + l - 5, ".json"));
 }
 
 static sc_err read_dir(const char *path, const manifest_opts *opts,
@@ -1804,7 +1818,7 @@ static sc_err read_dir(const char *path, const manifest_opts *opts,
     if(n)
       qsort(names, n, sizeof(*names), cmp_names);
     else
-      err = set_errorf(set, SC_OK, "%s: no *.yaml or *.yml files", path);
+      err = set_errorf(set, SC_OK, "%s: no *.yaml, *.yml or *.json files", path);
     for(i = 0; i < n && err != SC_ERR_NOMEM; i++) {
       sc_err e = read_file(names[i], opts, set, ix);
       if(e && !err)

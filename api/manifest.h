@@ -1,9 +1,10 @@
 /*
  * manifest.h - reading Session manifests (YAML, libyaml) and validating them.
  *
- * Sources: a file (multi-document, `kind: List` with `items`), a directory
- * (its *.yaml / *.yml files, sorted by name, not recursive), or "-" for
- * standard input. Every error is one line:
+ * Sources: a file (multi-document, `kind: List` or `SessionList` with
+ * `items`; JSON too, which YAML reads as flow style), a directory (its
+ * *.yaml / *.yml / *.json files, sorted by name, not recursive), or "-"
+ * for standard input. Every error is one line:
  *   FILE:LINE:COL: FIELD.PATH: what is wrong (and how to fix it)
  * and all errors of every file are collected, not only the first (at most
  * 100 per file), sorted by position. Errors about a whole file (cannot
@@ -14,9 +15,10 @@
  *    64 levels, NUL bytes and invalid UTF-8 are refused;
  *  - scalars are typed as in YAML 1.2 core: a plain 123/true/null is not
  *    a string (quote it); a JSON-style null means "unset";
- *  - `status` in a manifest is ignored (the controller writes it);
- *    uid, resourceVersion, generation, creationTimestamp,
- *    deletionTimestamp and finalizers are refused (the store sets them);
+ *  - `status` in a manifest is ignored (the controller writes it), and so
+ *    is the metadata the store sets: uid, resourceVersion, generation,
+ *    creationTimestamp, deletionTimestamp, finalizers, managedFields,
+ *    selfLink (so `sessionctl get -o json | sessionctl apply -f -` works);
  *  - the same namespace/name twice (in one call, across files and
  *    documents) is an error on the second.
  * An object is added to the set only when it and its document are free of
@@ -48,6 +50,8 @@ typedef struct manifest_item {
 typedef struct manifest_set {
   manifest_item *items;
   size_t n;
+  size_t n_read;     /* objects read, valid or not: each document that is
+                        not a List, and each item of a List */
   char **errors;     /* one formatted line each, no trailing newline */
   size_t n_errors;
 } manifest_set;

@@ -13,35 +13,47 @@ static const char apply_help[] =
   "Create or update sessions from manifests, all or nothing.\n"
   "\n"
   "Every document of every file is read and validated first. If any is\n"
-  "invalid, every error is printed (FILE:LINE:COL: FIELD: message), nothing\n"
-  "is written and the store is not even opened. Otherwise all objects are\n"
-  "applied in one transaction and one line is printed per object, in input\n"
-  "order: session/NAME created|configured|unchanged. Status in the input\n"
-  "is ignored; only the controller writes status.\n"
+  "invalid, every error is printed (FILE:LINE:COL: FIELD: message), then\n"
+  "\"error: no objects applied (N errors)\"; nothing is written and the\n"
+  "store is not even opened. Otherwise all objects are applied in one\n"
+  "transaction and one line is printed per object, in input order:\n"
+  "session/NAME created|configured|unchanged.\n"
+  "\n"
+  "A manifest is YAML or JSON: a Session, or a List (or SessionList) of\n"
+  "them, as `sessionctl get -o yaml|json` prints them, so\n"
+  "`sessionctl get sessions -A -o json | sessionctl apply -f -` changes\n"
+  "nothing. Status in the input is ignored (only the controller writes\n"
+  "it), and so is the metadata the store sets: uid, resourceVersion,\n"
+  "generation, creationTimestamp, deletionTimestamp,\n"
+  "deletionGracePeriodSeconds, finalizers, managedFields, selfLink.\n"
   "\n"
   "Usage:\n"
   "  sessionctl apply -f FILE|DIR|- [-f ...] [--store URL]\n"
   "\n"
   "Flags:\n"
-  "  -f, --filename PATH   a manifest file, a directory (its *.yaml and "
-  "*.yml\n"
-  "                        files, not recursive) or - for stdin; repeatable\n"
-  "      --store URL       the store (default $SESSION_STORE, else "
-  CTL_DEFAULT_STORE ")\n"
+  "  -f, --filename PATH   a manifest file, a directory (its *.yaml, *.yml "
+  "and\n"
+  "                        *.json files, not recursive) or - for stdin; "
+  "repeatable;\n"
+  "                        at most 1 MiB each\n"
+  "      --store URL       sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
+  "                        (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
   "  -h, --help            this help\n";
 
 static const char validate_help[] =
   "Check manifests offline: read and validate them as apply would, without\n"
-  "opening any store. Prints every error (FILE:LINE:COL: FIELD: message),\n"
-  "or \"N objects valid\". Exits 1 when anything is invalid or no object\n"
-  "was found.\n"
+  "opening any store. Prints every error (FILE:LINE:COL: FIELD: message)\n"
+  "and then \"error: N errors in M objects read\" (M counts the invalid\n"
+  "objects too), or \"N objects valid\". Exits 1 when anything is invalid\n"
+  "or no object was found.\n"
   "\n"
   "Usage:\n"
   "  sessionctl validate -f FILE|DIR|- [-f ...]\n"
   "\n"
   "Flags:\n"
-  "  -f, --filename PATH   a manifest file, a directory or - for stdin; "
-  "repeatable\n"
+  "  -f, --filename PATH   a manifest file (YAML or JSON), a directory or - "
+  "for\n"
+  "                        stdin; repeatable\n"
   "  -h, --help            this help\n";
 
 enum { OPT_FILE = 1 };
@@ -102,7 +114,7 @@ int ctl_cmd_validate(ctl_env *env, int argc, char **argv)
   n_err = ctl_read_manifests(files, n_files, &set);
   if(n_err) {
     fprintf(stderr, "error: %zu error%s in %zu object%s read\n", n_err,
-            n_err == 1 ? "" : "s", set.n, set.n == 1 ? "" : "s");
+            n_err == 1 ? "" : "s", set.n_read, set.n_read == 1 ? "" : "s");
     rc = CTL_EXIT_FAIL;
   }
   else if(!set.n) {

@@ -29,25 +29,40 @@ static const char delete_help[] =
   "  -f, --filename PATH     delete the sessions named in these manifests; "
   "repeatable\n"
   "      --ignore-not-found  a missing session is not an error\n"
-  "      --store URL         the store (default $SESSION_STORE, else "
-  CTL_DEFAULT_STORE ")\n"
+  "      --store URL         sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
+  "                          (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
   "  -h, --help              this help\n";
 
 static const char wake_help[] =
   "Ask for a new sandbox after a reclaim: bump spec.wake (and so\n"
-  "metadata.generation) of a session, with compare-and-set, retrying up to\n"
-  "5 times when another writer got there first.\n"
+  "metadata.generation) of a Reclaimed session, with compare-and-set,\n"
+  "retrying up to 5 times when another writer got there first. Prints\n"
+  "session/NAME woken (wake=N).\n"
+  "\n"
+  "A reclaim records the generation it happened at (status.\n"
+  "reclaimedGeneration); the session gets a new sandbox once its generation\n"
+  "is past that. A session that is not Reclaimed (it has a sandbox, or is\n"
+  "getting one) is left alone: nothing is written, a line on stderr says\n"
+  "why, and the exit status is 0 - a bump now would change nothing, since\n"
+  "a later reclaim records the bumped generation. The same when a wake is\n"
+  "already pending (generation past reclaimedGeneration, the controller not\n"
+  "there yet), so running wake twice bumps once.\n"
   "\n"
   "Usage:\n"
-  "  sessionctl wake NAME... [-n NS]\n"
+  "  sessionctl wake NAME... [-n NS] [--force]\n"
+  "  sessionctl wake session NAME... | session/NAME ...\n"
   "\n"
   "Flags:\n"
   "  -n, --namespace NS   the namespace (default \"default\")\n"
-  "      --store URL      the store (default $SESSION_STORE, else "
-  CTL_DEFAULT_STORE ")\n"
-  "  -h, --help           this help\n";
+  "      --force          bump spec.wake whatever the status says\n"
+  "      --store URL      sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
+  "                       (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
+  "  -h, --help           this help\n"
+  "\n"
+  "Exit status: 0 woken or nothing to wake, 1 a session is missing or the\n"
+  "store failed, 2 usage.\n";
 
-enum { OPT_NS = 1, OPT_FILE, OPT_IGNORE };
+enum { OPT_NS = 1, OPT_FILE, OPT_IGNORE, OPT_FORCE };
 
 /* Delete ns/name; prints the outcome; returns an exit status. */
 static int delete_one(store *st, const char *ns, const char *name,
@@ -172,7 +187,42 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
   return rc;
 }
 
-static int wake_one(store *st, const char *ns, const char *name)
+/* The planner's Reclaimed rule (docs/planner.md, "Reclaimed"): a reclaim
+ * recorded reclaimedGeneration = max(generation, 1), and the session gets
+ * no new sandbox while max(generation, 1) <= reclaimedGeneration. */
+static bool is_reclaimed(const session *s)
+{
+  int64_t gen = s->meta.generation > 0 ? s->meta.generation : 1;
+  return s->status.reclaimed_generation > 0 &&
+         gen <= s->status.reclaimed_generation;
+}
+
+/* Why s needs no wake (stderr), for a session that is not Reclaimed. */
+static void say_not_reclaimed(const char *ns, const session *s)
+{
+  const char *name = s->meta.name;
+  long long wake = (long long)s->spec.wake;
+  if(s->status.reclaimed_generation > 0 &&
+     s->status.phase == SESSION_PHASE_RECLAIMED) {
+    fprintf(stderr, "session %s/%s is already woken (generation %lld is past "
+            "reclaimedGeneration %lld): the controller creates its sandbox "
+            "on its next pass; spec.wake left at %lld\n", ns, name,
+            (long long)s->meta.generation,
+            (long long)s->status.reclaimed_generation, wake);
+    return;
+  }
+  if(s->status.phase == SESSION_PHASE_NONE)
+    fprintf(stderr, "session %s/%s has no status yet (no controller has "
+            "seen it), so it is not Reclaimed: nothing to wake; spec.wake "
+            "left at %lld (--force bumps it anyway)\n", ns, name, wake);
+  else
+    fprintf(stderr, "session %s/%s is %s, not Reclaimed: nothing to wake; "
+            "spec.wake left at %lld (wake asks for a new sandbox after a "
+            "reclaim; --force bumps it anyway)\n", ns, name,
+            session_phase_name(s->status.phase), wake);
+}
+
+static int wake_one(store *st, const char *ns, const char *name, bool force)
 {
   int attempt;
   sc_errbuf eb;
@@ -189,6 +239,11 @@ static int wake_one(store *st, const char *ns, const char *name)
     if(err) {
       session_free(s);
       break;
+    }
+    if(!force && !is_reclaimed(s)) {
+      say_not_reclaimed(ns, s);
+      session_free(s);
+      return CTL_EXIT_OK;
     }
     memset(&spec, 0, sizeof(spec));
     err = session_spec_copy(&spec, &s->spec);
@@ -223,10 +278,12 @@ static int wake_one(store *st, const char *ns, const char *name)
 int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
 {
   static const ctl_opt opts[] = {{"namespace", 'n', true, OPT_NS},
+                                 {"force", 0, false, OPT_FORCE},
                                  {NULL, 0, false, 0}};
   const char *names[MAX_ARGS];
   size_t n_names = 0, i;
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
+  bool force = false;
   ctl_args p;
   store *st;
   int id, rc = CTL_EXIT_OK, r;
@@ -244,6 +301,9 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
       break;
     case OPT_NS:
       ns = val;
+      break;
+    case OPT_FORCE:
+      force = true;
       break;
     case CTL_ARG_POS:
       /* "wake session NAME" and "wake session/NAME" read as "wake NAME" */
@@ -267,7 +327,7 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
   if(!st)
     return CTL_EXIT_FAIL;
   for(i = 0; i < n_names; i++) {
-    r = wake_one(st, ns, names[i]);
+    r = wake_one(st, ns, names[i], force);
     if(r)
       rc = r;
   }

@@ -15,8 +15,8 @@ static const char describe_help[] =
   "\n"
   "Flags:\n"
   "  -n, --namespace NS   the namespace (default \"default\")\n"
-  "      --store URL      the store (default $SESSION_STORE, else "
-  CTL_DEFAULT_STORE ")\n"
+  "      --store URL      sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
+  "                       (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
   "  -h, --help           this help\n";
 
 int ctl_cmd_describe(ctl_env *env, int argc, char **argv)

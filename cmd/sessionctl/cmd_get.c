@@ -6,6 +6,7 @@
 #include "../../api/session_json.h"
 #include "../../controller/store.h"
 #include "get.h"
+#include "jsonpath.h"
 
 #define MAX_NAMES 256
 
@@ -16,33 +17,52 @@ static const char get_help[] =
   "  sessionctl get sessions [NAME...] [-n NS | -A] [-o FORMAT] [-w]\n"
   "  sessionctl get session/NAME ...\n"
   "\n"
-  "The resource may be written sessions, session, sess, sessions.lea.io.\n"
-  "The table has the columns NAME TENANT STATE PHASE SANDBOX AGE (AGE from\n"
-  "metadata.creationTimestamp); -A adds NAMESPACE first; -o wide adds ENDAT,\n"
-  "GENERATION and OBSERVED. Deleted sessions (tombstones) are not listed.\n"
-  "A missing NAME prints a NotFound error and the exit status is 1.\n"
-  "-o yaml prints manifests that apply -f takes back: the fields the store\n"
-  "sets (uid, resourceVersion, generation, creationTimestamp) are left out;\n"
-  "-o json shows everything.\n"
+  "The resource may be written sessions, session, sess, sessions.lea.io or\n"
+  "session.lea.io. The table has the columns NAME TENANT STATE PHASE\n"
+  "SANDBOX AGE (AGE from metadata.creationTimestamp); -A adds NAMESPACE\n"
+  "first. Deleted sessions (tombstones) are not listed. A missing NAME\n"
+  "prints a NotFound error on stderr and the exit status is 1. An empty\n"
+  "listing says \"No resources found\" on stderr, never on stdout.\n"
+  "\n"
+  "Output formats (-o):\n"
+  "  wide               the table and ENDAT, GENERATION, OBSERVED\n"
+  "  json, yaml         for one NAME the object, else a List\n"
+  "                     {\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[...]}"
+  "\n"
+  "                     (an empty items when nothing matches); every field.\n"
+  "                     apply -f takes either back: it ignores status and "
+  "the\n"
+  "                     metadata the store sets\n"
+  "  name               session.lea.io/NAME, one a line\n"
+  "  jsonpath=TEMPLATE  kubectl's template language (a subset): fields\n"
+  "                     {.status.sandboxID}, [N], [*], [?(@.type==\"Ready\")],\n"
+  "                     {range .items[*]}...{end}, literals {\"\\n\"}; the root "
+  "is\n"
+  "                     the object for one NAME, else the List; no newline "
+  "is\n"
+  "                     added. A bad template is a usage error (exit 2)\n"
   "\n"
   "With -w the current list is printed, then one row per change (from any\n"
   "process) as it happens, until interrupted (exit 0) or stdout is closed.\n"
-  "When the store's history no longer reaches the watch, the list is read\n"
-  "again and a row is printed for every object that changed meanwhile (and\n"
-  "a DELETED row for every one gone), then the watch goes on.\n"
+  "-o json prints one compact object per line (no List), -o yaml one\n"
+  "document each, jsonpath the template per object. When the store's\n"
+  "history no longer reaches the watch, the list is read again and a row\n"
+  "is printed for every object that changed meanwhile (and a DELETED row\n"
+  "for every one gone), then the watch goes on.\n"
   "\n"
   "Flags:\n"
   "  -n, --namespace NS        the namespace (default \"default\")\n"
   "  -A, --all-namespaces      every namespace\n"
-  "  -o, --output FORMAT       wide, json, yaml or name (default: the "
-  "table)\n"
+  "  -o, --output FORMAT       wide, json, yaml, name or jsonpath=TEMPLATE\n"
+  "                            (default: the table)\n"
   "  -w, --watch               after the list, print changes as they "
   "happen\n"
   "      --output-watch-events add an EVENT column (ADDED, MODIFIED, "
   "DELETED);\n"
-  "                            with -o json|yaml, print {type, object}\n"
-  "      --store URL           the store (default $SESSION_STORE, else "
-  CTL_DEFAULT_STORE ")\n"
+  "                            with -o json|yaml|jsonpath, print {type, "
+  "object}\n"
+  "      --store URL           sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
+  "                            (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
   "  -h, --help                this help\n";
 
 enum { OPT_NS = 1, OPT_ALL, OPT_OUTPUT, OPT_WATCH, OPT_EVENTS };
@@ -77,6 +97,8 @@ void ctl_get_cleanup(ctl_get *g)
 {
   ctl_table_free(g->table);
   g->table = NULL;
+  ctl_jsonpath_free(g->jsonpath);
+  g->jsonpath = NULL;
   dynbuf_free(&g->out);
 }
 
@@ -101,40 +123,16 @@ static sc_err add_header(ctl_get *g)
   return ctl_table_add(g->table, hdr);
 }
 
-/* -o yaml prints manifests that `apply -f` takes back, and the manifest
- * reader refuses the fields the store sets: leave them out (-o json keeps
- * them). o is a session, a List of them or a watch event {type, object}. */
-static void strip_store_fields(json_object *o)
-{
-  static const char *const fields[] = {"uid", "resourceVersion",
-                                       "generation", "creationTimestamp",
-                                       "deletionTimestamp", "finalizers",
-                                       NULL};
-  json_object *v;
-  size_t i;
-  if(json_object_object_get_ex(o, "items", &v) &&
-     json_object_is_type(v, json_type_array)) {
-    for(i = 0; i < json_object_array_length(v); i++)
-      strip_store_fields(json_object_array_get_idx(v, i));
-    json_object_object_del(o, "metadata");
-    return;
-  }
-  if(json_object_object_get_ex(o, "object", &v)) {
-    strip_store_fields(v);
-    return;
-  }
-  if(json_object_object_get_ex(o, "metadata", &v) &&
-     json_object_is_type(v, json_type_object))
-    for(i = 0; fields[i]; i++)
-      json_object_object_del(v, fields[i]);
-}
-
+/* o as -o json (one compact line per object in a watch), yaml or
+ * jsonpath prints it. */
 static sc_err emit_doc(ctl_get *g, json_object *o)
 {
   sc_err err = SC_OK;
   if(g->output == CTL_OUTPUT_JSON)
-    return ctl_json_print(o, &g->out);
-  strip_store_fields(o);
+    return g->watch ? ctl_json_print_line(o, &g->out)
+                    : ctl_json_print(o, &g->out);
+  if(g->output == CTL_OUTPUT_JSONPATH)
+    return ctl_jsonpath_exec(g->jsonpath, o, &g->out);
   if(g->n_docs++)
     err = dynbuf_addstr(&g->out, "---\n");
   if(!err)
@@ -157,10 +155,12 @@ sc_err ctl_get_emit(ctl_get *g, const session *s, const char *event)
     return ctl_session_row(g->table, &g->cols, s, event, sctime_wall_ms());
   case CTL_OUTPUT_NAME:
     if(g->watch_events)
-      return dynbuf_printf(&g->out, "%s session/%s\n", event, s->meta.name);
-    return dynbuf_printf(&g->out, "session/%s\n", s->meta.name);
+      return dynbuf_printf(&g->out, "%s " CTL_NAME_PREFIX "%s\n", event,
+                           s->meta.name);
+    return dynbuf_printf(&g->out, CTL_NAME_PREFIX "%s\n", s->meta.name);
   case CTL_OUTPUT_JSON:
   case CTL_OUTPUT_YAML:
+  case CTL_OUTPUT_JSONPATH:
   default:
     o = session_to_json_object(s);
     if(!o)
@@ -188,23 +188,26 @@ bool ctl_get_flush(ctl_get *g)
   return ctl_write_stdout(&g->out);
 }
 
-/* The one-shot listing of objs (all matched already). */
+/* The one-shot listing of objs (all matched already). single: one NAME
+ * was asked for and found, so the object itself is printed, not a List.
+ * A listing with nothing in it says so on stderr (listed: not after
+ * NotFound errors); -o json|yaml|jsonpath still print the empty List. */
 static int print_list(ctl_get *g, session *const *objs, size_t n,
-                      const char *revision, bool single)
+                      const char *revision, bool single, bool listed)
 {
   size_t i;
   sc_err err = SC_OK;
   json_object *o;
-  if(!n && !single) {
+  if(!n && !single && listed) {
     if(g->ns)
       fprintf(stderr, "No resources found in %s namespace.\n", g->ns);
     else
       fprintf(stderr, "No resources found\n");
-    return CTL_EXIT_OK;
   }
   switch(g->output) {
   case CTL_OUTPUT_JSON:
   case CTL_OUTPUT_YAML:
+  case CTL_OUTPUT_JSONPATH:
     if(single)
       o = session_to_json_object(objs[0]);
     else
@@ -263,9 +266,11 @@ static int get_once(ctl_env *env, ctl_get *g)
       }
       found[n_found++] = s;
     }
-    if(n_found) {
+    /* as kubectl: one missing NAME prints nothing on stdout; of several,
+     * the found ones are a List (an empty one when none was found) */
+    if(n_found || g->n_names > 1) {
       prc = print_list(g, found, n_found, NULL,
-                       g->n_names == 1 && n_found == 1);
+                       g->n_names == 1 && n_found == 1, false);
       if(prc)
         rc = prc;
     }
@@ -285,7 +290,7 @@ static int get_once(ctl_env *env, ctl_get *g)
     else
       session_free(res.items[i]);
   res.n = n_found;
-  rc = print_list(g, res.items, res.n, res.revision, false);
+  rc = print_list(g, res.items, res.n, res.revision, false, true);
 out:
   for(i = 0; found && i < n_found; i++)
     session_free(found[i]);
@@ -299,6 +304,7 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
 {
   const char *names[MAX_NAMES];
   const char *val, *type = NULL, *ns = SESSION_DEFAULT_NAMESPACE;
+  const char *jp_tmpl = NULL;
   bool all = false, ns_given = false, slash_form = false;
   ctl_args p;
   ctl_get g;
@@ -324,11 +330,20 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
       all = true;
       break;
     case OPT_OUTPUT:
+      if(!strncmp(val, "jsonpath=", 9) || !strcmp(val, "jsonpath")) {
+        if(!val[8] || !val[9])
+          return ctl_usage_error("template format specified but no template "
+                                 "given: use -o jsonpath=TEMPLATE, as in "
+                                 "-o jsonpath='{.items[*].metadata.name}'");
+        jp_tmpl = val + 9;     /* parsed once the flags are all read */
+        g.output = CTL_OUTPUT_JSONPATH;
+        break;
+      }
       o = ctl_output_parse(val);
       if(o < 0 || !*val)
         return ctl_usage_error("unable to match a printer suitable for the "
                                "output format \"%s\", allowed formats are: "
-                               "json,name,wide,yaml", val);
+                               "json,jsonpath,name,wide,yaml", val);
       g.output = (ctl_output)o;
       break;
     case OPT_WATCH:
@@ -389,6 +404,12 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
     g.watch_events = false;  /* as kubectl: only meaningful with -w */
   g.ns = all ? NULL : ns;
   g.names = names;
+  if(g.output == CTL_OUTPUT_JSONPATH) {
+    char jerr[256];
+    g.jsonpath = ctl_jsonpath_parse(jp_tmpl, jerr, sizeof(jerr));
+    if(!g.jsonpath)
+      return ctl_usage_error("error parsing jsonpath %s: %s", jp_tmpl, jerr);
+  }
   if(ctl_get_init(&g)) {
     ctl_get_cleanup(&g);
     return ctl_store_error(SC_ERR_NOMEM, NULL);

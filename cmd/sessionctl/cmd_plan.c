@@ -26,6 +26,13 @@ static const char plan_help[] =
   "runs the controller's planner on them with Cube's clock. Nothing is\n"
   "changed in Cube or in the store.\n"
   "\n"
+  "Output: a header line; when there are orphan deletions, a \"guard:\"\n"
+  "line saying whether the delete guard holds them back (it does when\n"
+  "there are more than 10 and more than --max-delete-fraction of the\n"
+  "managed sandboxes, unless --force); then ACTION SESSION SANDBOX REASON\n"
+  "rows, the held-back deletions last as held:delete/orphan, or \"No\n"
+  "actions\".\n"
+  "\n"
   "Usage:\n"
   "  sessionctl plan [flags]\n"
   "\n"
@@ -40,8 +47,9 @@ static const char plan_help[] =
   "      --orphan-grace DURATION    as the controller's flag (default 10m)\n"
   "      --max-delete-fraction X    as the controller's flag (default 0.2)\n"
   "      --force                    plan as the controller would with --force\n"
-  "      --store URL                where sessions live (default $SESSION_STORE,\n"
-  "                                 else sqlite:sessions.db)\n"
+  "      --store URL                sqlite:PATH or kube[:CONTEXT], see sessionctl\n"
+  "                                 --help (default $SESSION_STORE, else\n"
+  "                                 " CTL_DEFAULT_STORE ")\n"
   "  -h, --help                     help for plan\n"
   "\n"
   "Exit status: 0 when the plan was computed (with or without actions),\n"
@@ -64,26 +72,88 @@ typedef struct plan_run {
   int rc;
 } plan_run;
 
-static void print_plan(plan_run *pr, const observation *obs, const plan *p)
+/* The guard line (rule 9): orphan deletions are withheld when there are
+ * more than cfg->max_delete_floor of them and more than
+ * max_delete_fraction of the managed sandboxes, unless --force. */
+static void print_guard(const plan_config *cfg, const plan *p,
+                        size_t n_held)
+{
+  double limit = cfg->max_delete_fraction * (double)p->n_managed;
+  bool over = p->n_orphans > cfg->max_delete_floor &&
+              (double)p->n_orphans > limit;
+  if(!p->n_orphans && !n_held)
+    return;
+  if(p->guard_tripped)
+    printf("guard: %zu orphan deletion%s held back (more than %zu, and more "
+           "than %g = --max-delete-fraction %g of %zu managed sandboxes); "
+           "the controller would delete none of them without --force\n",
+           n_held ? n_held : p->n_orphans,
+           (n_held ? n_held : p->n_orphans) == 1 ? "" : "s",
+           cfg->max_delete_floor, limit, cfg->max_delete_fraction,
+           p->n_managed);
+  else if(over)
+    printf("guard: --force: %zu orphan deletions planned that the guard "
+           "would hold back (more than %zu, and more than %g = "
+           "--max-delete-fraction %g of %zu managed sandboxes)\n",
+           p->n_orphans, cfg->max_delete_floor, limit,
+           cfg->max_delete_fraction, p->n_managed);
+  else
+    printf("guard: %zu orphan deletion%s, within the limit (the guard holds "
+           "them all back past %zu and past %g = --max-delete-fraction %g of "
+           "%zu managed sandboxes)\n",
+           p->n_orphans, p->n_orphans == 1 ? "" : "s", cfg->max_delete_floor,
+           limit, cfg->max_delete_fraction, p->n_managed);
+}
+
+static const char *action_name(const plan_action *a, char *buf, size_t len)
+{
+  if(a->type == PLAN_DELETE)
+    snprintf(buf, len, "delete/%s", plan_delete_kind_name(a->del_kind));
+  else
+    snprintf(buf, len, "%s", plan_action_type_name(a->type));
+  return buf;
+}
+
+/* held: the orphan deletions the guard withheld (from the same plan made
+ * with --force), listed after the actions as "held:delete/orphan". */
+static void print_plan(plan_run *pr, const observation *obs, const plan *p,
+                       const plan *held)
 {
   char now[SCTIME_RFC3339_MAX];
-  size_t i, wa = 6, ws = 7, wb = 7;
+  size_t i, n_held = 0, wa = 6, ws = 7, wb = 7;
+  const plan_action **rows;
+  size_t n_rows = 0;
   sctime_format_rfc3339(obs->cube_now, now, sizeof(now));
   printf("Cube clock %s; %zu sessions, %zu sandboxes observed%s\n", now,
          pr->list.n, obs->n_sbs,
          obs->truncated ? " (a list may be truncated: no orphan decisions)"
                         : "");
-  if(p->guard_tripped)
-    printf("DELETE GUARD: %s\n", p->guard_message ? p->guard_message : "");
-  if(!p->n_actions) {
+  for(i = 0; held && i < held->n_actions; i++)
+    if(held->actions[i].del_kind == PLAN_DEL_ORPHAN)
+      n_held++;
+  print_guard(&pr->cfg, p, n_held);
+  if(!p->n_actions && !n_held) {
     printf("No actions: Cube and the store agree.\n");
     return;
   }
-  for(i = 0; i < p->n_actions; i++) {
-    const plan_action *a = &p->actions[i];
-    size_t l1 = strlen(a->type == PLAN_DELETE
-                         ? plan_delete_kind_name(a->del_kind)
-                         : plan_action_type_name(a->type)) + 7;
+  if(!p->n_actions)
+    printf("No actions but the orphan deletions the guard holds back:\n");
+  rows = calloc(p->n_actions + n_held + 1, sizeof(*rows));
+  if(!rows) {
+    fprintf(stderr, "error: out of memory\n");
+    pr->rc = CTL_EXIT_FAIL;
+    return;
+  }
+  for(i = 0; i < p->n_actions; i++)
+    rows[n_rows++] = &p->actions[i];
+  for(i = 0; held && i < held->n_actions; i++)
+    if(held->actions[i].del_kind == PLAN_DEL_ORPHAN)
+      rows[n_rows++] = &held->actions[i];
+  for(i = 0; i < n_rows; i++) {
+    const plan_action *a = rows[i];
+    char act[64];
+    size_t l1 = strlen(action_name(a, act, sizeof(act))) +
+                (i >= p->n_actions ? 5 : 0);
     size_t l2 = a->ns ? strlen(a->ns) + strlen(a->name) + 1 : 1;
     size_t l3 = a->sandbox_id ? strlen(a->sandbox_id) : 1;
     if(l1 > wa)
@@ -95,21 +165,21 @@ static void print_plan(plan_run *pr, const observation *obs, const plan *p)
   }
   printf("%-*s   %-*s   %-*s   %s\n", (int)wa, "ACTION", (int)ws, "SESSION",
          (int)wb, "SANDBOX", "REASON");
-  for(i = 0; i < p->n_actions; i++) {
-    const plan_action *a = &p->actions[i];
-    char act[64], key[300];
-    if(a->type == PLAN_DELETE)
-      snprintf(act, sizeof(act), "delete/%s",
-               plan_delete_kind_name(a->del_kind));
-    else
-      snprintf(act, sizeof(act), "%s", plan_action_type_name(a->type));
+  for(i = 0; i < n_rows; i++) {
+    const plan_action *a = rows[i];
+    char act[64], shown[80], key[300];
+    action_name(a, act, sizeof(act));
+    snprintf(shown, sizeof(shown), "%s%s", i >= p->n_actions ? "held:" : "",
+             act);
     if(a->ns)
       snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
     else
       snprintf(key, sizeof(key), "-");
-    printf("%-*s   %-*s   %-*s   %s\n", (int)wa, act, (int)ws, key, (int)wb,
-           a->sandbox_id ? a->sandbox_id : "-", a->reason ? a->reason : "");
+    printf("%-*s   %-*s   %-*s   %s\n", (int)wa, shown, (int)ws, key,
+           (int)wb, a->sandbox_id ? a->sandbox_id : "-",
+           a->reason ? a->reason : "");
   }
+  free(rows);
 }
 
 static void on_observed(observation *obs, void *ud)
@@ -138,8 +208,20 @@ static void on_observed(observation *obs, void *ud)
     pr->rc = CTL_EXIT_FAIL;
   }
   else {
-    print_plan(pr, obs, p);
+    plan *held = NULL;
     pr->rc = CTL_EXIT_OK;
+    if(p->guard_tripped) {
+      /* the same inputs with --force: the orphans the guard withheld */
+      plan_config forced = pr->cfg;
+      forced.force = true;
+      if(plan_compute(&in, &forced, &held)) {
+        fprintf(stderr, "error: planning failed (out of memory)\n");
+        pr->rc = CTL_EXIT_FAIL;
+      }
+    }
+    if(!pr->rc)
+      print_plan(pr, obs, p, held);
+    plan_free(held);
   }
   plan_free(p);
   observation_free(obs);

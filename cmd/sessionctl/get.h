@@ -3,7 +3,8 @@
  * one-shot listing (cmd_get.c) and the watch (watch.c).
  *
  * Ownership: ctl_get_init() fills a caller's struct; ctl_get_cleanup()
- * frees what it holds (not names, which point into argv).
+ * frees what it holds, the jsonpath template too (not names, which point
+ * into argv).
  */
 #ifndef SC_CTL_GET_H
 #define SC_CTL_GET_H
@@ -24,6 +25,7 @@ typedef struct ctl_get {
   bool watch_events;           /* --output-watch-events */
   const char **names;          /* NAME arguments (into argv) */
   size_t n_names;
+  struct ctl_jsonpath *jsonpath; /* -o jsonpath=TEMPLATE (owned) */
   ctl_columns cols;
   ctl_table *table;            /* table outputs only */
   bool header_done;
@@ -37,7 +39,8 @@ void ctl_get_cleanup(ctl_get *g);
 /* True when s is in g's namespace and, if names were given, one of them. */
 bool ctl_get_matches(const ctl_get *g, const session *s);
 /* Queue one object as a watch prints it: a table row (EVENT = event when
- * --output-watch-events), a JSON/YAML document or a session/NAME line. */
+ * --output-watch-events), a JSON line, a YAML document, the jsonpath
+ * template's output or a session.lea.io/NAME line. */
 sc_err ctl_get_emit(ctl_get *g, const session *s, const char *event);
 /* Write what is queued to stdout; false when stdout is gone. */
 bool ctl_get_flush(ctl_get *g);

@@ -240,6 +240,19 @@ sc_err ctl_json_print(json_object *o, dynbuf *out)
   return err;
 }
 
+sc_err ctl_json_print_line(json_object *o, dynbuf *out)
+{
+  const char *s = json_object_to_json_string_ext(
+    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  sc_err err;
+  if(!s)
+    return SC_ERR_NOMEM;
+  err = dynbuf_addstr(out, s);
+  if(!err)
+    err = dynbuf_add(out, "\n", 1);
+  return err;
+}
+
 /* --- YAML --- */
 
 static bool all_in(const char *s, const char *set)

@@ -43,11 +43,17 @@ typedef enum ctl_output {
   CTL_OUTPUT_WIDE,
   CTL_OUTPUT_JSON,
   CTL_OUTPUT_YAML,
-  CTL_OUTPUT_NAME
+  CTL_OUTPUT_NAME,
+  CTL_OUTPUT_JSONPATH       /* jsonpath=TEMPLATE (jsonpath.h) */
 } ctl_output;
 
-/* "wide", "json", "yaml", "name" (and "" for the table); -1 if unknown. */
+/* "wide", "json", "yaml", "name" (and "" for the table); -1 if unknown
+ * (jsonpath=TEMPLATE is parsed by the caller, with its template). */
 int ctl_output_parse(const char *s);
+
+/* -o name prints RESOURCE.GROUP/NAME, as kubectl does for a custom
+ * resource; `get`, `delete`, `describe` and `wake` take that form back. */
+#define CTL_NAME_PREFIX "session.lea.io/"
 
 typedef struct ctl_columns {
   bool namespace_;   /* -A: NAMESPACE first (after EVENT) */
@@ -70,6 +76,9 @@ json_object *ctl_list_json(session *const *items, size_t n,
 
 /* Append o as indented JSON and a newline. */
 sc_err ctl_json_print(json_object *o, dynbuf *out);
+/* Append o as compact JSON on one line (and the newline): `get -w -o
+ * json` prints one object per line. */
+sc_err ctl_json_print_line(json_object *o, dynbuf *out);
 /* Append o as one YAML document (block style, libyaml's emitter); strings
  * that YAML would read as another type are quoted. */
 sc_err ctl_yaml_print(json_object *o, dynbuf *out);

@@ -152,7 +152,7 @@ expect_rc 0 "get session/NAME" "$CTL" get session/notebook-1 -n tenant-b
 has "$tmp/out" "slash form row" '^notebook-1 '
 expect_rc 0 "get -o name" "$CTL" get sessions -n tenant-b -o name
 same "name output" "$(tr '\n' ' ' <"$tmp/out")" \
-  "session/notebook-1 session/scratch "
+  "session.lea.io/notebook-1 session.lea.io/scratch "
 expect_rc 0 "get -A -o yaml" "$CTL" get sessions -A -o yaml
 has "$tmp/out" "yaml list" '^kind: List$'
 cp "$tmp/out" "$tmp/all.yaml"
@@ -184,14 +184,20 @@ has "$tmp/out" "describe phase" '^  Phase: +Creating$'
 has "$tmp/out" "describe create claim by" '^  Create Claimed By: +r0#1a2b3c4d$'
 has "$tmp/out" "describe create claim at" '^  Create Claimed At: +2026-11-29T10:14:50Z$'
 
-# --- wake ---
+# --- wake (more in sessionctl_output.sh) ---
 gen=$("$CTL" get sessions chat-91bd -n tenant-a -o json | jq .metadata.generation)
+expect_rc 0 "wake, not Reclaimed" "$CTL" wake chat-91bd -n tenant-a
+has "$tmp/err" "wake, not Reclaimed: says so" 'is not Reclaimed: nothing to wake'
+same "wake, not Reclaimed: generation kept" \
+  "$("$CTL" get sessions chat-91bd -n tenant-a -o json | jq .metadata.generation)" "$gen"
+# a reclaim as a controller records it (sqlite3 stands in for the controller)
+sqlite3 "$tmp/s.db" "UPDATE objects SET status='{\"phase\":\"Reclaimed\",\"reclaimedGeneration\":$gen}' WHERE namespace='tenant-a' AND name='chat-91bd'"
 expect_rc 0 "wake" "$CTL" wake chat-91bd -n tenant-a
 has "$tmp/out" "wake message" '^session/chat-91bd woken \(wake=1\)$'
 "$CTL" get sessions chat-91bd -n tenant-a -o json >"$tmp/j"
 same "wake bumped generation" "$(jq .metadata.generation "$tmp/j")" $((gen + 1))
 same "spec.wake" "$(jq .spec.wake "$tmp/j")" 1
-expect_rc 0 "wake again" "$CTL" wake session chat-91bd -n tenant-a
+expect_rc 0 "wake again --force" "$CTL" wake session chat-91bd -n tenant-a --force
 has "$tmp/out" "wake=2" 'wake=2'
 expect_rc 1 "wake missing" "$CTL" wake nope
 
@@ -236,6 +242,21 @@ done
 # --- help and version: exit 0 ---
 expect_rc 0 "--help" "$CTL" --help
 has "$tmp/out" "top help lists commands" '^  apply -f'
+has "$tmp/out" "top help names the sqlite store" '^ +sqlite:PATH +a SQLite'
+has "$tmp/out" "top help names the kube store" '^ +kube +the Kubernetes API server'
+has "$tmp/out" "top help: how kube finds its kubeconfig" 'KUBECONFIG'
+has "$tmp/out" "top help names kube:CONTEXT" '^ +kube:CONTEXT '
+for c in get apply delete describe wake plan; do
+  expect_rc 0 "$c --help" "$CTL" "$c" --help
+  has "$tmp/out" "$c help names both store kinds" 'sqlite:PATH or kube\[:CONTEXT\]'
+done
+expect_rc 0 "get --help" "$CTL" get --help
+has "$tmp/out" "get help names jsonpath" 'jsonpath=TEMPLATE'
+has "$tmp/out" "get help: -o name form" 'session\.lea\.io/NAME'
+expect_rc 0 "apply --help" "$CTL" apply --help
+has "$tmp/out" "apply help: JSON and *.json" '\*\.json'
+# --version only before a command, as the top help says
+expect_rc 2 "--version after a command" "$CTL" get --version
 for c in apply get describe delete validate wake; do
   expect_rc 0 "$c --help" "$CTL" "$c" --help
   has "$tmp/out" "$c help has usage" "sessionctl $c"

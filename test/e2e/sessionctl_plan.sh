@@ -36,6 +36,33 @@ check "plan left the store unchanged" test "$(cksum <"$T/sessions.db")" = "$db_b
 ctl plan --cube-url "$SIM" --orphan-grace 1h >"$T/plan2.out"
 check "--orphan-grace is honoured" sh -c "! grep -q 'delete/orphan' '$T/plan2.out'"
 
+# --- the delete guard: 11 more orphans make 12 of 12 managed sandboxes,
+# over the floor of 10 and over 0.2 of them
+check "one orphan: the guard line says it is within the limit" \
+  grep -q '^guard: 1 orphan deletion, within the limit' "$T/plan.out"
+i=0
+while [ $i -lt 11 ]; do
+  curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
+    "{\"templateID\":\"shell\",\"timeout\":60,\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"ghost-$i\",\"lea.tenant_id\":\"tenant-a\",\"lea.managed-by\":\"session-controller\"}}" >/dev/null
+  i=$((i + 1))
+done
+sim_advance 900
+audit_guard=$(sim_audit | wc -l)
+ctl plan --cube-url "$SIM" >"$T/guard.out" 2>&1
+rc=$?
+check "guard tripped: exit 0" test "$rc" = 0
+check "guard tripped: the guard line" grep -qx 'guard: 12 orphan deletions held back (more than 10, and more than 2.4 = --max-delete-fraction 0.2 of 12 managed sandboxes); the controller would delete none of them without --force' "$T/guard.out"
+check "guard tripped: the held-back deletions listed" test "$(grep -Ec '^held:delete/orphan +- ' "$T/guard.out")" = 12
+check "guard tripped: no planned orphan deletion" sh -c "! grep -q '^delete/orphan' '$T/guard.out'"
+check "guard tripped: the other actions still planned" grep -Eq '^create +tenant-a/p1 ' "$T/guard.out"
+check "guard tripped: no 'No actions' line" sh -c "! grep -q '^No actions' '$T/guard.out'"
+ctl plan --cube-url "$SIM" --force >"$T/force.out" 2>&1
+check "--force: says the guard is overridden" grep -q '^guard: --force: 12 orphan deletions planned that the guard would hold back' "$T/force.out"
+check "--force: 12 orphan deletions planned" test "$(grep -c '^delete/orphan ' "$T/force.out")" = 12
+ctl plan --cube-url "$SIM" --max-delete-fraction 1 >"$T/frac.out" 2>&1
+check "--max-delete-fraction 1: within the limit" grep -q '^guard: 12 orphan deletions, within the limit' "$T/frac.out"
+check "plans with the guard made no mutating call" test "$(sim_audit | wc -l)" = "$audit_guard"
+
 ctl plan --cube-url http://127.0.0.1:1 >/dev/null 2>"$T/err.out"
 rc=$?
 check "unreachable Cube: exit 1" test "$rc" = 1

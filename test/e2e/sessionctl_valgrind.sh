@@ -62,9 +62,19 @@ vg 0 "get -o wide" get sessions -n tenant-a -o wide
 vg 0 "get -o json" get sessions -A -o json
 vg 0 "get -o yaml" get sessions -A -o yaml
 vg 0 "get NAME -o yaml" get session chat-7f3a -n tenant-a -o yaml
+vg 0 "get -o name" get sessions -A -o name
+vg 0 "get -o jsonpath range" get sessions -A \
+  -o 'jsonpath={range .items[*]}{.metadata.name}{"\t"}{.spec.state}{"\n"}{end}'
+vg 0 "get -o jsonpath filter" get session chat-7f3a -n tenant-a \
+  -o 'jsonpath={.spec.envVars[*]}{.metadata.labels['"'course'"']}{.x[?(@.a>=1)]}'
+vg 2 "get bad jsonpath" get sessions -o 'jsonpath={range .items[?(@.a=='
+vg 2 "get bad jsonpath, then a bad flag" get sessions -o 'jsonpath={.a}' --bogus
+"$CTL" --store "$S" get sessions -A -o json >"$tmp/all.json"
+vg 0 "apply its own JSON" apply -f "$tmp/all.json"
 vg 1 "get missing" get sessions nope
 vg 0 "describe" describe session chat-7f3a -n tenant-a
 vg 0 "wake" wake chat-91bd -n tenant-a
+vg 0 "wake --force" wake --force chat-91bd -n tenant-a
 vg 0 "delete" delete session scratch -n tenant-b
 vg 1 "delete missing" delete session scratch -n tenant-b
 vg 0 "validate" validate -f "$root/deploy/examples/"
@@ -79,7 +89,7 @@ wpid=$!
 i=0
 while ! grep -q chat-7f3a "$tmp/w" 2>/dev/null && [ "$i" -lt 100 ]; do
   sleep 0.1; i=$((i + 1)); done
-"$CTL" --store "$S" wake chat-7f3a -n tenant-a >/dev/null
+"$CTL" --store "$S" wake --force chat-7f3a -n tenant-a >/dev/null
 i=0
 while ! grep -q '^MODIFIED' "$tmp/w" 2>/dev/null && [ "$i" -lt 50 ]; do
   sleep 0.1; i=$((i + 1)); done

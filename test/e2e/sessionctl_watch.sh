@@ -69,7 +69,7 @@ pids="$pids $w1"
 expect "$tmp/w1" "watch prints the list" '^tenant-b +scratch ' 30
 if [ "$(grep -c '^NAMESPACE ' "$tmp/w1")" = 1 ]; then ok; else
   bad "one header"; fi
-"$CTL" --store "$S" wake chat-91bd -n tenant-a >/dev/null
+"$CTL" --store "$S" wake --force chat-91bd -n tenant-a >/dev/null
 # a new row for chat-91bd (the list had one): two rows, polled up to 2 s
 i=0
 while [ "$(grep -c 'chat-91bd' "$tmp/w1")" -lt 2 ] && [ "$i" -lt 20 ]; do
@@ -119,9 +119,9 @@ if [ "$rc" = 0 ]; then ok; else bad "SIGTERM exit status $rc"; fi
   >"$tmp/w3" 2>"$tmp/w3.err" &
 w3=$!
 pids="$pids $w3"
-expect "$tmp/w3" "json event type" '"type": "ADDED"' 30
-"$CTL" --store "$S" wake late-comer -n tenant-c >/dev/null
-expect "$tmp/w3" "json MODIFIED event" '"type": "MODIFIED"' 20 10
+expect "$tmp/w3" "json event type" '"type":"ADDED"' 30
+"$CTL" --store "$S" wake --force late-comer -n tenant-c >/dev/null
+expect "$tmp/w3" "json MODIFIED event" '"type":"MODIFIED"' 20 10
 stop "$w3"
 if [ "$rc" = 0 ]; then ok; else bad "json watch exit status $rc"; fi
 if jq -s 'map(.type) | join(",")' "$tmp/w3" 2>/dev/null |
@@ -137,7 +137,7 @@ expect "$tmp/w4" "expiry watch started" '^ADDED +tenant-c +late-comer ' 30
 kill -STOP "$w4"
 # a writer that keeps only 2 revisions of history
 SH="$S?history=2"
-for k in 1 2 3 4; do "$CTL" --store "$SH" wake chat-7f3a -n tenant-a >/dev/null; done
+for k in 1 2 3 4; do "$CTL" --store "$SH" wake --force chat-7f3a -n tenant-a >/dev/null; done
 "$CTL" --store "$SH" delete session late-comer -n tenant-c >/dev/null
 kill -CONT "$w4"
 expect "$tmp/w4" "relisted: chat-7f3a changed" '^MODIFIED +tenant-a +chat-7f3a ' 20
@@ -146,7 +146,7 @@ if alive "$w4"; then ok; else bad "watch died on expiry"; fi
 if [ "$(grep -c 'MODIFIED.*chat-7f3a' "$tmp/w4")" = 1 ]; then ok; else
   bad "one MODIFIED row per changed object after a relist"; fi
 # and the new watch works
-"$CTL" --store "$S" wake chat-91bd -n tenant-a >/dev/null
+"$CTL" --store "$S" wake --force chat-91bd -n tenant-a >/dev/null
 expect "$tmp/w4" "watch goes on after relist" '^MODIFIED +tenant-a +chat-91bd ' 20 10
 stop "$w4"
 if [ "$rc" = 0 ]; then ok; else bad "exit status after relist $rc"; fi

@@ -6,6 +6,8 @@
 #include "../../cmd/sessionctl/ctl.h"
 #include "../../cmd/sessionctl/describe.h"
 #include "../../cmd/sessionctl/print.h"
+#include "../../api/manifest.h"
+#include "../../api/session_json.h"
 #include "../harness.h"
 
 /* 2026-11-29T10:00:00Z */
@@ -322,6 +324,79 @@ TEST(output_and_resource_names)
   CHECK(!ctl_is_session_resource("Sessions"));
 }
 
+/* An empty List is a List with "items": [], in both JSON forms; a watch
+ * line is one compact line even when a value has line breaks. */
+TEST(json_list_and_line_forms)
+{
+  json_object *o = ctl_list_json(NULL, 0, "7"), *back;
+  session *s = sample();
+  dynbuf b;
+  const char *nl;
+  CHECK(o && s);
+  dynbuf_init(&b, 1 << 20);
+  CHECK_OK(ctl_json_print_line(o, &b));
+  CHECK_STR(dynbuf_ptr(&b), "{\"apiVersion\":\"v1\",\"kind\":\"List\","
+                            "\"items\":[],\"metadata\":"
+                            "{\"resourceVersion\":\"7\"}}\n");
+  dynbuf_reset(&b);
+  CHECK_OK(ctl_json_print(o, &b));
+  back = json_tokener_parse(dynbuf_ptr(&b));
+  CHECK(back);
+  CHECK_INT(json_object_array_length(
+              json_object_object_get(back, "items")), 0);
+  json_object_put(back);
+  json_object_put(o);
+  dynbuf_reset(&b);
+  CHECK_OK(sc_kvlist_set(&s->meta.annotations, "note", "two\nlines"));
+  o = session_to_json_object(s);
+  CHECK(o);
+  CHECK_OK(ctl_json_print_line(o, &b));
+  nl = strchr(dynbuf_ptr(&b), '\n');
+  CHECK(nl && nl[1] == 0);
+  json_object_put(o);
+  session_free(s);
+  dynbuf_free(&b);
+}
+
+/* What get -o json and -o yaml print (all the store's metadata, and a
+ * status) reads back through the manifest reader as the same spec. */
+TEST(json_and_yaml_output_apply_back)
+{
+  session *s = sample(), *objs[1];
+  json_object *o;
+  dynbuf b;
+  int form;
+  CHECK(s);
+  s->meta.uid = strdup("6f1c1e0e-4b1a-4c55-9d1e-0c1f2a3b4c5d");
+  s->meta.resource_version = strdup("42");
+  CHECK_OK(sc_kvlist_set(&s->spec.env_vars, "LANG", "C.UTF-8"));
+  CHECK_OK(session_apply_defaults(s)); /* as a stored object has them */
+  objs[0] = s;
+  dynbuf_init(&b, 1 << 20);
+  for(form = 0; form < 4; form++) {
+    manifest_set set = {0};
+    o = form < 2 ? ctl_list_json(objs, 1, "43") : session_to_json_object(s);
+    CHECK(o);
+    dynbuf_reset(&b);
+    if(form % 2)
+      CHECK_OK(ctl_yaml_print(o, &b));
+    else
+      CHECK_OK(ctl_json_print(o, &b));
+    json_object_put(o);
+    CHECK_OK(manifest_read_buffer("out", dynbuf_ptr(&b), dynbuf_len(&b),
+                                  NULL, &set));
+    CHECK_MSG(set.n_errors == 0, "form %d: %s", form,
+              set.n_errors ? set.errors[0] : "");
+    CHECK_INT(set.n, 1);
+    CHECK(session_spec_equal(&set.items[0].s->spec, &s->spec));
+    CHECK(set.items[0].s->meta.uid == NULL);
+    CHECK_INT(set.items[0].s->meta.generation, 0);
+    manifest_set_free(&set);
+  }
+  session_free(s);
+  dynbuf_free(&b);
+}
+
 TEST_LIST = {
   T(table_pads_to_widest_plus_three),
   T(table_minwidth_and_remembered_widths),
@@ -333,6 +408,8 @@ TEST_LIST = {
   T(describe_layout),
   T(args_forms),
   T(output_and_resource_names),
+  T(json_list_and_line_forms),
+  T(json_and_yaml_output_apply_back),
   {0}
 };
 

@@ -290,6 +290,29 @@ TEST(reclaim_zero_means_never)
   manifest_set_free(&set);
 }
 
+/* n_read counts every object read, the invalid ones too: each document
+ * that is not a List, and each item of a List (the summary line of
+ * `sessionctl validate` says "N errors in M objects read"). */
+TEST(objects_read_counts_invalid_ones)
+{
+  manifest_set set =
+    read_buf("n.yaml",
+             "apiVersion: v1\nkind: List\nitems:\n"
+             "- " "apiVersion: lea.io/v1alpha1\n  kind: Session\n"
+             "  metadata: {name: ok-1}\n  spec: {template: t}\n"
+             "- " "apiVersion: lea.io/v1alpha1\n  kind: Session\n"
+             "  metadata: {name: bad-1}\n  spec: {idleTimeout: soon}\n"
+             "- 42\n"
+             "---\n" SESSION_HEAD "metadata: {name: bad-2}\nspec: {}\n"
+             "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+             "---\n[1, 2]\n",
+             0);
+  CHECK_INT(set.n, 1);
+  CHECK_INT(set.n_read, 6);
+  CHECK(set.n_errors >= 5);
+  manifest_set_free(&set);
+}
+
 TEST(empty_buffer_has_no_objects)
 {
   manifest_set set = read_buf("e.yaml", "", 0);
@@ -387,10 +410,15 @@ TEST(directory_reads_yaml_files_sorted_and_finds_duplicates)
   static const char b[] = "# b\n" SESSION_HEAD "metadata: {name: c2}\n"
                           "spec: {template: t}\n---\n" SESSION_HEAD
                           "metadata: {name: c1}\nspec: {template: t}\n";
+  static const char dj[] = "{\"apiVersion\": \"lea.io/v1alpha1\", "
+                           "\"kind\": \"Session\",\n \"metadata\": "
+                           "{\"name\": \"c3\"},\n \"spec\": {\"template\": "
+                           "\"t\", \"wake\": \"x\"}}\n";
   CHECK(dir);
   write_file(dir, "b.yml", b, strlen(b));
   write_file(dir, "a.yaml", a, strlen(a));
   write_file(dir, "c.txt", "garbage: [", 10);       /* not a manifest name */
+  write_file(dir, "d.json", dj, strlen(dj));         /* JSON, as kubectl */
   write_file(dir, ".hidden.yaml", "garbage: [", 10); /* hidden */
   CHECK_OK(manifest_read_path(dir, NULL, &set));
   CHECK_INT(set.n, 2);
@@ -398,18 +426,24 @@ TEST(directory_reads_yaml_files_sorted_and_finds_duplicates)
   CHECK_STR(set.items[0].s->meta.name, "c1");
   CHECK(strstr(set.items[1].file, "/b.yml"));
   CHECK_STR(set.items[1].s->meta.name, "c2");
-  CHECK_INT(set.n_errors, 1);
+  CHECK_INT(set.n_read, 4);
+  CHECK_INT(set.n_errors, 2);
   snprintf(want, sizeof(want),
            "%s/b.yml:9:18: metadata.name: duplicate object default/c1, "
            "first at %s/a.yaml:1",
            dir, dir);
   CHECK_STR(set.errors[0], want);
+  /* a JSON file's error has its line and column too */
+  snprintf(want, sizeof(want),
+           "%s/d.json:3:36: spec.wake: expected an integer, got a string",
+           dir);
+  CHECK_STR(set.errors[1], want);
   manifest_set_free(&set);
   remove_tree(dir);
   /* an empty directory is an error, not silence */
   CHECK(mkdir(dir, 0700) == 0);
   CHECK_OK(manifest_read_path(dir, NULL, &set));
-  snprintf(want, sizeof(want), "%s: no *.yaml or *.yml files", dir);
+  snprintf(want, sizeof(want), "%s: no *.yaml, *.yml or *.json files", dir);
   CHECK_INT(set.n_errors, 1);
   CHECK_STR(set.errors[0], want);
   manifest_set_free(&set);
@@ -487,14 +521,21 @@ TEST(error_flood_is_capped)
   manifest_set_free(&set);
 }
 
-/* Valid manifests survive manifest -> JSON -> session -> JSON intact. */
+/* Valid manifests survive manifest -> JSON -> session -> JSON intact.
+ * (File by file: read as a directory, good/ would also give its *.json.) */
 TEST(manifest_json_round_trip)
 {
-  char path[1024];
+  char dir[512], path[1024];
   manifest_set set = {0};
-  size_t i;
-  snprintf(path, sizeof(path), "%s/good", data_dir());
-  CHECK_OK(manifest_read_path(path, NULL, &set));
+  char **names;
+  size_t i, n;
+  snprintf(dir, sizeof(dir), "%s/good", data_dir());
+  n = list_dir(dir, ".yaml", &names);
+  for(i = 0; i < n; i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+    CHECK_OK(manifest_read_path(path, NULL, &set));
+  }
+  free_names(names, n);
   CHECK_INT(set.n_errors, 0);
   CHECK(set.n >= 8);
   for(i = 0; i < set.n; i++) {
@@ -681,6 +722,7 @@ TEST_LIST = {T(bad_manifests_give_exact_errors),
              T(defaults_are_applied),
              T(full_fields_are_read),
              T(reclaim_zero_means_never),
+             T(objects_read_counts_invalid_ones),
              T(empty_buffer_has_no_objects),
              T(buffer_over_cap_is_refused_before_parsing),
              T(oversize_file_made_at_run_time),
