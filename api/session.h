@@ -31,6 +31,9 @@
 /* the metadata.uid of the object a sandbox was created for (rule 12: a
  * sandbox belongs to one object, never to a name) */
 #define SESSION_TAG_SESSION_UID "lea.session_uid"
+/* the spec.template a sandbox was created from (Cube may report another
+ * name for it: an ID for an alias) */
+#define SESSION_TAG_TEMPLATE "lea.template"
 
 #define SESSION_DEFAULT_NAMESPACE "default"
 #define SESSION_DEFAULT_IDLE_TIMEOUT_MS (15 * 60 * 1000LL)

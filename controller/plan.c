@@ -961,6 +961,10 @@ typedef struct want {
   size_t msg3_len[3];       /* strlen() of each */
   bool conflict;            /* Conflict True */
   const char *conflict_reason;
+  /* UpToDate: the sandbox runs spec.template (tmpl_ran: the lea.template
+   * tag of the session's sandbox; NULL when it has none or no sandbox) */
+  const char *tmpl_ran;
+  bool tmpl_stale;          /* tmpl_ran differs from spec.template */
   /* the buffers last: want_from_old() clears only what comes before */
   char ready_msg[320];
   char conflict_msg[320];
@@ -1088,6 +1092,49 @@ static void msg_reclaimed(char *b, size_t n, int64_t rg)
 
 static const char msg_ended[] = "spec.state Ended: no sandbox left";
 
+/* The UpToDate condition: a spec.template changed on a live session
+ * cannot reach its running sandbox (Cube has no call for it); it applies
+ * to the next sandbox, after a reclaim and a wake or once the sandbox is
+ * gone. Said in a condition, never silently. Once set, it is kept up to
+ * date (True when the sandbox runs spec.template again). */
+#define MSG_UPTODATE "the sandbox runs spec.template"
+
+static void uptodate_msg(const session *s, const want *w, char *b, size_t n)
+{
+  snprintf(b, n, "spec.template is %s but sandbox %s was created from %s: "
+           "the new template applies to the next sandbox (after a reclaim "
+           "and a wake, or once this one is gone)",
+           s->spec.template_id ? s->spec.template_id : "(none)",
+           w->sandbox_id ? w->sandbox_id : "(none)", w->tmpl_ran);
+}
+
+static bool uptodate_differs(const session *s, const want *w, int64_t og)
+{
+  char m[400];
+  if(w->tmpl_stale) {
+    uptodate_msg(s, w, m, sizeof(m));
+    return cond_differs(&s->status, "UpToDate", "False", "TemplateChanged",
+                        m, og);
+  }
+  return get_cond(&s->status, "UpToDate") &&
+         cond_differs(&s->status, "UpToDate", "True", "UpToDate",
+                      MSG_UPTODATE, og);
+}
+
+static sc_err apply_uptodate(const session *s, const want *w, int64_t og,
+                             sc_time now, session_status *st)
+{
+  char m[400];
+  if(w->tmpl_stale) {
+    uptodate_msg(s, w, m, sizeof(m));
+    return set_cond(st, "UpToDate", "False", "TemplateChanged", m, og, now);
+  }
+  if(session_status_get_condition(st, "UpToDate"))
+    return set_cond(st, "UpToDate", "True", "UpToDate", MSG_UPTODATE, og,
+                    now);
+  return SC_OK;
+}
+
 static sc_err apply_want(const session *s, want *w, sc_time now,
                          session_status *st)
 {
@@ -1122,6 +1169,8 @@ static sc_err apply_want(const session *s, want *w, sc_time now,
   else if(session_status_get_condition(st, "Conflict"))
     err = set_cond(st, "Conflict", "False", "Resolved",
                    "no conflicting sandbox or session", og, now);
+  if(!err)
+    err = apply_uptodate(s, w, og, now, st);
   return err;
 }
 
@@ -1149,6 +1198,8 @@ static bool want_differs(const session *s, const want *w)
                : !sc_str_eq0(o->message, w->ready_msg))
       return true;
   }
+  if(uptodate_differs(s, w, og))
+    return true;
   if(w->conflict)
     return cond_differs(st, "Conflict", "True", w->conflict_reason,
                         w->conflict_msg, og);
@@ -1371,6 +1422,12 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
       return err;
   }
 
+  if(wi != SIZE_MAX) {
+    w->tmpl_ran = sc_kvlist_get(
+      &pl->in->sandboxes[pl->sbs[wi].in_idx].metadata, SESSION_TAG_TEMPLATE);
+    w->tmpl_stale = w->tmpl_ran && s->spec.template_id &&
+                    strcmp(w->tmpl_ran, s->spec.template_id);
+  }
   if(wi == SIZE_MAX) {
     want_nosandbox(w);
     if(state == SESSION_STATE_PAUSED) {

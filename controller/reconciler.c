@@ -643,6 +643,8 @@ static sc_err create_metadata(reconciler *r, const session *s, sc_kvlist *md)
   /* rule 12: the sandbox belongs to this object, not to its name */
   if(!err && s->meta.uid && *s->meta.uid)
     err = sc_kvlist_set(md, SESSION_TAG_SESSION_UID, s->meta.uid);
+  if(!err && s->spec.template_id)
+    err = sc_kvlist_set(md, SESSION_TAG_TEMPLATE, s->spec.template_id);
   return err;
 }
 

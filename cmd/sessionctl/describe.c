@@ -36,14 +36,25 @@ static sc_err kv_time(dynbuf *b, int indent, int width, const char *key,
   return kv(b, indent, width, key, ts);
 }
 
+/* a value, marked "(default)" when the field is absent from the object */
+static sc_err kv_eff(dynbuf *b, int indent, int width, const char *key,
+                     const char *val, bool dflt)
+{
+  char v[300];
+  if(!dflt || !val)
+    return kv(b, indent, width, key, val);
+  snprintf(v, sizeof(v), "%s (default)", val);
+  return kv(b, indent, width, key, v);
+}
+
 static sc_err kv_dur(dynbuf *b, int indent, int width, const char *key,
-                     int64_t ms, const char *zero)
+                     int64_t ms, const char *zero, bool dflt)
 {
   char d[32];
   if(!ms && zero)
-    return kv(b, indent, width, key, zero);
+    return kv_eff(b, indent, width, key, zero, dflt);
   duration_format(ms, d, sizeof(d));
-  return kv(b, indent, width, key, d);
+  return kv_eff(b, indent, width, key, d, dflt);
 }
 
 /* A map: inline "k=v,k=v" for labels (kubectl puts one per line, aligned);
@@ -86,7 +97,7 @@ sc_err ctl_describe(const session *s, dynbuf *b)
       return err;                                                           \
   } while(0)
   TRY(kv(b, 0, W0, "Name", s->meta.name));
-  TRY(kv(b, 0, W0, "Namespace", s->meta.namespace_));
+  TRY(kv(b, 0, W0, "Namespace", session_eff_namespace(s)));
   TRY(kv_map(b, 0, W0, "Labels", &s->meta.labels));
   TRY(kv_map(b, 0, W0, "Annotations", &s->meta.annotations));
   TRY(kv(b, 0, W0, "API Version", SESSION_API_VERSION));
@@ -101,11 +112,16 @@ sc_err ctl_describe(const session *s, dynbuf *b)
   TRY(dynbuf_addstr(b, "Spec:\n"));
   TRY(kv(b, 2, W1, "Template", sp->template_id));
   TRY(kv(b, 2, W1, "State", session_state_name(sp->state)));
-  TRY(kv_dur(b, 2, W1, "Idle Timeout", sp->idle_timeout_ms, NULL));
-  TRY(kv_dur(b, 2, W1, "Reclaim After", sp->reclaim_after_ms,
-             "0 (never)"));
-  TRY(kv(b, 2, W1, "Session ID", sp->session_id));
-  TRY(kv(b, 2, W1, "Tenant ID", sp->tenant_id));
+  /* the effective values: an absent field shows its default, so
+   * describe says what the controller does with the object */
+  TRY(kv_dur(b, 2, W1, "Idle Timeout", session_eff_idle_timeout_ms(s),
+             NULL, sp->idle_timeout_ms <= 0));
+  TRY(kv_dur(b, 2, W1, "Reclaim After", session_eff_reclaim_after_ms(s),
+             "0 (never)", sp->reclaim_after_ms < 0));
+  TRY(kv_eff(b, 2, W1, "Session ID", session_eff_session_id(s),
+             !sp->session_id));
+  TRY(kv_eff(b, 2, W1, "Tenant ID", session_eff_tenant_id(s),
+             !sp->tenant_id));
   TRY(kv_map(b, 2, W1, "Env Vars", &sp->env_vars));
   TRY(kv_map(b, 2, W1, "Sandbox Metadata", &sp->sandbox_metadata));
   TRY(kv_int(b, 2, W1, "Wake", (long long)sp->wake));
@@ -122,7 +138,7 @@ sc_err ctl_describe(const session *s, dynbuf *b)
          st->paused_by_controller ? "true" : "false"));
   if(st->applied_idle_timeout_ms)
     TRY(kv_dur(b, 2, W1, "Applied Idle Timeout", st->applied_idle_timeout_ms,
-               NULL));
+               NULL, false));
   else
     TRY(kv(b, 2, W1, "Applied Idle Timeout", NULL));
   if(st->create_intent_at) {

@@ -170,9 +170,9 @@ sc_err ctl_session_row(ctl_table *t, const ctl_columns *c, const session *s,
   if(c->event)
     cells[n++] = event;
   if(c->namespace_)
-    cells[n++] = or_none(s->meta.namespace_);
+    cells[n++] = or_none(session_eff_namespace(s));
   cells[n++] = or_none(s->meta.name);
-  cells[n++] = or_none(s->spec.tenant_id);
+  cells[n++] = or_none(session_eff_tenant_id(s));
   cells[n++] = session_state_name(s->spec.state);
   cells[n++] = or_none(session_phase_name(s->status.phase));
   cells[n++] = or_none(s->status.sandbox_id);

@@ -1620,6 +1620,61 @@ TEST(rule12_untagged_legacy_sandbox_joins_by_link_only)
   w_del(w);
 }
 
+/* A changed spec.template cannot reach a running sandbox: the session
+ * says so in UpToDate=False/TemplateChanged (never silently Ready alone),
+ * keeps its sandbox, and once the sandbox runs spec.template again the
+ * condition turns True. A session whose template never changed has no
+ * UpToDate condition at all. */
+TEST(template_change_is_said_in_a_condition)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  session *s2 = w_sess(w, "t1", "b", ACT);
+  cube_sandbox *b;
+  plan *p;
+  const plan_session *ps;
+  const session_condition *c;
+  free(s->spec.template_id);
+  s->spec.template_id = strdup("python-v2");
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  s2->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_link(s, "sb1");
+  w_link(s2, "sb2");
+  b = w_sb(w, "sb1", SBR, NOW + MIN_MS, "t1", "a");
+  if(sc_kvlist_set(&b->metadata, SESSION_TAG_TEMPLATE, "python"))
+    abort();
+  b = w_sb(w, "sb2", SBR, NOW + MIN_MS, "t1", "b");
+  if(sc_kvlist_set(&b->metadata, SESSION_TAG_TEMPLATE, "python"))
+    abort();
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  ps = p_sess(p, s);
+  CHECK_STR(cond_reason(&ps->status, "Ready"), "SandboxRunning");
+  c = session_status_get_condition(&ps->status, "UpToDate");
+  CHECK(c && !strcmp(c->status, "False") &&
+        !strcmp(c->reason, "TemplateChanged") &&
+        strstr(c->message, "python-v2") && strstr(c->message, "next sandbox"));
+  CHECK_STR(cond_reason(&p_sess(p, s2)->status, "UpToDate"), "(absent)");
+  /* the next pass from that status: nothing to write */
+  session_status_clear(&s->status);
+  if(session_status_copy(&s->status, &ps->status))
+    abort();
+  plan_free(p);
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(!p_sess(p, s)->status_changed);
+  plan_free(p);
+  /* back to the sandbox's template: True */
+  free(s->spec.template_id);
+  s->spec.template_id = strdup("python");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_STR(cond_status(&p_sess(p, s)->status, "UpToDate"), "True");
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1673,6 +1728,7 @@ TEST_LIST = {
   T(rule12_new_object_of_old_name_never_inherits),
   T(rule12_uid_tag_checked_on_tags_and_link),
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),
+  T(template_change_is_said_in_a_condition),
   {0},
 };
 
