@@ -1768,3 +1768,14 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
   *out = &k->base;
   return SC_OK;
 }
+
+sc_err store_kube_conn(const store *st, kube_conn *out, sc_errbuf *eb)
+{
+  memset(out, 0, sizeof(*out));
+  if(!st || st->ops != &kube_ops)
+    return sc_errf(eb, SC_ERR_INVALID, "store %s: not the kube store",
+                   store_backend(st));
+  if(kube_conn_copy(out, &((const kube_store *)st)->conn))
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  return SC_OK;
+}
