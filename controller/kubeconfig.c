@@ -947,6 +947,15 @@ static sc_err load_tree(const kctx *k, const ynode *root, const char *ctxname,
       err = out->cred ? SC_OK : SC_ERR_NOMEM;
     }
     else if(token) {
+      for(i = 0; token[i]; i++)
+        if((unsigned char)token[i] < ' ' || token[i] == 0x7f)
+          return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s."
+                         "token: a line break or a control character",
+                         k->path, yn_key_line(us, "token"), wus);
+      if(i > KUBE_TOKEN_MAX)
+        return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.token: "
+                       "longer than %d bytes", k->path,
+                       yn_key_line(us, "token"), wus, KUBE_TOKEN_MAX);
       out->cred = kube_cred_new_token(token);
       err = out->cred ? SC_OK : SC_ERR_NOMEM;
     }

@@ -289,6 +289,8 @@ TEST(exec_and_auth_provider_refusals)
      "(gke-gcloud-auth-plugin for GKE, kubelogin for AKS or OIDC, `aws eks "
      "get-token` for EKS)"},
     {"    username: admin\n", "users[0].user.username is not supported"},
+    {"    token: \"a\\r\\nX-Injected: 1\"\n", "kc:15: users[0].user.token: a "
+     "line break or a control character"},
   };
   size_t i;
   char *text = malloc(4096);
