@@ -17,9 +17,8 @@
  * strings (kube_exec_cfg_free(), NULL accepted); a job borrows its cfg,
  * which must outlive it. kube_exec_cred strings are the caller's
  * (kube_exec_cred_clear()). kube_exec_job_free() (NULL accepted) kills a
- * plugin still running and reaps it; never free a job from its callback's
- * caller stack other than inside the callback itself (freeing it in the
- * callback is allowed).
+ * plugin still running and reaps it; a job may be freed from its own
+ * callback.
  */
 #ifndef SC_KUBE_EXEC_H
 #define SC_KUBE_EXEC_H
