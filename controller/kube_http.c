@@ -11,16 +11,12 @@
 #include "../lib/dynbuf.h"
 #include "../lib/sctime.h"
 
-#define TOKEN_TTL_MS 60000
-
 typedef struct kreq kreq;
 
 struct kube_http {
   struct event_base *base;
   kube_conn conn;
   char *user_agent;
-  char *token;
-  int64_t token_read_ms;   /* monotonic; 0 = read again */
   curlev *ev;              /* the multi handle on the loop */
   kreq *reqs;
   int n_reqs;
@@ -34,6 +30,7 @@ struct kreq {
   long timeout_ms;
   int retries, attempt;
   bool reauthed;
+  kube_auth auth;          /* the credential of this attempt */
   struct event *retry;     /* the wait before the next attempt */
   char ebuf[CURL_ERROR_SIZE];
   dynbuf resp;
@@ -48,31 +45,21 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
   return dynbuf_add(&q->resp, p, sz * n) ? 0 : sz * n;
 }
 
-static sc_err refresh_token(kube_http *h, sc_errbuf *eb)
-{
-  int64_t now = sctime_mono_ms();
-  char *t = NULL;
-  sc_err err;
-  if(h->token_read_ms && now - h->token_read_ms < TOKEN_TTL_MS)
-    return SC_OK;
-  err = kube_conn_token(&h->conn, &t, eb);
-  if(err)
-    return err;
-  free(h->token);
-  h->token = t;
-  h->token_read_ms = now;
-  return SC_OK;
-}
-
+/* name: value (a token may be up to KUBE_TOKEN_MAX bytes) */
 static struct curl_slist *add_hdr(struct curl_slist *h, const char *name,
-                                  const char *value)
+                                  const char *pfx, const char *value)
 {
-  char buf[8400];
-  struct curl_slist *t;
+  size_t len = strlen(name) + strlen(pfx) + strlen(value) + 3;
+  char *buf;
+  struct curl_slist *t = NULL;
   if(!h)
     return NULL;
-  snprintf(buf, sizeof(buf), "%s: %s", name, value);
-  t = curl_slist_append(h, buf);
+  buf = malloc(len);
+  if(buf) {
+    snprintf(buf, len, "%s: %s%s", name, pfx, value);
+    t = curl_slist_append(h, buf);
+    free(buf);
+  }
   if(!t)
     curl_slist_free_all(h);
   return t;
@@ -94,6 +81,7 @@ static void req_unlink_free(kreq *q)
   if(q->retry)
     event_free(q->retry);
   curl_slist_free_all(q->hdrs);
+  kube_auth_clear(&q->auth);
   dynbuf_free(&q->resp);
   free(q->method);
   free(q->path);
@@ -107,18 +95,17 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
 {
   kube_http *h = q->h;
   char url[2400];
-  sc_err err = refresh_token(h, eb);
+  sc_err err;
+  kube_auth_clear(&q->auth);
+  err = kube_conn_auth(&h->conn, h->base, &q->auth, eb);
   if(err)
     return err;
   curl_slist_free_all(q->hdrs);
   q->hdrs = curl_slist_append(NULL, "Accept: application/json");
   if(q->ctype)
-    q->hdrs = add_hdr(q->hdrs, "Content-Type", q->ctype);
-  if(h->token) {
-    char auth[8300];
-    snprintf(auth, sizeof(auth), "Bearer %s", h->token);
-    q->hdrs = add_hdr(q->hdrs, "Authorization", auth);
-  }
+    q->hdrs = add_hdr(q->hdrs, "Content-Type", "", q->ctype);
+  if(q->auth.token)
+    q->hdrs = add_hdr(q->hdrs, "Authorization", "Bearer ", q->auth.token);
   if(!q->hdrs)
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   if(snprintf(url, sizeof(url), "%s%s", h->conn.server, q->path) >=
@@ -145,7 +132,7 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->body));
   }
-  kube_conn_curl_tls(&h->conn, q->easy);
+  kube_conn_curl_tls(&h->conn, &q->auth, q->easy);
   if(curlev_add(h->ev, q->easy))
     return sc_errf(eb, SC_ERR_INTERNAL, "kube: cannot start %s %s",
                    q->method, q->path);
@@ -274,14 +261,24 @@ static void req_done(kreq *q, CURLcode cc)
   }
   else {
     curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &res.status);
-    if(res.status == 401 && !q->reauthed && h->conn.token_file) {
+    if(res.status == 401 && !q->reauthed &&
+       kube_conn_unauthorized(&h->conn, &q->auth)) {
+      /* rotated? read the token file again, or run the plugin again */
       sc_errbuf eb;
       q->reauthed = true;
       q->attempt--; /* not counted against the retries */
-      h->token_read_ms = 0; /* rotated? read it again */
       eb.msg[0] = 0;
       if(!req_begin(q, &eb))
         return;
+      /* no new credential: that is the answer */
+      snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP 401, and no new "
+               "credential: %s", q->method, h->conn.server, q->path, eb.msg);
+      res.err = SC_ERR_UNAVAILABLE;
+      res.status = 0;
+      res.message = msg;
+      q->cb(&res, q->ud);
+      req_unlink_free(q);
+      return;
     }
     (void)curl_easy_getinfo(q->easy, CURLINFO_RETRY_AFTER, &ra);
     res.retry_after_s = (long)ra;
@@ -359,9 +356,9 @@ void kube_http_free(kube_http *h)
     return;
   kube_http_abort_all(h);
   curlev_free(h->ev);
+  kube_cred_detach(h->conn.cred, h->base);
   kube_conn_clear(&h->conn);
   free(h->user_agent);
-  free(h->token);
   free(h);
 }
 

@@ -2,11 +2,15 @@
  * kube_http.h - asynchronous calls to a Kubernetes API server: requests on
  * a libcurl multi handle driven by a libevent loop (the model of cube.c
  * and of the kube store's watches). Nothing blocks the loop except the
- * re-read of a small token file (at most once a minute, or after a 401).
+ * credential source (kube_cred.h) when it has no valid credential: the
+ * re-read of a small token file (at most once a minute, or after a 401),
+ * or an exec plugin run (at start, after a 401, or when its refresh ahead
+ * of the expiry, which runs on the loop, failed; at most its timeout).
  *
  * The connection settings are those of the kube store (kubeconfig.h): the
- * server, a bearer token (token_file re-read when it rotates), a client
- * certificate and key, the CA, insecure-skip-tls-verify.
+ * server, the credential source (a bearer token, or a plugin's client
+ * certificate), a client certificate and key, the CA,
+ * insecure-skip-tls-verify.
  *
  * Ownership: kube_http_new() takes over the strings of *conn (the
  * caller's struct is left zeroed) and returns a client for
@@ -49,7 +53,9 @@ void kube_http_free(kube_http *h);
 
 /* Start METHOD server+path (path begins with '/'; the caller escapes it)
  * with an optional body of type ctype. timeout_ms bounds the whole call
- * (0 = 30 s). A 401 is retried once with the token file read again. cb
+ * (0 = 30 s). A 401 is retried once with a new credential (the token
+ * file read again, the plugin run again); when there is none, the
+ * result is that error (res.err set, status 0). cb
  * is called exactly once, from the loop, never from inside this call;
  * an error return means it will not be called. */
 sc_err kube_http_request(kube_http *h, const char *method, const char *path,

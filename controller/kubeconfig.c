@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 #include <curl/curl.h>
+#include <json-c/json.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -212,6 +213,17 @@ static ynode *yn_get(const ynode *m, const char *key)
   return NULL;
 }
 
+/* the line of the key `key` of m (where a block value begins is the line
+ * after it) */
+static size_t yn_key_line(const ynode *m, const char *key)
+{
+  size_t i;
+  for(i = 0; m && m->type == YN_MAP && i + 1 < m->n; i += 2)
+    if(m->kids[i]->type == YN_SCALAR && !strcmp(m->kids[i]->value, key))
+      return m->kids[i]->line;
+  return 0;
+}
+
 static bool yn_null(const ynode *n)
 {
   return !n || (n->type == YN_SCALAR && n->plain &&
@@ -363,9 +375,8 @@ static sc_err b64_decode(const kctx *k, const char *data, const char *field,
   return SC_OK;
 }
 
-/* what: "ca" (one or more certificates), "cert", "key" */
-static sc_err check_pem(const char *pem, const char *what, const char *src,
-                        sc_errbuf *eb)
+sc_err kube_pem_check(const char *pem, const char *what, const char *src,
+                      sc_errbuf *eb)
 {
   BIO *b = BIO_new_mem_buf(pem, -1);
   sc_err err = SC_OK;
@@ -387,8 +398,8 @@ static sc_err check_pem(const char *pem, const char *what, const char *src,
   return err;
 }
 
-static sc_err check_pair(const char *cert, const char *key, const char *src,
-                         sc_errbuf *eb)
+sc_err kube_pem_check_pair(const char *cert, const char *key,
+                           const char *src, sc_errbuf *eb)
 {
   BIO *cb = BIO_new_mem_buf(cert, -1), *kb = BIO_new_mem_buf(key, -1);
   X509 *x = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
@@ -441,7 +452,7 @@ static sc_err pem_field(const kctx *k, const ynode *m, const char *where,
   else
     return SC_OK;
   if(!err)
-    err = check_pem(*out, what, src, k->eb);
+    err = kube_pem_check(*out, what, src, k->eb);
   if(err) {
     free(*out);
     *out = NULL;
@@ -455,8 +466,7 @@ void kube_conn_clear(kube_conn *c)
     return;
   free(c->server);
   free(c->ca_pem);
-  free(c->token);
-  free(c->token_file);
+  kube_cred_unref(c->cred);
   free(c->cert_pem);
   free(c->key_pem);
   free(c->namespace_);
@@ -477,13 +487,10 @@ sc_err kube_conn_copy(kube_conn *dst, const kube_conn *src)
   sc_err err;
   memset(dst, 0, sizeof(*dst));
   dst->insecure = src->insecure;
+  dst->cred = kube_cred_ref(src->cred);
   err = dupto(&dst->server, src->server);
   if(!err)
     err = dupto(&dst->ca_pem, src->ca_pem);
-  if(!err)
-    err = dupto(&dst->token, src->token);
-  if(!err)
-    err = dupto(&dst->token_file, src->token_file);
   if(!err)
     err = dupto(&dst->cert_pem, src->cert_pem);
   if(!err)
@@ -516,15 +523,339 @@ static sc_err check_server(const kctx *k, const char *server,
   return SC_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* exec plugins (kube_exec.h) */
+
+/* a YAML node as JSON (the cluster's exec extension, for the plugin):
+ * plain true/false/null and numbers as such, everything else a string */
+static json_object *yn_to_json(const ynode *n)
+{
+  json_object *o;
+  size_t i;
+  if(n->type == YN_MAP) {
+    o = json_object_new_object();
+    for(i = 0; o && i + 1 < n->n; i += 2)
+      if(n->kids[i]->type == YN_SCALAR)
+        json_object_object_add(o, n->kids[i]->value,
+                               yn_to_json(n->kids[i + 1]));
+    return o;
+  }
+  if(n->type == YN_SEQ) {
+    o = json_object_new_array();
+    for(i = 0; o && i < n->n; i++)
+      json_object_array_add(o, yn_to_json(n->kids[i]));
+    return o;
+  }
+  if(n->plain) {
+    char *end;
+    long long v;
+    double d;
+    if(yn_null(n))
+      return NULL;
+    if(!strcmp(n->value, "true") || !strcmp(n->value, "false"))
+      return json_object_new_boolean(n->value[0] == 't');
+    errno = 0;
+    v = strtoll(n->value, &end, 10);
+    if(!errno && end != n->value && !*end)
+      return json_object_new_int64(v);
+    d = strtod(n->value, &end);
+    if(end != n->value && !*end && strspn(n->value, "0123456789.eE+-") ==
+       strlen(n->value))
+      return json_object_new_double(d);
+  }
+  return json_object_new_string(n->value);
+}
+
+static sc_err b64_encode(const char *s, char **out)
+{
+  size_t len = strlen(s);
+  *out = malloc((len + 2) / 3 * 4 + 1);
+  if(!*out)
+    return SC_ERR_NOMEM;
+  EVP_EncodeBlock((unsigned char *)*out, (const unsigned char *)s, (int)len);
+  return SC_OK;
+}
+
+/* KUBERNETES_EXEC_INFO as kubectl writes it: kind, apiVersion,
+ * spec.interactive (false: we never give the plugin a terminal) and, with
+ * provideClusterInfo, spec.cluster */
+static sc_err exec_info(const kctx *k, const ynode *cl, const char *wcl,
+                        const char *api_version, bool cluster_info,
+                        const char *server, const char *ca_pem,
+                        bool insecure, char **out)
+{
+  json_object *o = json_object_new_object(), *spec = json_object_new_object();
+  json_object *c = NULL;
+  const char *tsn = NULL, *proxy = NULL, *s;
+  bool nocomp = false;
+  char *ca = NULL;
+  sc_err err = SC_OK;
+  *out = NULL;
+  if(!o || !spec) {
+    err = SC_ERR_NOMEM;
+    goto out;
+  }
+  if(cluster_info) {
+    const ynode *ext = yn_get(cl, "extensions");
+    err = str_field(k, cl, "tls-server-name", wcl, &tsn);
+    if(!err)
+      err = str_field(k, cl, "proxy-url", wcl, &proxy);
+    if(!err)
+      err = bool_field(k, cl, "disable-compression", wcl, &nocomp);
+    if(!err && ca_pem)
+      err = b64_encode(ca_pem, &ca);
+    if(err)
+      goto out;
+    c = json_object_new_object();
+    if(!c) {
+      err = SC_ERR_NOMEM;
+      goto out;
+    }
+    json_object_object_add(c, "server", json_object_new_string(server));
+    if(tsn)
+      json_object_object_add(c, "tls-server-name",
+                             json_object_new_string(tsn));
+    if(insecure)
+      json_object_object_add(c, "insecure-skip-tls-verify",
+                             json_object_new_boolean(1));
+    if(ca)
+      json_object_object_add(c, "certificate-authority-data",
+                             json_object_new_string(ca));
+    if(proxy)
+      json_object_object_add(c, "proxy-url", json_object_new_string(proxy));
+    if(nocomp)
+      json_object_object_add(c, "disable-compression",
+                             json_object_new_boolean(1));
+    if(ext && ext->type == YN_SEQ) {
+      size_t i;
+      for(i = 0; i < ext->n; i++) {
+        const char *nm = NULL;
+        const ynode *e = ext->kids[i], *v = yn_get(e, "extension");
+        if(e->type == YN_MAP && !str_field(k, e, "name", wcl, &nm) && nm &&
+           !strcmp(nm, "client.authentication.k8s.io/exec") && !yn_null(v))
+          json_object_object_add(c, "config", yn_to_json(v));
+      }
+    }
+    json_object_object_add(spec, "cluster", c);
+  }
+  json_object_object_add(spec, "interactive", json_object_new_boolean(0));
+  json_object_object_add(o, "kind", json_object_new_string("ExecCredential"));
+  json_object_object_add(o, "apiVersion", json_object_new_string(api_version));
+  json_object_object_add(o, "spec", spec);
+  spec = NULL;
+  s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                        JSON_C_TO_STRING_NOSLASHESCAPE);
+  if(!s || !(*out = strdup(s)))
+    err = SC_ERR_NOMEM;
+out:
+  free(ca);
+  json_object_put(spec);
+  json_object_put(o);
+  return err;
+}
+
+/* a list of strings (args): *out heap strings, *n of them */
+static sc_err strv_field(const kctx *k, const ynode *m, const char *key,
+                         const char *where, char ***out, size_t *n)
+{
+  const ynode *l = yn_get(m, key);
+  size_t i;
+  *out = NULL;
+  *n = 0;
+  if(yn_null(l))
+    return SC_OK;
+  if(l->type != YN_SEQ)
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.%s: want "
+                   "a list of strings", k->path, l->line, where, key);
+  *out = calloc(l->n + 1, sizeof(**out));
+  if(!*out)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < l->n; i++) {
+    if(l->kids[i]->type != YN_SCALAR)
+      return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.%s[%zu]: "
+                     "want a string", k->path, l->kids[i]->line, where, key,
+                     i);
+    (*out)[i] = strdup(l->kids[i]->value);
+    if(!(*out)[i])
+      return SC_ERR_NOMEM;
+    (*n)++;
+  }
+  return SC_OK;
+}
+
+/* env: a list of {name, value} into "NAME=VALUE" strings */
+static sc_err env_field(const kctx *k, const ynode *m, const char *where,
+                        char ***out, size_t *n)
+{
+  const ynode *l = yn_get(m, "env");
+  size_t i;
+  *out = NULL;
+  *n = 0;
+  if(yn_null(l))
+    return SC_OK;
+  if(l->type != YN_SEQ)
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.env: want "
+                   "a list of {name, value}", k->path, l->line, where);
+  *out = calloc(l->n + 1, sizeof(**out));
+  if(!*out)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < l->n; i++) {
+    const ynode *e = l->kids[i];
+    const char *nm = NULL, *val = NULL;
+    char w[200];
+    size_t len;
+    sc_err err;
+    snprintf(w, sizeof(w), "%s.env[%zu]", where, i);
+    if(e->type != YN_MAP)
+      return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s: want "
+                     "{name, value}", k->path, e->line, w);
+    err = str_field(k, e, "name", w, &nm);
+    if(!err)
+      err = str_field(k, e, "value", w, &val);
+    if(err)
+      return err;
+    if(!nm || !*nm || strchr(nm, '='))
+      return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.name: %s",
+                     k->path, e->line, w, !nm || !*nm ? "missing"
+                     : "has a '='");
+    if(!val)
+      val = "";
+    len = strlen(nm) + strlen(val) + 2;
+    (*out)[i] = malloc(len);
+    if(!(*out)[i])
+      return SC_ERR_NOMEM;
+    snprintf((*out)[i], len, "%s=%s", nm, val);
+    (*n)++;
+  }
+  return SC_OK;
+}
+
+/* users[i].user.exec into a credential source */
+static sc_err load_exec(const kctx *k, const ynode *ex, const char *wus,
+                        size_t line,
+                        const char *user, const ynode *cl, const char *wcl,
+                        const char *server, const char *ca_pem,
+                        bool insecure, kube_cred **out)
+{
+  kube_exec_cfg *cfg;
+  const char *av, *cmd, *hint, *mode;
+  bool info;
+  char w[120], where[800];
+  size_t i;
+  sc_err err;
+  *out = NULL;
+  snprintf(w, sizeof(w), "%s.exec", wus);
+  if(ex->type != YN_MAP)
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s: want a "
+                   "mapping (apiVersion, command, args, env ...)", k->path,
+                   line, w);
+  err = str_field(k, ex, "apiVersion", w, &av);
+  if(!err)
+    err = str_field(k, ex, "command", w, &cmd);
+  if(!err)
+    err = str_field(k, ex, "installHint", w, &hint);
+  if(!err)
+    err = str_field(k, ex, "interactiveMode", w, &mode);
+  if(!err)
+    err = bool_field(k, ex, "provideClusterInfo", w, &info);
+  if(err)
+    return err;
+  if(!av || (strcmp(av, KUBE_EXEC_V1) && strcmp(av, KUBE_EXEC_V1BETA1)))
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.apiVersion"
+                   " %s%s%s: want " KUBE_EXEC_V1 " or " KUBE_EXEC_V1BETA1,
+                   k->path, av ? yn_key_line(ex, "apiVersion") : line, w,
+                   av ? "\"" : "",
+                   av ? av : "is missing", av ? "\" is not supported" : "");
+  if(!cmd || !*cmd)
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.command is "
+                   "missing", k->path, line, w);
+  if(!mode && !strcmp(av, KUBE_EXEC_V1))
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s."
+                   "interactiveMode is missing: apiVersion " KUBE_EXEC_V1
+                   " needs it (Never or IfAvailable; kubectl requires it too)",
+                   k->path, line, w);
+  if(mode && !strcmp(mode, "Always"))
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s."
+                   "interactiveMode Always is not supported: the plugin "
+                   "would need a terminal, and session-controller and "
+                   "sessionctl run it without one (stdin /dev/null; kubectl "
+                   "refuses Always without one too): use Never or "
+                   "IfAvailable", k->path, yn_key_line(ex, "interactiveMode"),
+                   w);
+  if(mode && strcmp(mode, "Never") && strcmp(mode, "IfAvailable"))
+    return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s."
+                   "interactiveMode \"%s\": want Never, IfAvailable or "
+                   "Always", k->path, yn_key_line(ex, "interactiveMode"), w,
+                   mode);
+  cfg = calloc(1, sizeof(*cfg));
+  if(!cfg)
+    return SC_ERR_NOMEM;
+  cfg->mode = mode && !strcmp(mode, "Never") ? KUBE_EXEC_NEVER
+                                             : KUBE_EXEC_IF_AVAILABLE;
+  snprintf(where, sizeof(where), "kubeconfig %s: user \"%s\"", k->path,
+           user);
+  err = dupto(&cfg->api_version, av);
+  if(!err)
+    err = dupto(&cfg->command, cmd);
+  if(!err)
+    err = dupto(&cfg->where, where);
+  if(!err)
+    err = dupto(&cfg->install_hint, hint);
+  if(!err && strchr(cmd, '/') && !(cfg->path = resolve_path(k->path, cmd)))
+    err = SC_ERR_NOMEM;
+  if(!err)
+    err = strv_field(k, ex, "args", w, &cfg->args, &cfg->n_args);
+  if(!err)
+    err = env_field(k, ex, w, &cfg->env, &cfg->n_env);
+  if(!err)
+    err = exec_info(k, cl, wcl, av, info, server, ca_pem, insecure,
+                    &cfg->exec_info);
+  if(err) {
+    kube_exec_cfg_free(cfg);
+    return err;
+  }
+  /* the hint goes into one-line messages */
+  for(i = 0; cfg->install_hint && cfg->install_hint[i]; i++)
+    if((unsigned char)cfg->install_hint[i] < ' ')
+      cfg->install_hint[i] = ' ';
+  *out = kube_cred_new_exec(cfg);
+  return *out ? SC_OK : SC_ERR_NOMEM;
+}
+
+/* the clients dropped their auth providers (Kubernetes 1.26): say which
+ * exec plugin replaces this one */
+static sc_err auth_provider_refused(const kctx *k, const ynode *ap,
+                                    const char *wus, size_t line)
+{
+  const char *name = NULL, *use;
+  (void)str_field(k, ap, "name", wus, &name);
+  if(name && !strcmp(name, "gcp"))
+    use = "the exec plugin gke-gcloud-auth-plugin (`gcloud components "
+          "install gke-gcloud-auth-plugin`, then `gcloud container clusters "
+          "get-credentials` writes the exec entry)";
+  else if(name && !strcmp(name, "azure"))
+    use = "the exec plugin kubelogin (`kubelogin convert-kubeconfig` writes "
+          "the exec entry)";
+  else if(name && !strcmp(name, "oidc"))
+    use = "an exec plugin such as kubelogin (`kubectl oidc-login`)";
+  else
+    use = "an exec plugin (gke-gcloud-auth-plugin for GKE, kubelogin for "
+          "AKS or OIDC, `aws eks get-token` for EKS)";
+  return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.auth-provider"
+                 "%s%s%s is not supported (Kubernetes clients dropped auth "
+                 "providers): use %s", k->path, line, wus,
+                 name ? " \"" : "", name ? name : "", name ? "\"" : "", use);
+}
+
 static sc_err load_tree(const kctx *k, const ynode *root, const char *ctxname,
                         kube_conn *out)
 {
-  const ynode *ctx, *cl, *us;
+  const ynode *ctx, *cl, *us, *ap, *ex;
   const char *cur, *cluster, *user, *ns, *server, *token, *tokfile;
   char wctx[96], wcl[96], wus[96];
   sc_err err;
   static const char *const unsupported[] = {
-    "exec", "auth-provider", "username", "password", "as", "impersonate"};
+    "username", "password", "as", "impersonate"};
   size_t i;
 
   err = str_field(k, root, "current-context", "(top)", &cur);
@@ -568,9 +899,17 @@ static sc_err load_tree(const kctx *k, const ynode *root, const char *ctxname,
       const ynode *n = yn_get(us, unsupported[i]);
       if(!yn_null(n))
         return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.%s is "
-                       "not supported (use a token, a token file or a client "
-                       "certificate)", k->path, n->line, wus, unsupported[i]);
+                       "not supported (use a token, a token file, a client "
+                       "certificate or an exec plugin)", k->path, n->line,
+                       wus, unsupported[i]);
     }
+    ap = yn_get(us, "auth-provider");
+    if(!yn_null(ap))
+      return auth_provider_refused(k, ap, wus,
+                                   yn_key_line(us, "auth-provider"));
+    ex = yn_get(us, "exec");
+    if(yn_null(ex))
+      ex = NULL;
     err = str_field(k, us, "token", wus, &token);
     if(!err)
       err = str_field(k, us, "tokenFile", wus, &tokfile);
@@ -588,15 +927,37 @@ static sc_err load_tree(const kctx *k, const ynode *root, const char *ctxname,
     if(out->cert_pem) {
       char src[400];
       snprintf(src, sizeof(src), "kubeconfig %s: %s", k->path, wus);
-      err = check_pair(out->cert_pem, out->key_pem, src, k->eb);
+      err = kube_pem_check_pair(out->cert_pem, out->key_pem, src, k->eb);
       if(err)
         return err;
     }
-    err = dupto(&out->token, token);
-    if(!err && tokfile) {
-      out->token_file = resolve_path(k->path, tokfile);
-      if(!out->token_file)
-        err = SC_ERR_NOMEM;
+    if(ex && (token || tokfile || out->cert_pem))
+      return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s: exec "
+                     "and %s: use one of them (kubectl would not run the "
+                     "plugin)", k->path, yn_key_line(us, "exec"), wus,
+                     token ? "token" : tokfile ? "tokenFile"
+                     : "a client certificate");
+    if(ex)
+      err = load_exec(k, ex, wus, yn_key_line(us, "exec"), user, cl, wcl,
+                      server, out->ca_pem, out->insecure, &out->cred);
+    else if(tokfile) {
+      char *p = resolve_path(k->path, tokfile);
+      out->cred = p ? kube_cred_new_file(p) : NULL;
+      free(p);
+      err = out->cred ? SC_OK : SC_ERR_NOMEM;
+    }
+    else if(token) {
+      for(i = 0; token[i]; i++)
+        if((unsigned char)token[i] < ' ' || token[i] == 0x7f)
+          return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s."
+                         "token: a line break or a control character",
+                         k->path, yn_key_line(us, "token"), wus);
+      if(i > KUBE_TOKEN_MAX)
+        return sc_errf(k->eb, SC_ERR_INVALID, "kubeconfig %s:%zu: %s.token: "
+                       "longer than %d bytes", k->path,
+                       yn_key_line(us, "token"), wus, KUBE_TOKEN_MAX);
+      out->cred = kube_cred_new_token(token);
+      err = out->cred ? SC_OK : SC_ERR_NOMEM;
     }
     if(err)
       return err;
@@ -682,10 +1043,11 @@ sc_err kube_incluster_load(const char *dir, kube_conn *out, sc_errbuf *eb)
   snprintf(path, sizeof(path), "%s/ca.crt", dir);
   err = read_file(path, "in-cluster CA", &out->ca_pem, NULL, eb);
   if(!err)
-    err = check_pem(out->ca_pem, "ca", path, eb);
+    err = kube_pem_check(out->ca_pem, "ca", path, eb);
   if(!err) {
     snprintf(path, sizeof(path), "%s/token", dir);
-    err = dupto(&out->token_file, path);
+    out->cred = kube_cred_new_file(path);
+    err = out->cred ? SC_OK : SC_ERR_NOMEM;
   }
   if(!err) {
     char *tok = NULL;
@@ -733,47 +1095,43 @@ sc_err kube_conn_resolve(const char *kubeconfig, const char *context,
   return kubeconfig_load(path, context, out, eb);
 }
 
+sc_err kube_conn_auth(const kube_conn *c, struct event_base *base,
+                      kube_auth *out, sc_errbuf *eb)
+{
+  return kube_cred_get(c->cred, base, out, eb);
+}
+
+bool kube_conn_unauthorized(const kube_conn *c, const kube_auth *used)
+{
+  return kube_cred_unauthorized(c->cred, used);
+}
+
 sc_err kube_conn_token(const kube_conn *c, char **out, sc_errbuf *eb)
 {
-  char *t = NULL;
-  sc_err err;
+  kube_auth a;
+  sc_err err = kube_conn_auth(c, NULL, &a, eb);
   *out = NULL;
-  if(c->token_file) {
-    err = read_file(c->token_file, "token file", &t, NULL, eb);
-    if(err)
-      return err;
-    chomp(t);
-    if(!*t) {
-      free(t);
-      return sc_errf(eb, SC_ERR_INVALID, "token file %s is empty",
-                     c->token_file);
-    }
-  }
-  else if(c->token) {
-    t = strdup(c->token);
-    if(!t)
-      return SC_ERR_NOMEM;
-  }
-  if(t && (strchr(t, '\n') || strchr(t, '\r'))) {
-    free(t);
-    return sc_errf(eb, SC_ERR_INVALID, "%s: the token has a line break",
-                   c->token_file ? c->token_file : "kubeconfig token");
-  }
-  *out = t;
+  if(err)
+    return err;
+  *out = a.token;
+  a.token = NULL;
+  kube_auth_clear(&a);
   return SC_OK;
 }
 
-void kube_conn_curl_tls(const kube_conn *c, void *curl_easy)
+void kube_conn_curl_tls(const kube_conn *c, const kube_auth *a,
+                        void *curl_easy)
 {
   CURL *e = curl_easy;
+  const char *cert = a && a->cert_pem ? a->cert_pem : c->cert_pem;
+  const char *key = a && a->cert_pem ? a->key_pem : c->key_pem;
   if(c->ca_pem) {
     struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
     curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
   }
-  if(c->cert_pem && c->key_pem) {
-    struct curl_blob cb = {c->cert_pem, strlen(c->cert_pem),
-                           CURL_BLOB_COPY};
-    struct curl_blob kb = {c->key_pem, strlen(c->key_pem), CURL_BLOB_COPY};
+  if(cert && key) {
+    struct curl_blob cb = {(void *)cert, strlen(cert), CURL_BLOB_COPY};
+    struct curl_blob kb = {(void *)key, strlen(key), CURL_BLOB_COPY};
     curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
     curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
     curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);

@@ -65,6 +65,13 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
 void store_close(store *st);
 /* "sqlite" ... */
 const char *store_backend(const store *st);
+/* kube: a copy of the store's connection (kubeconfig.h; the caller's, to
+ * kube_conn_clear()), for the controller's other calls to the same API
+ * server: the credential source is shared, so an exec plugin runs once
+ * for both. SC_ERR_INVALID for another backend. */
+struct kube_conn;
+sc_err store_kube_conn(const store *st, struct kube_conn *out,
+                       sc_errbuf *eb);
 
 typedef struct store_list_opts {
   const char *namespace_;   /* NULL = all namespaces */

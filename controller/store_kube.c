@@ -28,7 +28,6 @@
 #define FINALIZER "lea.io/sandbox-cleanup"
 #define RESP_MAX (64 * 1024 * 1024)
 #define LINE_MAX_ (4 * 1024 * 1024)
-#define TOKEN_TTL_MS 60000
 /* each call: 4 more attempts after a 429, a 5xx or a lost connection,
  * waiting 100 ms doubling or the server's Retry-After (at most 5 s,
  * KUBE_HTTP_RETRY_AFTER_MAX_MS) on a timer of the loop */
@@ -44,8 +43,6 @@ typedef struct kube_store {
   char *ns;                /* list/watch filter; NULL = all */
   bool add_finalizer;
   int watch_timeout_s;
-  char *token;             /* the bearer token in use */
-  int64_t token_read_ms;   /* monotonic; 0 = never */
   struct event_base *evbase;
   kube_http *http;         /* the controller's calls, on evbase */
   struct event_base *sbase;/* the private loop of the synchronous calls */
@@ -71,6 +68,7 @@ struct kube_watch {
   char *pos;               /* the resourceVersion we have seen */
   CURL *easy;
   struct curl_slist *hdrs;
+  kube_auth auth;          /* the credential of the running request */
   dynbuf line;             /* bytes of the stream not yet a whole line */
   long code;               /* HTTP status of the running request */
   char errbuf[CURL_ERROR_SIZE];
@@ -85,51 +83,26 @@ struct kube_watch {
 /* ------------------------------------------------------------------ */
 /* HTTP */
 
-static sc_err refresh_token(kube_store *k, bool force, sc_errbuf *eb)
+/* the headers of a watch request: its credential's token */
+static struct curl_slist *watch_headers(const kube_auth *a)
 {
-  int64_t now = sctime_mono_ms();
-  char *t = NULL;
-  sc_err err;
-  if(!force && k->token_read_ms && now - k->token_read_ms < TOKEN_TTL_MS)
-    return SC_OK;
-  err = kube_conn_token(&k->conn, &t, eb);
-  if(err)
-    return err;
-  free(k->token);
-  k->token = t;
-  k->token_read_ms = now;
-  return SC_OK;
-}
-
-static struct curl_slist *headers(kube_store *k, const char *ctype)
-{
-  struct curl_slist *h = NULL, *t;
-  char buf[8300];
-  h = curl_slist_append(h, "Accept: application/json");
-  if(h && ctype) {
-    snprintf(buf, sizeof(buf), "Content-Type: %s", ctype);
+  struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
+  struct curl_slist *t;
+  char *buf;
+  size_t len;
+  if(!h || !a->token)
+    return h;
+  len = strlen(a->token) + 24;
+  buf = malloc(len);
+  t = NULL;
+  if(buf) {
+    snprintf(buf, len, "Authorization: Bearer %s", a->token);
     t = curl_slist_append(h, buf);
-    if(!t) {
-      curl_slist_free_all(h);
-      return NULL;
-    }
-    h = t;
+    free(buf);
   }
-  if(h && k->token) {
-    snprintf(buf, sizeof(buf), "Authorization: Bearer %s", k->token);
-    t = curl_slist_append(h, buf);
-    if(!t) {
-      curl_slist_free_all(h);
-      return NULL;
-    }
-    h = t;
-  }
-  return h;
-}
-
-static void tls_opts(kube_store *k, CURL *e)
-{
-  kube_conn_curl_tls(&k->conn, e);
+  if(!t)
+    curl_slist_free_all(h);
+  return t;
 }
 
 /* the message of a Status body, or "" */
@@ -1507,7 +1480,7 @@ static void watch_done(kube_watch *w, CURLcode cc)
     return;
   }
   if(code == 401)
-    w->k->token_read_ms = 0;
+    (void)kube_conn_unauthorized(&w->k->conn, &w->auth);
   w->k->watch_retry_after_ms = 0;
   if(cc == CURLE_OK && (code == 429 || code >= 500)) {
     curl_off_t ra = 0;
@@ -1554,7 +1527,8 @@ static void watch_begin(kube_watch *w)
     (void)RAND_bytes(r, 2);
     timeout = 240 + (r[0] | r[1] << 8) % 120;
   }
-  if(refresh_token(k, false, &eb)) {
+  kube_auth_clear(&w->auth);
+  if(kube_conn_auth(&k->conn, k->evbase, &w->auth, &eb)) {
     watch_fail(w, SC_ERR_IO, eb.msg);
     return;
   }
@@ -1573,7 +1547,7 @@ static void watch_begin(kube_watch *w)
              k->conn.server, epos ? epos : "", timeout);
   curl_free(epos);
   curl_slist_free_all(w->hdrs);
-  w->hdrs = headers(k, NULL);
+  w->hdrs = watch_headers(&w->auth);
   dynbuf_reset(&w->line);
   w->code = 0;
   w->errbuf[0] = 0;
@@ -1590,7 +1564,7 @@ static void watch_begin(kube_watch *w)
   /* a silent stream (no bookmark, no event) for 2 timeouts is dead */
   curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_TIME, (long)timeout * 2);
-  tls_opts(k, w->easy);
+  kube_conn_curl_tls(&k->conn, &w->auth, w->easy);
   if(curlev_add(k->ev, w->easy))
     watch_fail(w, SC_ERR_IO, "kube watch: cannot start the request");
 }
@@ -1618,6 +1592,7 @@ static void watch_free(kube_watch *w)
     curl_easy_cleanup(w->easy);
   }
   curl_slist_free_all(w->hdrs);
+  kube_auth_clear(&w->auth);
   if(w->retry)
     event_free(w->retry);
   dynbuf_free(&w->line);
@@ -1715,7 +1690,6 @@ static void k_close(store *st)
     event_base_free(k->sbase);
   curlev_free(k->ev);
   kube_conn_clear(&k->conn);
-  free(k->token);
   free(k->ns);
   free(k);
 }
@@ -1781,11 +1755,27 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
       return SC_ERR_NOMEM;
     }
   }
-  err = refresh_token(k, true, eb);
+  {
+    /* the credential must be there now (an exec plugin runs here) */
+    kube_auth a;
+    err = kube_conn_auth(&k->conn, NULL, &a, eb);
+    kube_auth_clear(&a);
+  }
   if(err) {
     k_close(&k->base);
     return err;
   }
   *out = &k->base;
+  return SC_OK;
+}
+
+sc_err store_kube_conn(const store *st, kube_conn *out, sc_errbuf *eb)
+{
+  memset(out, 0, sizeof(*out));
+  if(!st || st->ops != &kube_ops)
+    return sc_errf(eb, SC_ERR_INVALID, "store %s: not the kube store",
+                   store_backend(st));
+  if(kube_conn_copy(out, &((const kube_store *)st)->conn))
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   return SC_OK;
 }

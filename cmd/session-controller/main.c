@@ -88,17 +88,17 @@ static void on_leader(bool leader, void *ud)
   reconciler_set_leader(a->rec, leader);
 }
 
-/* the kube store's connection: the same kubeconfig and context */
-static sc_err kube_setup(app *a, const config *cfg, const char *replica,
-                         const char *ua, kube_http **kh, sc_errbuf *eb)
+/* the kube store's connection (the same kubeconfig, context and
+ * credential source: an exec plugin runs once for both) */
+static sc_err kube_setup(app *a, const config *cfg, store *st,
+                         const char *replica, const char *ua,
+                         kube_http **kh, sc_errbuf *eb)
 {
   kube_conn conn;
   kube_events_opts eo;
-  const char *ctx = !strncmp(cfg->store, "kube:", 5) ? cfg->store + 5 : NULL;
   char ns[256];
   sc_err err;
-  memset(&conn, 0, sizeof(conn));
-  err = kube_conn_resolve(cfg->kubeconfig, ctx, &conn, eb);
+  err = store_kube_conn(st, &conn, eb);
   if(err)
     return err;
   *kh = kube_http_new(a->base, &conn, ua, eb);
@@ -237,7 +237,7 @@ int main(int argc, char **argv)
     goto out;
   }
   if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
-    if(kube_setup(&a, &cfg, replica, ua, &kh, &eb)) {
+    if(kube_setup(&a, &cfg, st, replica, ua, &kh, &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",
              "error", eb.msg, NULL);
       goto out;

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <json-c/json.h>
 #include "../harness.h"
 #include "../../controller/kubeconfig.h"
 
@@ -111,10 +113,28 @@ TEST(token_file_ca_file_and_context)
   CHECK_OK(kube_conn_token(&c, &tok, &eb));
   CHECK_STR(tok, "secret-1");
   free(tok);
-  put("tok", "secret-2\n"); /* rotation: read again */
-  CHECK_OK(kube_conn_token(&c, &tok, &eb));
-  CHECK_STR(tok, "secret-2");
-  free(tok);
+  put("tok", "secret-2\n"); /* rotation: kept for a minute ... */
+  {
+    kube_auth a, b;
+    kube_conn c2;
+    CHECK_OK(kube_conn_copy(&c2, &c)); /* copies share the source */
+    CHECK_OK(kube_conn_auth(&c2, NULL, &a, &eb));
+    CHECK_STR(a.token, "secret-1");
+    /* ... or until a 401, which reads it again */
+    CHECK(kube_conn_unauthorized(&c2, &a));
+    CHECK_OK(kube_conn_auth(&c, NULL, &b, &eb));
+    CHECK_STR(b.token, "secret-2");
+    CHECK(b.gen != a.gen);
+    /* a second 401 of the old credential reads nothing again */
+    put("tok", "secret-3\n");
+    CHECK(kube_conn_unauthorized(&c, &a));
+    kube_auth_clear(&b);
+    CHECK_OK(kube_conn_auth(&c, NULL, &b, &eb));
+    CHECK_STR(b.token, "secret-2");
+    kube_auth_clear(&a);
+    kube_auth_clear(&b);
+    kube_conn_clear(&c2);
+  }
   kube_conn_clear(&c);
 }
 
@@ -177,7 +197,7 @@ TEST(hostile_kubeconfigs)
      "certificate-authority: /nonexistent/ca.crt}\n", "/nonexistent/ca.crt"},
     {HEAD "clusters:\n- name: c\n  cluster: {server: 'https://x'}\n"
      "users:\n- name: u\n  user: {exec: {command: x}}\n",
-     "users[0].user.exec is not supported"},
+     "users[0].user.exec.apiVersion is missing"},
     {HEAD "clusters:\n- name: c\n  cluster: {server: 'https://x'}\n"
      "users:\n- name: u\n  user: {client-certificate: ca.crt}\n",
      "needs its key"},
@@ -217,6 +237,147 @@ TEST(huge_and_deep_files)
   free(big);
 }
 
+#define EXEC_HEAD HEAD "clusters:\n- name: c\n" \
+  "  cluster: {server: 'https://x'}\n" \
+  "users:\n- name: u\n  user:\n"
+
+TEST(exec_and_auth_provider_refusals)
+{
+  static const struct {
+    const char *user, *want;
+  } cases[] = {
+    {"    exec: {command: x}\n", "kc:15: users[0].user.exec.apiVersion is "
+     "missing: want client.authentication.k8s.io/v1 or "
+     "client.authentication.k8s.io/v1beta1"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, "
+     "command: x}\n", "users[0].user.exec.apiVersion \""
+     "client.authentication.k8s.io/v1alpha1\" is not supported"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1}\n",
+     "users[0].user.exec.command is missing"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1, command: x}\n",
+     "users[0].user.exec.interactiveMode is missing: apiVersion "
+     "client.authentication.k8s.io/v1 needs it"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1, command: x, "
+     "interactiveMode: Always}\n", "users[0].user.exec.interactiveMode "
+     "Always is not supported: the plugin would need a terminal"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1, command: x, "
+     "interactiveMode: Sometimes}\n", "interactiveMode \"Sometimes\": want "
+     "Never, IfAvailable or Always"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: "
+     "x, args: x}\n", "users[0].user.exec.args: want a list of strings"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: "
+     "x, args: [[a]]}\n", "users[0].user.exec.args[0]: want a string"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: "
+     "x, env: {A: b}}\n", "users[0].user.exec.env: want a list of {name, "
+     "value}"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: "
+     "x, env: [{value: b}]}\n", "users[0].user.exec.env[0].name: missing"},
+    {"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: "
+     "x, provideClusterInfo: yes}\n", "provideClusterInfo: want true or "
+     "false"},
+    {"    exec: [x]\n", "users[0].user.exec: want a mapping"},
+    {"    token: t\n    exec: {apiVersion: client.authentication.k8s.io/"
+     "v1beta1, command: x}\n", "users[0].user: exec and token: use one of "
+     "them"},
+    {"    auth-provider:\n      name: gcp\n      config: {cmd-path: gcloud}\n",
+     "kc:15: users[0].user.auth-provider \"gcp\" is not supported (Kubernetes "
+     "clients dropped auth providers): use the exec plugin "
+     "gke-gcloud-auth-plugin"},
+    {"    auth-provider: {name: azure}\n", "use the exec plugin kubelogin"},
+    {"    auth-provider: {name: oidc}\n", "an exec plugin such as kubelogin"},
+    {"    auth-provider: {name: other}\n", "use an exec plugin "
+     "(gke-gcloud-auth-plugin for GKE, kubelogin for AKS or OIDC, `aws eks "
+     "get-token` for EKS)"},
+    {"    username: admin\n", "users[0].user.username is not supported"},
+    {"    token: \"a\\r\\nX-Injected: 1\"\n", "kc:15: users[0].user.token: a "
+     "line break or a control character"},
+  };
+  size_t i;
+  char *text = malloc(4096);
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    kube_conn c;
+    sc_errbuf eb;
+    snprintf(text, 4096, EXEC_HEAD "%s", cases[i].user);
+    CHECK_MSG(load(text, NULL, &c, &eb) != SC_OK, "case %zu loaded", i);
+    CHECK_MSG(strstr(eb.msg, cases[i].want) && strstr(eb.msg, "/kc"),
+              "case %zu: message \"%s\" (want \"%s\" and the file)", i,
+              eb.msg, cases[i].want);
+  }
+  free(text);
+}
+
+/* the plugin sees KUBERNETES_EXEC_INFO as kubectl writes it; its relative
+ * command is found from the kubeconfig's directory */
+TEST(exec_info_and_relative_command)
+{
+  kube_conn c;
+  kube_auth a;
+  sc_errbuf eb;
+  char *ca = ready() ? slurp_b64("ca.crt") : NULL, *text = malloc(20000);
+  char p[512], info[8192], cwd[1024];
+  FILE *f;
+  size_t n;
+  json_object *o, *cl, *v;
+  CHECK(ca && text);
+  snprintf(p, sizeof(p), "mkdir -p %s/bin", dir);
+  CHECK_INT(system(p), 0);
+  snprintf(text, 20000, "#!/bin/sh\nprintf '%%s' \"$KUBERNETES_EXEC_INFO\" "
+           "> %s/info\necho '{\"apiVersion\":\"client.authentication.k8s.io/"
+           "v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":"
+           "\"plug\"}}'\n", dir);
+  put("bin/plug", text);
+  snprintf(p, sizeof(p), "%s/bin/plug", dir);
+  CHECK_INT(chmod(p, 0755), 0);
+  snprintf(text, 20000, HEAD "clusters:\n- name: c\n  cluster:\n"
+           "    server: https://k.example:6443\n"
+           "    certificate-authority-data: %s\n"
+           "    tls-server-name: api.internal\n"
+           "    extensions:\n"
+           "    - name: client.authentication.k8s.io/exec\n"
+           "      extension: {audience: sts, n: 3, on: true, l: [1, x], "
+           "q: '7'}\n"
+           "    - name: other\n      extension: {x: 1}\n"
+           "users:\n- name: u\n  user:\n    exec:\n"
+           "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+           "      command: bin/plug\n      provideClusterInfo: true\n", ca);
+  CHECK_MSG(load(text, NULL, &c, &eb) == SC_OK, "%s", eb.msg);
+  /* not from our working directory */
+  CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+  CHECK_INT(chdir("/"), 0);
+  eb.msg[0] = 0;
+  n = (size_t)kube_conn_auth(&c, NULL, &a, &eb);
+  CHECK_INT(chdir(cwd), 0);
+  CHECK_MSG(n == SC_OK, "%s", eb.msg);
+  CHECK_STR(a.token, "plug");
+  kube_auth_clear(&a);
+  kube_conn_clear(&c);
+  snprintf(p, sizeof(p), "%s/info", dir);
+  f = fopen(p, "r");
+  CHECK(f != NULL);
+  n = fread(info, 1, sizeof(info) - 1, f);
+  fclose(f);
+  info[n] = 0;
+  o = json_tokener_parse(info);
+  CHECK_MSG(o != NULL, "%s", info);
+  CHECK_MSG(!strncmp(info, "{\"kind\":\"ExecCredential\",\"apiVersion\":"
+                     "\"client.authentication.k8s.io/v1beta1\",\"spec\":{"
+                     "\"cluster\":{\"server\":\"https://k.example:6443\","
+                     "\"tls-server-name\":\"api.internal\","
+                     "\"certificate-authority-data\":\"", 188), "%s", info);
+  CHECK(json_object_object_get_ex(o, "spec", &v) &&
+        json_object_object_get_ex(v, "cluster", &cl));
+  CHECK(json_object_object_get_ex(cl, "certificate-authority-data", &v));
+  CHECK_STR(json_object_get_string(v), ca);
+  CHECK(json_object_object_get_ex(cl, "config", &v));
+  CHECK_STR(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+            "{\"audience\":\"sts\",\"n\":3,\"on\":true,\"l\":[1,\"x\"],"
+            "\"q\":\"7\"}");
+  CHECK_MSG(strstr(info, "},\"interactive\":false}}"), "%s", info);
+  json_object_put(o);
+  free(ca);
+  free(text);
+}
+
 TEST(in_cluster)
 {
   kube_conn c;
@@ -253,6 +414,8 @@ TEST_LIST = {
   T(client_cert_data_and_insecure),
   T(hostile_kubeconfigs),
   T(huge_and_deep_files),
+  T(exec_and_auth_provider_refusals),
+  T(exec_info_and_relative_command),
   T(in_cluster),
   {NULL, NULL}
 };
