@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 
@@ -49,6 +50,8 @@ struct cube_client {
   cube_call *all;                   /* every live call */
   int inflight;
   size_t pending;
+  unsigned auth_failures;     /* answers in a row that were 401 or 403 */
+  long auth_status;           /* the last of them */
   bool closing;
 };
 
@@ -877,6 +880,13 @@ static void on_done(cube_call *k, CURLcode cc)
   k->easy = NULL;
   k->r.http_status = k->status;
   k->r.retry_after_ms = retry_after_ms(k);
+  if(k->status == 401 || k->status == 403) {
+    if(k->c->auth_failures < UINT_MAX)
+      k->c->auth_failures++;
+    k->c->auth_status = k->status;
+  }
+  else if(k->status > 0)
+    k->c->auth_failures = 0; /* Cube answered and took the key */
   if(list_retry(k, cc))
     return;
   if(!k->date_taken) { /* the first response's Date (first page) */
@@ -1274,6 +1284,13 @@ void cube_client_free(cube_client *c)
 const char *cube_client_peer(const cube_client *c)
 {
   return c ? c->peer : "";
+}
+
+unsigned cube_client_auth_failures(const cube_client *c, long *status)
+{
+  if(status)
+    *status = c ? c->auth_status : 0;
+  return c ? c->auth_failures : 0;
 }
 
 size_t cube_client_pending(const cube_client *c)

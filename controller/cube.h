@@ -98,6 +98,11 @@ void cube_client_free(cube_client *c);
 const char *cube_client_peer(const cube_client *c);
 /* Calls accepted and not yet completed (queued + in flight). */
 size_t cube_client_pending(const cube_client *c);
+/* Cube's word on the API key: how many answers in a row were 401 or 403
+ * (0 once an answer of any other status came), and in *status (may be
+ * NULL) the last such status. The client only counts; the reconciler
+ * decides what it means. NULL c: 0. */
+unsigned cube_client_auth_failures(const cube_client *c, long *status);
 
 typedef enum cube_op {
   CUBE_OP_LIST = 0,

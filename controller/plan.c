@@ -1381,6 +1381,15 @@ static bool intent_held(const planner *pl, const session *s)
   return now - st->create_intent_at < pl->cfg->create_intent_ttl_ms;
 }
 
+/* The executor recorded that Cube refused this generation's create for
+ * good (Ready=False/CreateFailed at the current generation). */
+static bool create_refused_now(const session *s)
+{
+  const session_condition *c = get_cond(&s->status, "Ready");
+  return c && streq0(c->reason, "CreateFailed") &&
+         c->observed_generation == s->meta.generation;
+}
+
 static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
 {
   const session *s = r->s;
@@ -1476,9 +1485,17 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
         *due = until;
       return SC_OK;
     }
-    w->phase = SESSION_PHASE_CREATING;
-    want_ready(w, "False", "Creating", "creating a sandbox from template %s",
-               s->spec.template_id);
+    if(create_refused_now(s))
+      /* Cube refused this generation's create for good: keep saying so
+       * (phase Failed, Ready CreateFailed with Cube's answer) while the
+       * executor tries again once per resync; a success or a new
+       * generation replaces it */
+      w->phase = SESSION_PHASE_FAILED;
+    else {
+      w->phase = SESSION_PHASE_CREATING;
+      want_ready(w, "False", "Creating",
+                 "creating a sandbox from template %s", s->spec.template_id);
+    }
     return add_action(pl, PLAN_CREATE, PLAN_DEL_NONE, r, NULL,
                       timeout_secs(rec_idle(r)),
                       "no sandbox for session %s/%s (state %s%s%s): create "

@@ -102,6 +102,17 @@ typedef struct claim_seen {
   int64_t first_mono;
 } claim_seen;
 #define CLAIMS_SEEN_MAX 1024
+
+/* A create Cube refused for good (a 4xx other than 404, 409 and 429):
+ * it is tried again at most once per resync for the same generation, so
+ * a bad template does not turn every status write's watch event into
+ * another create. Local monotonic time only schedules (rule 1). */
+typedef struct create_refusal {
+  char key[300];
+  int64_t generation;
+  int64_t at_mono;
+} create_refusal;
+#define CREATE_REFUSALS_MAX 1024
 #define CLAIM_LOCAL_WAIT_MS (CUBE_TIMEOUT_MS + 5000)
 
 struct reconciler {
@@ -124,6 +135,7 @@ struct reconciler {
   int64_t last_beat;
   int64_t last_full_done;
   bool store_ok;
+  bool cube_key_refused; /* Cube answered 401/403 to every recent call */
   cube_dialect dialect;
   char identity[96];    /* status.createIntent.by: replica#random */
   recorder rec;        /* events (kube store); none by default */
@@ -131,6 +143,8 @@ struct reconciler {
   plan_scratch *scratch; /* the planner's arrays, kept across passes */
   claim_seen *seen;      /* foreign create claims, first seen (mono) */
   size_t n_seen;
+  create_refusal *refused; /* creates Cube refused for good */
+  size_t n_refused;
 };
 
 static void pump(reconciler *r);
@@ -584,6 +598,103 @@ static void claim_outcome_unknown(call *c)
   sa->st.create_intent_by = d;
 }
 
+/* Did Cube refuse the call for good? 4xx but 404 (gone), 409 (a state
+ * race) and 429 (rate limit): the same request fails the same way until
+ * the spec (or Cube's configuration, or the key) changes. */
+static bool refused_for_good(long http_status)
+{
+  return http_status >= 400 && http_status < 500 && http_status != 404 &&
+         http_status != 409 && http_status != 429;
+}
+
+static create_refusal *refusal_find(reconciler *r, const char *key)
+{
+  size_t i;
+  for(i = 0; i < r->n_refused; i++)
+    if(!strcmp(r->refused[i].key, key))
+      return &r->refused[i];
+  return NULL;
+}
+
+static void refusal_forget(reconciler *r, const char *key)
+{
+  create_refusal *e = refusal_find(r, key);
+  if(e)
+    *e = r->refused[--r->n_refused];
+}
+
+static void refusal_note(reconciler *r, const char *key, int64_t generation)
+{
+  create_refusal *e = refusal_find(r, key);
+  if(!e) {
+    if(!r->refused &&
+       !(r->refused = calloc(CREATE_REFUSALS_MAX, sizeof(*r->refused))))
+      return;
+    if(r->n_refused == CREATE_REFUSALS_MAX)
+      r->n_refused--; /* full: the last entry makes room (it retries) */
+    e = &r->refused[r->n_refused++];
+    snprintf(e->key, sizeof(e->key), "%s", key);
+  }
+  e->generation = generation;
+  e->at_mono = sctime_mono_ms();
+}
+
+/* ms until the next try of a refused create of s; 0: it may go now */
+static int64_t refusal_wait(reconciler *r, const session *s)
+{
+  char key[300];
+  create_refusal *e;
+  int64_t left;
+  session_key(s, key, sizeof(key));
+  e = refusal_find(r, key);
+  if(!e || e->generation != s->meta.generation)
+    return 0;
+  left = e->at_mono + r->o.resync_ms - sctime_mono_ms();
+  return left > 0 ? left : 0;
+}
+
+/* Cube refused the create for good: the session says so (Ready=False,
+ * CreateFailed, Cube's answer), on every store, and its claim goes (no
+ * sandbox was made). The planner keeps that Ready until a create works
+ * or the generation moves. */
+static void create_refused(call *c, const cube_result *res)
+{
+  pass *ps = c->ps;
+  reconciler *r = ps->r;
+  const session *s;
+  sess_act *sa;
+  session_condition cond;
+  char key[300], msg[SC_ERRBUF_SIZE + 200];
+  if(c->si == (size_t)-1)
+    return;
+  sa = &ps->acts[c->si];
+  s = ps->p->sessions[c->si].s;
+  session_key(s, key, sizeof(key));
+  refusal_note(r, key, s->meta.generation);
+  if(res->http_status == 401 || res->http_status == 403)
+    snprintf(msg, sizeof(msg), "Cube refused the API key (HTTP %ld): check "
+             "--cube-api-key-file or CUBE_API_KEY; tried again once per "
+             "resync: %s", res->http_status, res->message);
+  else
+    snprintf(msg, sizeof(msg), "Cube refused the create (HTTP %ld); tried "
+             "again once per resync, or when the spec changes: %s",
+             res->http_status, res->message);
+  memset(&cond, 0, sizeof(cond));
+  cond.type = "Ready";
+  cond.status = "False";
+  cond.reason = "CreateFailed";
+  cond.message = msg;
+  cond.last_transition_time = ps->cube_now;
+  cond.observed_generation = s->meta.generation;
+  if(session_status_set_condition(&sa->st, &cond))
+    return;
+  sa->st.phase = SESSION_PHASE_FAILED;
+  free(sa->st.create_intent_by);
+  sa->st.create_intent_by = NULL;
+  sa->st.create_intent_at = 0;
+  sa->wants_write = true;
+}
+
 static void on_mutation(const cube_result *res, void *ud)
 {
   call *c = ud;
@@ -596,11 +707,18 @@ static void on_mutation(const cube_result *res, void *ud)
     if(res->err) {
       if(res->maybe_done)
         claim_outcome_unknown(c);
-
+      else if(refused_for_good(res->http_status))
+        create_refused(c, res);
       action_end(c, false, NULL, res->retry_after_ms, res->message);
     }
-    else
+    else {
+      char key[300];
+      if(c->si != (size_t)-1) {
+        session_key(ps->p->sessions[c->si].s, key, sizeof(key));
+        refusal_forget(r, key);
+      }
       action_end(c, true, res->sandbox_id, -1, NULL);
+    }
     return;
   case PLAN_PAUSE:
     if(!res->err && res->already) {
@@ -901,6 +1019,15 @@ static void start_action(pass *ps, const plan_action *a)
         return;
       }
     }
+    {
+      int64_t wait = refusal_wait(r, s);
+      if(wait > 0) {
+        log_action(ps, a, LOG_DEBUG, "waiting: Cube refused this create for "
+                   "good; it is tried again once per resync", NULL);
+        action_refused(ps, c, "waiting", wait);
+        return;
+      }
+    }
     err = claim_create(ps, c, &ceb);
     if(err) {
       log_action(ps, a, LOG_WARN, "create claim not written: no create",
@@ -1084,6 +1211,91 @@ static void act_done(pass *ps, size_t si)
   }
 }
 
+/* Cube refuses the key when its last CUBE_KEY_REFUSED_AFTER answers in a
+ * row were 401 or 403 (one stray 403 is not enough: it may be one
+ * sandbox's). Said once, at error level, when it starts and when it
+ * ends; /readyz is 503 meanwhile. */
+#define CUBE_KEY_REFUSED_AFTER 3
+
+static void check_cube_key(reconciler *r)
+{
+  long st = 0;
+  bool bad = cube_client_auth_failures(r->o.cube, &st) >=
+             CUBE_KEY_REFUSED_AFTER;
+  char code[16];
+  if(bad == r->cube_key_refused)
+    return;
+  r->cube_key_refused = bad;
+  snprintf(code, sizeof(code), "%ld", st);
+  if(bad)
+    log_kv(r->o.lg, LOG_ERROR, "Cube refuses the API key on every call: "
+           "check --cube-api-key-file or CUBE_API_KEY", "peer",
+           cube_client_peer(r->o.cube), "http_status", code, NULL);
+  else
+    log_kv(r->o.lg, LOG_INFO, "Cube accepts the API key again", "peer",
+           cube_client_peer(r->o.cube), NULL);
+}
+
+/* the reply to a best-effort status write: a conflict or a failure is
+ * left to the next pass, which writes the same status again */
+static void on_key_status_written(store_reply *rep, void *ud)
+{
+  (void)rep;
+  (void)ud;
+}
+
+/* While Cube refuses the key no pass gets as far as acting, so no action
+ * can tell the sessions why nothing happens: say it in their status
+ * (Ready=False/CubeUnauthorized), once per session (an unchanged status
+ * is not written again), at most KEY_STATUS_WRITES_MAX writes a pass. */
+#define KEY_STATUS_WRITES_MAX 256
+
+static void say_key_refused(pass *ps)
+{
+  reconciler *r = ps->r;
+  size_t n, i, writes = 0;
+  session **ss = pass_sessions(ps, &n);
+  long code = 0;
+  char msg[300];
+  if(!r->cube_key_refused || r->o.dry_run || r->follower)
+    return;
+  cube_client_auth_failures(r->o.cube, &code);
+  snprintf(msg, sizeof(msg), "Cube %s refuses the API key (HTTP %ld): "
+           "check --cube-api-key-file or CUBE_API_KEY; nothing is created, "
+           "paused or deleted until it is accepted",
+           cube_client_peer(r->o.cube), code);
+  for(i = 0; i < n && writes < KEY_STATUS_WRITES_MAX; i++) {
+    const session *s = ss[i];
+    const session_condition *old;
+    session_condition c;
+    session_status st;
+    sc_errbuf eb;
+    if(!s || s->meta.deletion_timestamp)
+      continue;
+    old = session_status_get_condition(&s->status, "Ready");
+    if(old && sc_str_eq0(old->reason, "CubeUnauthorized") &&
+       sc_str_eq0(old->message, msg))
+      continue;
+    memset(&st, 0, sizeof(st));
+    if(session_status_copy(&st, &s->status))
+      return;
+    memset(&c, 0, sizeof(c));
+    c.type = "Ready";
+    c.status = "False";
+    c.reason = "CubeUnauthorized";
+    c.message = msg;
+    /* the wall clock only stamps the condition: no decision reads it */
+    c.last_transition_time = sctime_wall_ms();
+    c.observed_generation = s->meta.generation;
+    if(!session_status_set_condition(&st, &c))
+      (void)store_update_status_async(r->o.st, s->meta.namespace_,
+                                      s->meta.name, s->meta.resource_version,
+                                      &st, on_key_status_written, NULL, &eb);
+    session_status_clear(&st);
+    writes++;
+  }
+}
+
 static void on_observed(observation *obs, void *ud)
 {
   pass *ps = ud;
@@ -1098,6 +1310,8 @@ static void on_observed(observation *obs, void *ud)
     /* no plan on a partial view: a missing list is no evidence */
     pass_fail(ps, obs->fail_msg ? obs->fail_msg : "observation failed",
               obs->retry_after_ms);
+    check_cube_key(r);
+    say_key_refused(ps);
     pass_finish(ps);
     return;
   }
@@ -1225,6 +1439,7 @@ static void pass_finish(pass *ps)
   reconciler *r = ps->r;
   double secs = (double)(sctime_mono_ms() - ps->t0) / 1000.0;
   ps->phase = PH_DONE;
+  check_cube_key(r);
   if(ps->full) {
     r->full = NULL;
     metrics_observe(r->o.m, "session_controller_pass_duration_seconds", NULL,
@@ -1653,6 +1868,7 @@ void reconciler_free(reconciler *r)
       free(r->seen[i].by);
     free(r->seen);
   }
+  free(r->refused);
   queue_free(r->q);
   plan_scratch_free(r->scratch);
   free(r);
@@ -1722,7 +1938,7 @@ void reconciler_set_leader(reconciler *r, bool leader)
 
 bool reconciler_ready(const reconciler *r)
 {
-  return r->ready && r->store_ok;
+  return r->ready && r->store_ok && !r->cube_key_refused;
 }
 
 bool reconciler_healthy(const reconciler *r, const char **why)
