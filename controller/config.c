@@ -66,7 +66,9 @@ static const opt opts[] = {
   {"orphan-grace", OPT_DUR, O(orphan_grace_ms), "10m",
    "how long an orphan must be paused (Cube's clock) before deletion"},
   {"max-delete-fraction", OPT_DOUBLE, O(max_delete_fraction), "0.2",
-   "a pass may delete at most this fraction of managed sandboxes as orphans"},
+   "orphan-deletion guard: a pass that has more than this fraction of the "
+   "managed sandboxes due as orphans, and more than 10 (the floor), deletes "
+   "none of them; up to 10 orphans a pass are never held back"},
   {"force", OPT_BOOL, O(force), "false",
    "override the orphan-deletion guard"},
   {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
