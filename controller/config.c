@@ -29,6 +29,9 @@ static const opt opts[] = {
   {"store", OPT_STR, O(store), "sqlite:sessions.db",
    "where sessions live (sqlite:PATH, kube, kube:CONTEXT); env SESSION_STORE "
    "too"},
+  {"create-store", OPT_BOOL, O(create_store), "false",
+   "sqlite store: create PATH when it does not exist (else the controller "
+   "refuses to start: a mistyped path is not an empty store)"},
   {"watch-poll", OPT_DUR, O(watch_poll_ms), "25ms",
    "how often the store watch looks for changes (sqlite store)"},
   {"kubeconfig", OPT_STR, O(kubeconfig), NULL,
@@ -55,7 +58,12 @@ static const opt opts[] = {
   {"cube-insecure-skip-verify", OPT_BOOL, O(cube_insecure_skip_verify),
    "false", "do not verify Cube's TLS certificate (testing only)"},
   {"name", OPT_STR, O(name), "session-controller",
-   "controller name: the lea.managed-by tag on sandboxes"},
+   "controller name: the lea.managed-by tag on sandboxes; one name per "
+   "store (see --adopt-from)"},
+  {"adopt-from", OPT_STR, O(adopt_from), NULL,
+   "rename: VALUE is the --name the store was served by; take the store "
+   "over with the sandboxes tagged lea.managed-by=VALUE (without it, a store "
+   "served by another name is refused)"},
   {"replica", OPT_STR, O(replica), NULL,
    "this replica's name in logs and audit (default HOSTNAME-PID)"},
   {"resync", OPT_DUR, O(resync_ms), "60s", "full reconcile pass period"},

@@ -20,6 +20,7 @@
 
 typedef struct config {
   char *store;
+  bool create_store;           /* sqlite: create a missing store file */
   int64_t watch_poll_ms;       /* sqlite store watch poll period */
   char *kubeconfig;            /* kube store: kubeconfig file */
   char *namespace_;            /* kube store: only this namespace */
@@ -33,6 +34,7 @@ typedef struct config {
   char *cube_ca;
   bool cube_insecure_skip_verify;
   char *name;                  /* lea.managed-by value */
+  char *adopt_from;            /* rename: the store's former name */
   char *replica;               /* this replica's name, for logs/audit */
   int64_t resync_ms;
   double cube_qps;

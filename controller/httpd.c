@@ -67,14 +67,18 @@ static void on_request(struct evhttp_request *req, void *arg)
           "text/plain", msg, (size_t)n);
   }
   else if(plen == 7 && !strncmp(uri, "/readyz", 7)) {
-    bool ok = h->hooks.ready ? h->hooks.ready(h->hooks.ud) : true;
+    const char *why = NULL;
+    char msg[768];
+    bool ok = h->hooks.ready ? h->hooks.ready(h->hooks.ud, &why) : true;
+    int n = snprintf(msg, sizeof(msg), "not ready: %s\n",
+                     why && *why ? why : "no full pass completed yet, or "
+                                         "the store is unreachable");
+    if(n < 0 || (size_t)n >= sizeof(msg))
+      n = (int)sizeof(msg) - 1;
     if(ok)
       reply(req, 200, "OK", "text/plain", "ok\n", 3);
     else
-      reply(req, 503, "Service Unavailable", "text/plain",
-            "not ready: no full pass completed yet, or the store is "
-            "unreachable\n",
-            68);
+      reply(req, 503, "Service Unavailable", "text/plain", msg, (size_t)n);
   }
   else
     reply(req, 404, "Not Found", "text/plain", "not found\n", 10);

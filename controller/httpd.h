@@ -1,7 +1,7 @@
 /*
  * httpd.h - the operator endpoints on --metrics-addr: /metrics (Prometheus
  * text), /healthz (the loop turns), /readyz (store answered and a first
- * full pass completed). libevent's evhttp on the controller's loop.
+ * full pass completed, and the store is still the one opened). libevent's evhttp on the controller's loop.
  *
  * Ownership: httpd_start() -> httpd_stop() (NULL accepted). The metrics
  * and the callbacks' user data are borrowed.
@@ -17,7 +17,8 @@ typedef struct httpd httpd;
 
 typedef struct httpd_hooks {
   bool (*healthy)(void *ud, const char **why);
-  bool (*ready)(void *ud);
+  /* false: 503 with "not ready: " and *why (NULL: the default reason) */
+  bool (*ready)(void *ud, const char **why);
   void *ud;
 } httpd_hooks;
 

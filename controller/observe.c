@@ -246,9 +246,19 @@ sc_err observe_start(cube_client *c, metrics *m, logger *lg,
                      const sc_kvlist *filter, session *const *sessions,
                      size_t n_sessions, observe_cb cb, void *ud)
 {
+  return observe_start_names(c, m, lg, filter, NULL, 0, sessions,
+                             n_sessions, cb, ud);
+}
+
+sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud)
+{
   static const char *const states[] = {"running", "paused"};
   obs_run *run = calloc(1, sizeof(*run));
-  size_t i;
+  size_t i, k;
   if(!run)
     return SC_ERR_NOMEM;
   run->o = calloc(1, sizeof(*run->o));
@@ -264,20 +274,35 @@ sc_err observe_start(cube_client *c, metrics *m, logger *lg,
   run->n_sessions = n_sessions;
   run->cb = cb;
   run->ud = ud;
-  for(i = 0; i < 2; i++) {
-    obs_call *call = calloc(1, sizeof(*call));
-    if(!call) {
-      fail(run->o, "out of memory", -1);
-      continue;
+  for(k = 0; k <= n_also; k++) {
+    sc_kvlist other = {0};
+    const sc_kvlist *f = filter;
+    if(k) { /* a former name's sandboxes */
+      if(sc_kvlist_copy(&other, filter) ||
+         sc_kvlist_set(&other, SESSION_TAG_MANAGED_BY,
+                       also_managed_by[k - 1])) {
+        sc_kvlist_clear(&other);
+        fail(run->o, "out of memory", -1);
+        continue;
+      }
+      f = &other;
     }
-    call->run = run;
-    call->t0 = sctime_mono_ms();
-    run->pending++;
-    if(cube_list(c, filter, states[i], on_list, call)) {
-      run->pending--;
-      free(call);
-      fail(run->o, "the Cube client refused the call (closing?)", -1);
+    for(i = 0; i < 2; i++) {
+      obs_call *call = calloc(1, sizeof(*call));
+      if(!call) {
+        fail(run->o, "out of memory", -1);
+        continue;
+      }
+      call->run = run;
+      call->t0 = sctime_mono_ms();
+      run->pending++;
+      if(cube_list(c, f, states[i], on_list, call)) {
+        run->pending--;
+        free(call);
+        fail(run->o, "the Cube client refused the call (closing?)", -1);
+      }
     }
+    sc_kvlist_clear(&other);
   }
   if(run->pending == 0) {
     /* nothing started: report from the loop, never from inside the call */

@@ -36,6 +36,16 @@ typedef void (*observe_cb)(observation *obs, void *ud);
 sc_err observe_start(cube_client *c, metrics *m, logger *lg,
                      const sc_kvlist *filter, session *const *sessions,
                      size_t n_sessions, observe_cb cb, void *ud);
+/* The same, and the same two lists again for each of also_managed_by
+ * (n_also names): filter with its lea.managed-by replaced by that name:
+ * the sandboxes a controller's former names tagged (plan_config.
+ * adopted_names). One observation of 2 + 2 * n_also lists; a sandbox
+ * listed twice counts once. */
+sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud);
 void observation_free(observation *obs);
 
 /* Count one Cube call in session_controller_cube_requests_total and its

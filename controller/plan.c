@@ -227,6 +227,19 @@ void plan_config_defaults(plan_config *cfg)
   cfg->bind_tenant_to_namespace = true;
 }
 
+bool plan_config_owns(const plan_config *cfg, const char *managed_by)
+{
+  size_t i;
+  const char *cname = cfg->controller_name && *cfg->controller_name
+                        ? cfg->controller_name : PLAN_DEFAULT_CONTROLLER;
+  if(!strcmp(managed_by, cname))
+    return true;
+  for(i = 0; i < cfg->n_adopted_names; i++)
+    if(cfg->adopted_names[i] && !strcmp(managed_by, cfg->adopted_names[i]))
+      return true;
+  return false;
+}
+
 /* ---------- small helpers ---------- */
 
 static int strcmp0(const char *a, const char *b)
@@ -2088,7 +2101,9 @@ static void read_sandboxes(planner *pl)
     sb->tenant = sb->sid = mb = NULL;
     read_tags(&b->metadata, &sb->tenant, &sb->sid, &mb);
     sb->has_mb = mb != NULL;
-    sb->ours = mb && !strcmp(mb, pl->cname);
+    sb->ours = mb && (!strcmp(mb, pl->cname) ||
+                      (pl->cfg->n_adopted_names &&
+                       plan_config_owns(pl->cfg, mb)));
     sb->has_pair = sb->ours && sb->tenant && sb->sid;
     sb->hpair = 0; /* hashed only if no session links it (find_loose) */
     sb->owner = NONE32;

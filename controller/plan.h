@@ -42,12 +42,22 @@ typedef struct plan_config {
    * must not reach another tenant's sandboxes. false: --tenant-binding
    * free, for a single trusted writer. */
   bool bind_tenant_to_namespace;
+  /* Former names of this controller (the store's record of renames,
+   * --adopt-from): sandboxes whose lea.managed-by is one of them are ours
+   * as if they carried controller_name (Cube cannot retag them). New
+   * sandboxes carry controller_name. NULL/0: none. */
+  const char *const *adopted_names;
+  size_t n_adopted_names;
 } plan_config;
 
 #define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
 
 /* The defaults of DESIGN.md (controller name "session-controller"). */
 void plan_config_defaults(plan_config *cfg);
+
+/* Is a lea.managed-by value (not NULL) controller_name or one of the
+ * adopted names? */
+bool plan_config_owns(const plan_config *cfg, const char *managed_by);
 
 typedef struct plan_input {
   /* Live objects and tombstones (meta.deletion_timestamp != 0). */

@@ -145,6 +145,9 @@ struct reconciler {
   size_t n_seen;
   create_refusal *refused; /* creates Cube refused for good */
   size_t n_refused;
+  /* store_check_identity() failed: no pass starts (store_still_ours) */
+  bool store_lost;
+  char store_lost_why[SC_ERRBUF_SIZE];
 };
 
 static void pump(reconciler *r);
@@ -403,7 +406,7 @@ static bool delete_may_go(call *c, const cube_result *res)
   tenant = sc_kvlist_get(&res->sandbox.metadata, SESSION_TAG_TENANT_ID);
   if(tenant)
     snprintf(c->tenant_seen, sizeof(c->tenant_seen), "%s", tenant);
-  if(managed && strcmp(managed, r->o.plan.controller_name)) {
+  if(managed && !plan_config_owns(&r->o.plan, managed)) {
     audit_action(ps, c, "skipped", (int)res->http_status,
                  "the sandbox is now tagged as managed by another controller");
     action_end(c, false, NULL, -1, "managed-by tag changed");
@@ -1406,8 +1409,10 @@ static void start_observe(pass *ps, const sc_kvlist *filter)
   size_t n;
   session **ss = pass_sessions(ps, &n);
   ps->phase = PH_OBSERVE;
-  if(observe_start(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter, ss, n,
-                   on_observed, ps)) {
+  if(observe_start_names(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter,
+                         ps->r->o.plan.adopted_names,
+                         ps->r->o.plan.n_adopted_names, ss, n, on_observed,
+                         ps)) {
     pass_fail(ps, "the Cube client refused the calls", -1);
     pass_finish(ps);
   }
@@ -1623,10 +1628,37 @@ static void arm_qtimer(reconciler *r)
   event_add(r->qtimer, &tv);
 }
 
+/* The store is still the one opened (store_check_identity: the SQLite
+ * file at its path, the controller name it records). If not, no pass
+ * starts: no Cube call, no status write, until it is back (also checked
+ * each heartbeat); /readyz says why. Passes already running finish. */
+static bool store_still_ours(reconciler *r)
+{
+  sc_errbuf eb;
+  eb.msg[0] = '\0';
+  if(!store_check_identity(r->o.st, &eb)) {
+    if(r->store_lost) {
+      r->store_lost = false;
+      log_kv(r->o.lg, LOG_WARN, "the store is the one opened again: "
+             "resuming", "store", store_url(r->o.st), NULL);
+      r->full_pending = true; /* nothing was looked at meanwhile */
+    }
+    return true;
+  }
+  if(!r->store_lost || strcmp(r->store_lost_why, eb.msg)) {
+    log_kv(r->o.lg, LOG_ERROR, "the store is not the one opened: stopped "
+           "acting (no Cube call, no store write) until it is back",
+           "store", store_url(r->o.st), "error", eb.msg, NULL);
+    snprintf(r->store_lost_why, sizeof(r->store_lost_why), "%s", eb.msg);
+  }
+  r->store_lost = true;
+  return false;
+}
+
 static void pump(reconciler *r)
 {
   const char *key;
-  if(r->stopping || r->done)
+  if(r->stopping || r->done || !store_still_ours(r))
     return;
   queue_promote(r->q, sctime_mono_ms());
   if(!r->full && queue_len(r->q) > BURST_TO_FULL_PASS) {
@@ -1675,6 +1707,13 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
   (void)fd;
   (void)what;
   r->last_beat = sctime_mono_ms();
+  if(!r->stopping) {
+    /* the store's identity each second, passes due or not: /readyz turns
+     * 503 within a second of a move, and work resumes once it is back */
+    bool was_lost = r->store_lost;
+    if(store_still_ours(r) && was_lost)
+      pump(r);
+  }
 }
 
 static void start_watch(reconciler *r);
@@ -1938,7 +1977,19 @@ void reconciler_set_leader(reconciler *r, bool leader)
 
 bool reconciler_ready(const reconciler *r)
 {
-  return r->ready && r->store_ok && !r->cube_key_refused;
+  return r->ready && r->store_ok && !r->store_lost && !r->cube_key_refused;
+}
+
+const char *reconciler_store_lost(const reconciler *r)
+{
+  return r->store_lost ? r->store_lost_why : NULL;
+}
+
+const char *reconciler_cube_key_refused(const reconciler *r)
+{
+  return r->cube_key_refused ? "Cube refuses the API key on every call: "
+                               "check --cube-api-key-file or CUBE_API_KEY"
+                             : NULL;
 }
 
 bool reconciler_healthy(const reconciler *r, const char **why)

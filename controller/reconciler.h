@@ -64,8 +64,14 @@ void reconciler_set_recorder(reconciler *r, const recorder *rec);
  * starts a full pass. Default: leader (no election). */
 void reconciler_set_leader(reconciler *r, bool leader);
 
-/* For /readyz: the store answered and a first full pass completed. */
+/* For /readyz: the store answered, a first full pass completed, and the
+ * store is still the one opened (store_check_identity, checked before
+ * every pass and every second). */
 bool reconciler_ready(const reconciler *r);
+/* Why the store is not the one opened (no pass starts), or NULL. */
+const char *reconciler_store_lost(const reconciler *r);
+/* Why Cube's answers say the API key is refused, or NULL. */
+const char *reconciler_cube_key_refused(const reconciler *r);
 /* For /healthz: the loop turned recently. *why explains a failure. */
 bool reconciler_healthy(const reconciler *r, const char **why);
 

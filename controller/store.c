@@ -43,8 +43,15 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
     return sc_errf(eb, SC_ERR_INVALID,
                    "store %s: unknown store URL (want sqlite:PATH, kube or "
                    "kube:CONTEXT)", url);
-  if(!err)
+  if(!err) {
     (*out)->base = opts->base; /* the loop of the asynchronous calls */
+    (*out)->url = strdup(url);
+    if(!(*out)->url) {
+      store_close(*out);
+      *out = NULL;
+      return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    }
+  }
   return err;
 }
 
@@ -88,12 +95,108 @@ void store_close(store *st)
     return;
   while(st->deferred)
     deferred_unlink_free(st->deferred);
+  free(st->url);
+  st->url = NULL;
   st->ops->close(st);
 }
 
 const char *store_backend(const store *st)
 {
   return st ? st->ops->name : "";
+}
+
+const char *store_url(const store *st)
+{
+  return st && st->url ? st->url : "";
+}
+
+bool store_created(const store *st)
+{
+  return st && st->created;
+}
+
+sc_err store_check_identity(store *st, sc_errbuf *eb)
+{
+  if(!st->ops->check_identity)
+    return SC_OK;
+  return st->ops->check_identity(st, eb);
+}
+
+void store_served_by_clear(store_served_by *sb)
+{
+  size_t i;
+  if(!sb)
+    return;
+  free(sb->name);
+  for(i = 0; i < sb->n_adopted; i++)
+    free(sb->adopted[i]);
+  free(sb->adopted);
+  memset(sb, 0, sizeof(*sb));
+}
+
+/* A controller name as lea.managed-by carries it: 1..253 bytes, no
+ * control characters. */
+static sc_err check_controller_name(const char *name, const char *what,
+                                    sc_errbuf *eb)
+{
+  size_t i, len = name ? strlen(name) : 0;
+  if(!len)
+    return sc_errf(eb, SC_ERR_INVALID, "%s: empty controller name", what);
+  if(len > STORE_KEY_MAX)
+    return sc_errf(eb, SC_ERR_INVALID, "%s: controller name of %zu bytes "
+                   "(at most %d)", what, len, STORE_KEY_MAX);
+  for(i = 0; i < len; i++)
+    if((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+      return sc_errf(eb, SC_ERR_INVALID, "%s: controller name has a control "
+                     "character at byte %zu", what, i);
+  return SC_OK;
+}
+
+sc_err store_claim_name(store *st, const char *name, const char *adopt_from,
+                        store_served_by *out, sc_errbuf *eb)
+{
+  store_served_by tmp;
+  sc_err err;
+  if(adopt_from && !*adopt_from)
+    adopt_from = NULL;
+  memset(&tmp, 0, sizeof(tmp));
+  if(!out)
+    out = &tmp;
+  memset(out, 0, sizeof(*out));
+  err = check_controller_name(name, "claim", eb);
+  if(!err && adopt_from)
+    err = check_controller_name(adopt_from, "--adopt-from", eb);
+  if(!err && adopt_from && !strcmp(adopt_from, name))
+    err = sc_errf(eb, SC_ERR_INVALID, "--adopt-from %s: the controller's own "
+                  "name (nothing to rename)", adopt_from);
+  if(err)
+    return err;
+  if(st->ops->claim_name)
+    err = st->ops->claim_name(st, name, adopt_from, out, eb);
+  else {
+    /* nothing recorded: the flag alone says which names are ours, on
+     * every start */
+    out->name = strdup(name);
+    if(out->name && adopt_from) {
+      out->adopted = calloc(1, sizeof(*out->adopted));
+      if(out->adopted && (out->adopted[0] = strdup(adopt_from)))
+        out->n_adopted = 1;
+    }
+    if(!out->name || (adopt_from && !out->n_adopted)) {
+      store_served_by_clear(out);
+      err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    }
+  }
+  store_served_by_clear(&tmp);
+  return err;
+}
+
+sc_err store_served_by_get(store *st, store_served_by *out, sc_errbuf *eb)
+{
+  memset(out, 0, sizeof(*out));
+  if(!st->ops->served_by_get)
+    return SC_OK;
+  return st->ops->served_by_get(st, out, eb);
 }
 
 sc_err store_list(store *st, const store_list_opts *opts,

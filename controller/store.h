@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "../api/session.h"
 
 struct event_base;
@@ -45,6 +46,13 @@ typedef struct store_open_opts {
    * the controller's status writes (the tags and the next pass recover a
    * lost one); never for sessionctl, whose "created" must be durable. */
   bool relaxed_sync;
+  /* sqlite: create an empty store when PATH does not exist. false (the
+   * default): a missing file is SC_ERR_NOT_FOUND naming the path, and
+   * nothing is created (no PATH, PATH-wal or PATH-shm); an existing file
+   * that holds no session store yet (empty) is SC_ERR_NOT_FOUND too. A
+   * mistyped path must not look like a store without sessions. kube: no
+   * effect (the API server holds the store). */
+  bool create;
   const char *kubeconfig;   /* kube: kubeconfig file; NULL = $KUBECONFIG,
                                in-cluster, ~/.kube/config (in this order) */
   const char *namespace_;   /* kube: list/watch only this namespace; NULL =
@@ -58,8 +66,8 @@ typedef struct store_open_opts {
                                "session-controller" */
 } store_open_opts;
 
-/* url "sqlite:PATH" (the file is created with mode 0600), "kube" or
- * "kube:CONTEXT". */
+/* url "sqlite:PATH" (with opts->create, a missing file is created with
+ * mode 0600), "kube" or "kube:CONTEXT". */
 sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                   sc_errbuf *eb);
 void store_close(store *st);
@@ -72,6 +80,57 @@ const char *store_backend(const store *st);
 struct kube_conn;
 sc_err store_kube_conn(const store *st, struct kube_conn *out,
                        sc_errbuf *eb);
+/* "sqlite:PATH", "kube", "kube:CONTEXT": the URL it was opened with, for
+ * messages ("" for NULL). */
+const char *store_url(const store *st);
+/* This store_open() created the store (sqlite with opts->create: the file
+ * did not exist, or was empty). */
+bool store_created(const store *st);
+
+/* Is the store still the one store_open() opened? sqlite: PATH must still
+ * name the file that was opened (same device and inode: a file moved
+ * away, replaced or removed under a running process is not; the process
+ * would go on reading and writing the old, unlinked file), and, after
+ * store_claim_name(), the store must still record that controller name
+ * (store_served_by). SC_OK, or SC_ERR_CONFLICT with a message naming the
+ * path and what changed. A new file at PATH is never adopted: only the
+ * old file coming back (moved back) makes it SC_OK again. A failed read of
+ * the recorded name (busy, I/O) is not a change: SC_OK. kube: always SC_OK
+ * (the API server is the store; there is no file to lose). Cheap (one
+ * stat(2) and one small SELECT): the controller calls it before every
+ * pass. */
+sc_err store_check_identity(store *st, sc_errbuf *eb);
+
+/* The controller a store is served by: one controller name per store
+ * (docs/store.md, "Which store"). Owned strings; store_served_by_clear()
+ * frees them. */
+typedef struct store_served_by {
+  char *name;            /* the controller name (lea.managed-by) */
+  int64_t since_ms;      /* wall clock when that name was recorded */
+  char **adopted;        /* names the store was renamed from, oldest first:
+                            their sandboxes are this controller's too */
+  size_t n_adopted;
+  bool recorded;         /* false: the backend records no name (kube) */
+} store_served_by;
+void store_served_by_clear(store_served_by *sb);
+
+/* Claim the store for controller `name` (the controller, at start):
+ *  - no name recorded yet: records name;
+ *  - name recorded: SC_OK (replicas and restarts share one name);
+ *  - another name recorded and adopt_from equal to it: the rename
+ *    migration: records name, appends the old name to adopted;
+ *  - another name recorded otherwise: SC_ERR_CONFLICT, "store URL is
+ *    served by controller 'a' (since T); refusing to start as 'b'; to
+ *    rename use --adopt-from a".
+ * adopt_from naming a name already in adopted is accepted (a second
+ * replica started with the same flags). *out (may be NULL) gets the
+ * record as it stands after the claim. Backends that record no name
+ * (kube) answer SC_OK with out->recorded false and name set to `name`. */
+sc_err store_claim_name(store *st, const char *name, const char *adopt_from,
+                        store_served_by *out, sc_errbuf *eb);
+/* Read the record without changing it (sessionctl, tests); SC_OK with
+ * out->name NULL when none is recorded. */
+sc_err store_served_by_get(store *st, store_served_by *out, sc_errbuf *eb);
 
 typedef struct store_list_opts {
   const char *namespace_;   /* NULL = all namespaces */

@@ -56,6 +56,13 @@ typedef struct store_ops {
                         const char *expected_version, store_reply_cb cb,
                         void *ud, sc_errbuf *eb);
   size_t (*async_inflight)(const store *st);
+  /* Optional (NULL: the backend has no file to lose, SC_OK). */
+  sc_err (*check_identity)(store *st, sc_errbuf *eb);
+  /* Optional (NULL: no name is recorded; store.c answers SC_OK with
+   * out->recorded false). The semantics of store.h. */
+  sc_err (*claim_name)(store *st, const char *name, const char *adopt_from,
+                       store_served_by *out, sc_errbuf *eb);
+  sc_err (*served_by_get)(store *st, store_served_by *out, sc_errbuf *eb);
 } store_ops;
 
 struct store_deferred;
@@ -67,6 +74,8 @@ struct store {
   struct event_base *base;
   struct store_deferred *deferred;
   size_t n_deferred;
+  char *url;            /* set by store_open(): the URL, for messages */
+  bool created;         /* set by the backend: this open created it */
 };
 
 struct store_watch {

@@ -1697,7 +1697,9 @@ static void k_close(store *st)
 static const store_ops kube_ops = {
   "kube", k_close, k_list, k_get, k_apply, k_update_spec, k_update_status,
   k_delete, k_purge, k_watch_start, k_watch_stop, k_list_async, k_get_async,
-  k_update_status_async, k_purge_async, k_async_inflight
+  k_update_status_async, k_purge_async, k_async_inflight,
+  NULL, /* no file to lose: the API server is the store */
+  NULL, NULL /* no controller name recorded (docs/store.md) */
 };
 
 /* a kube_http client on base with a copy of k's connection */

@@ -80,6 +80,10 @@ typedef struct sq_store {
   int64_t keep;              /* history rows kept */
   int64_t slack;             /* compaction runs once keep+slack is passed */
   sq_watch *watches;         /* running watches, to free on close */
+  char *path;                /* as given, for the identity check */
+  dev_t dev;                 /* the file opened (stat before and after */
+  ino_t ino;                 /* the open agreed) */
+  char *claimed;             /* the controller name claimed, or NULL */
 } sq_store;
 
 struct sq_watch {
@@ -520,7 +524,7 @@ static sc_err check_schema(sq_store *s, int64_t *version, sc_errbuf *eb)
   return SC_OK;
 }
 
-static sc_err init_db(sq_store *s, sc_errbuf *eb)
+static sc_err init_db(sq_store *s, bool may_create, sc_errbuf *eb)
 {
   int64_t version = 0;
   sqlite3_stmt *q;
@@ -537,6 +541,9 @@ static sc_err init_db(sq_store *s, sc_errbuf *eb)
   err = check_schema(s, &version, eb);
   if(err)
     return err;
+  if(!version && !may_create)
+    return sc_errf(eb, SC_ERR_NOT_FOUND, "%s: the file is empty: no session "
+                   "store yet (left untouched)", s->label);
 
   /* Switching to WAL needs the file to itself, and SQLite answers BUSY at
    * once, without its busy handler, while another process is creating or
@@ -585,8 +592,12 @@ static sc_err init_db(sq_store *s, sc_errbuf *eb)
     err = sq_exec(s, sq_schema, "create the schema", eb);
     if(!err)
       err = sq_exec(s, "PRAGMA user_version = 1", "create the schema", eb);
+    s->base.created = !err;
   }
-  return tx_end(s, err, "create the schema", eb);
+  err = tx_end(s, err, "create the schema", eb);
+  if(err)
+    s->base.created = false;
+  return err;
 }
 
 /* Create the file ourselves so that it gets mode 0600 whatever the umask;
@@ -617,6 +628,22 @@ static sc_err create_file(const char *label, const char *path,
   return SC_OK;
 }
 
+/* Without opts->create: the file must be there (a mistyped path must not
+ * become an empty store); nothing is created. */
+static sc_err must_exist(const char *label, const char *path, sc_errbuf *eb)
+{
+  struct stat sb;
+  if(stat(path, &sb)) {
+    if(errno == ENOENT || errno == ENOTDIR)
+      return sc_errf(eb, SC_ERR_NOT_FOUND, "%s: no store at %s (%s); "
+                     "nothing was created", label, path, strerror(errno));
+    return sc_errf(eb, SC_ERR_IO, "%s: %s", label, strerror(errno));
+  }
+  if(!S_ISREG(sb.st_mode))
+    return sc_errf(eb, SC_ERR_INVALID, "%s: not a regular file", label);
+  return SC_OK;
+}
+
 static void sq_close(store *base);
 
 sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
@@ -624,6 +651,7 @@ sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
 {
   sq_store *s;
   size_t len = strlen(path) + 8;
+  struct stat before, after;
   sc_err err;
   int rc;
 
@@ -649,18 +677,40 @@ sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
   if(s->slack > 100)
     s->slack = 100;
 
-  err = create_file(s->label, path, eb);
+  s->path = strdup(path);
+  if(!s->path) {
+    err = SC_ERR_NOMEM;
+    goto fail;
+  }
+  if(opts->create)
+    err = create_file(s->label, path, eb);
+  else
+    err = must_exist(s->label, path, eb);
   if(err)
     goto fail;
+  /* the file's identity: the same before and after SQLite opened it, so
+   * it is the file SQLite has open (store_check_identity compares) */
+  if(stat(path, &before)) {
+    err = sc_errf(eb, SC_ERR_IO, "%s: %s", s->label, strerror(errno));
+    goto fail;
+  }
   rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE |
                        SQLITE_OPEN_NOMUTEX, NULL);
   if(rc != SQLITE_OK) {
     err = sq_fail(s, rc, "open", eb);
     goto fail;
   }
-  err = init_db(s, eb);
+  err = init_db(s, opts->create, eb);
   if(err)
     goto fail;
+  if(stat(path, &after) || after.st_dev != before.st_dev ||
+     after.st_ino != before.st_ino) {
+    err = sc_errf(eb, SC_ERR_IO, "%s: the file was moved or replaced while "
+                  "it was being opened", s->label);
+    goto fail;
+  }
+  s->dev = before.st_dev;
+  s->ino = before.st_ino;
   *out = &s->base;
   return SC_OK;
 fail:
@@ -677,6 +727,8 @@ static void sq_close(store *base)
     watch_free(s->watches);
   sqlite3_close_v2(s->db);
   free(s->label);
+  free(s->path);
+  free(s->claimed);
   free(s);
 }
 
@@ -1252,10 +1304,229 @@ static void sq_watch_stop(store_watch *base)
   watch_free(w);
 }
 
+/* --- identity and the controller's name --- */
+
+static sc_err sq_check_identity(store *base, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  struct stat sb;
+  sqlite3_stmt *q = NULL;
+  sc_err err = SC_OK;
+  if(stat(s->path, &sb))
+    return sc_errf(eb, SC_ERR_CONFLICT, "%s: the store file is gone from "
+                   "its path (moved or removed: %s); this process still "
+                   "has the old file open and must not use it", s->label,
+                   strerror(errno));
+  if(sb.st_dev != s->dev || sb.st_ino != s->ino)
+    return sc_errf(eb, SC_ERR_CONFLICT, "%s: the path now names another "
+                   "file (device %llu inode %llu; the store opened was "
+                   "device %llu inode %llu): the store was replaced; a "
+                   "restart adopts the new file", s->label,
+                   (unsigned long long)sb.st_dev,
+                   (unsigned long long)sb.st_ino,
+                   (unsigned long long)s->dev, (unsigned long long)s->ino);
+  if(!s->claimed)
+    return SC_OK;
+  /* a failed read is no evidence of a change: SC_OK */
+  if(sqlite3_prepare_v2(s->db, "SELECT name FROM controller WHERE id = 1",
+                        -1, &q, NULL) == SQLITE_OK) {
+    int rc = sqlite3_step(q);
+    const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(q, 0)
+                                              : NULL;
+    if(rc == SQLITE_DONE || (rc == SQLITE_ROW &&
+                             strcmp(t ? (const char *)t : "", s->claimed)))
+      err = sc_errf(eb, SC_ERR_CONFLICT, "%s: the store is now served by "
+                    "controller '%s', not '%s' (renamed with --adopt-from?)",
+                    s->label, rc == SQLITE_ROW && t ? (const char *)t
+                                                    : "(none recorded)",
+                    s->claimed);
+  }
+  sqlite3_finalize(q);
+  return err;
+}
+
+static const char sq_controller_table[] =
+  "CREATE TABLE IF NOT EXISTS controller("
+  " id INTEGER PRIMARY KEY CHECK (id = 1),"
+  " name TEXT NOT NULL,"      /* the controller serving the store */
+  " since_ms INTEGER NOT NULL," /* wall clock when name was recorded */
+  " adopted TEXT NOT NULL"    /* JSON array of the names it replaced */
+  ")";
+
+static sc_err adopted_from_json(sq_store *s, const char *txt,
+                                store_served_by *out, sc_errbuf *eb)
+{
+  json_object *o = json_tokener_parse(txt ? txt : "");
+  size_t i, n;
+  sc_err err = SC_OK;
+  if(!o || json_object_get_type(o) != json_type_array) {
+    json_object_put(o);
+    return sc_errf(eb, SC_ERR_INVALID, "%s: controller.adopted is not a "
+                   "JSON array", s->label);
+  }
+  n = json_object_array_length(o);
+  out->adopted = calloc(n ? n : 1, sizeof(*out->adopted));
+  if(!out->adopted)
+    err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  for(i = 0; !err && i < n; i++) {
+    json_object *v = json_object_array_get_idx(o, i);
+    if(json_object_get_type(v) != json_type_string) {
+      err = sc_errf(eb, SC_ERR_INVALID, "%s: controller.adopted[%zu] is not "
+                    "a string", s->label, i);
+      break;
+    }
+    out->adopted[i] = strdup(json_object_get_string(v));
+    if(!out->adopted[i])
+      err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    else
+      out->n_adopted++;
+  }
+  json_object_put(o);
+  return err;
+}
+
+/* The recorded row into out (out->name NULL: none, or no table yet). */
+static sc_err read_served_by(sq_store *s, store_served_by *out,
+                             sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  int64_t tables = 0;
+  sc_err err;
+  int rc;
+  memset(out, 0, sizeof(*out));
+  out->recorded = true;
+  err = pragma_int(s, "SELECT count(*) FROM sqlite_master WHERE type = "
+                   "'table' AND name = 'controller'", &tables, eb);
+  if(err || !tables)
+    return err;
+  err = sq_prep(s, "SELECT name, since_ms, adopted FROM controller"
+                   " WHERE id = 1", &q, "read the controller name", eb);
+  if(err)
+    return err;
+  rc = sqlite3_step(q);
+  if(rc == SQLITE_ROW) {
+    err = dup_col(q, 0, &out->name);
+    if(err)
+      err = sc_errf(eb, err, "out of memory");
+    out->since_ms = sqlite3_column_int64(q, 1);
+    if(!err)
+      err = adopted_from_json(s, (const char *)sqlite3_column_text(q, 2),
+                              out, eb);
+  }
+  else if(rc != SQLITE_DONE)
+    err = sq_fail(s, rc, "read the controller name", eb);
+  sqlite3_finalize(q);
+  if(err) {
+    store_served_by_clear(out);
+    out->recorded = true;
+  }
+  return err;
+}
+
+static sc_err sq_served_by_get(store *base, store_served_by *out,
+                               sc_errbuf *eb)
+{
+  return read_served_by((sq_store *)base, out, eb);
+}
+
+static bool name_in(const store_served_by *sb, const char *name)
+{
+  size_t i;
+  for(i = 0; i < sb->n_adopted; i++)
+    if(!strcmp(sb->adopted[i], name))
+      return true;
+  return false;
+}
+
+/* Write the row: name, since (0: now), and adopted = old's list + add
+ * (when not there), less name itself. */
+static sc_err write_served_by(sq_store *s, const char *name, int64_t since,
+                              const store_served_by *old, const char *add,
+                              sc_errbuf *eb)
+{
+  json_object *arr = json_object_new_array();
+  sqlite3_stmt *q;
+  size_t i;
+  sc_err err = SC_OK;
+  if(!arr)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  for(i = 0; old && i < old->n_adopted; i++)
+    if(strcmp(old->adopted[i], name) &&
+       json_object_array_add(arr, json_object_new_string(old->adopted[i])))
+      err = SC_ERR_NOMEM;
+  if(add && strcmp(add, name) && !(old && name_in(old, add)) &&
+     json_object_array_add(arr, json_object_new_string(add)))
+    err = SC_ERR_NOMEM;
+  if(err) {
+    json_object_put(arr);
+    return sc_errf(eb, err, "out of memory");
+  }
+  err = sq_prep(s, "INSERT OR REPLACE INTO controller(id, name, since_ms, "
+                   "adopted) VALUES(1, ?1, ?2, ?3)", &q,
+                "record the controller name", eb);
+  if(!err) {
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, since ? since : sctime_wall_ms());
+    sqlite3_bind_text(q, 3, json_object_to_json_string_ext(
+                              arr, JSON_C_TO_STRING_PLAIN), -1,
+                      SQLITE_TRANSIENT);
+    err = sq_done(s, q, "record the controller name", eb);
+  }
+  json_object_put(arr);
+  return err;
+}
+
+static sc_err sq_claim_name(store *base, const char *name,
+                            const char *adopt_from, store_served_by *out,
+                            sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  store_served_by cur;
+  const char *what = "claim the store for a controller name";
+  sc_err err;
+  memset(&cur, 0, sizeof(cur));
+  err = tx_begin(s, what, eb);
+  if(!err)
+    err = sq_exec(s, sq_controller_table, what, eb);
+  if(!err)
+    err = read_served_by(s, &cur, eb);
+  if(!err && cur.name && strcmp(cur.name, name) &&
+     !(adopt_from && !strcmp(adopt_from, cur.name))) {
+    char since[SCTIME_RFC3339_MAX];
+    sctime_format_rfc3339(cur.since_ms, since, sizeof(since));
+    err = sc_errf(eb, SC_ERR_CONFLICT, "store %s is served by controller "
+                  "'%s' (since %s); refusing to start as '%s'; to rename "
+                  "use --adopt-from %s", s->label, cur.name, since, name,
+                  cur.name);
+  }
+  else if(!err && (!cur.name || strcmp(cur.name, name) ||
+                   (adopt_from && !name_in(&cur, adopt_from))))
+  {
+    /* a first claim, the rename, or one more name adopted (the name
+     * stays, and so does its since) */
+    bool rename = cur.name && strcmp(cur.name, name);
+    err = write_served_by(s, name, cur.name && !rename ? cur.since_ms : 0,
+                          cur.name ? &cur : NULL,
+                          rename ? cur.name : adopt_from, eb);
+  }
+  err = tx_end(s, err, what, eb);
+  store_served_by_clear(&cur);
+  if(!err)
+    err = read_served_by(s, out, eb);
+  if(!err) {
+    free(s->claimed);
+    s->claimed = strdup(name);
+    if(!s->claimed)
+      err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  return err;
+}
+
 static const store_ops sq_ops = {
   "sqlite",          sq_close,         sq_list,   sq_get,
   sq_apply,          sq_update_spec,   sq_update_status,
   sq_delete,         sq_purge,         sq_watch_start,
   sq_watch_stop,
   NULL, NULL, NULL, NULL, NULL, /* no I/O to wait for: store.c answers */
+  sq_check_identity, sq_claim_name, sq_served_by_get,
 };

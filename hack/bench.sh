@@ -89,7 +89,7 @@ start_sim() {
 start_ctl() {
   l=$1; db=$2; shift 2
   "$B/session-controller" --store "sqlite:$db" --cube-url "$SIM" \
-    --metrics-addr 127.0.0.1:0 --replica "bench-$l" "$@" 2>"$T/$l.log" &
+    --metrics-addr 127.0.0.1:0 --replica "bench-$l" --create-store "$@" 2>"$T/$l.log" &
   CTL_PID=$!
   PIDS="$PIDS $CTL_PID"
   MET=""

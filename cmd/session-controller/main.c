@@ -41,8 +41,11 @@ static bool hook_healthy(void *ud, const char **why)
   return reconciler_healthy(ud, why);
 }
 
-static bool hook_ready(void *ud)
+static bool hook_ready(void *ud, const char **why)
 {
+  *why = reconciler_store_lost(ud);
+  if(!*why)
+    *why = reconciler_cube_key_refused(ud);
   return reconciler_ready(ud);
 }
 
@@ -142,6 +145,33 @@ static sc_err kube_setup(app *a, const config *cfg, store *st,
   return SC_OK;
 }
 
+/* One controller name per store: record ours, or refuse a store another
+ * name serves (unless --adopt-from renames it); the names it was renamed
+ * from are ours too (their sandboxes keep their tags). */
+static sc_err claim_store(app *a, store *st, const config *cfg,
+                          store_served_by *served)
+{
+  sc_errbuf eb;
+  size_t i;
+  sc_err err;
+  eb.msg[0] = '\0';
+  err = store_claim_name(st, cfg->name, cfg->adopt_from, served, &eb);
+  if(err) {
+    log_kv(a->lg, LOG_ERROR, "refusing to start", "store", cfg->store,
+           "name", cfg->name, "error", eb.msg, NULL);
+    return err;
+  }
+  if(!served->recorded)
+    log_kv(a->lg, LOG_INFO, "this store records no controller name: "
+           "one name per store is not enforced (docs/store.md)", "store",
+           cfg->store, NULL);
+  for(i = 0; i < served->n_adopted; i++)
+    log_kv(a->lg, LOG_INFO, "sandboxes of a former name are this "
+           "controller's too", "former_name", served->adopted[i], "name",
+           cfg->name, NULL);
+  return SC_OK;
+}
+
 static bool mentions_e2b(const char *s)
 {
   for(; *s; s++)
@@ -165,6 +195,7 @@ int main(int argc, char **argv)
   app a;
   store *st = NULL;
   store_open_opts so;
+  store_served_by served;
   cube_client *cube = NULL;
   cube_client_opts co;
   metrics *m = NULL;
@@ -177,6 +208,7 @@ int main(int argc, char **argv)
   struct timeval tick = {0, 100000};
 
   memset(&a, 0, sizeof(a));
+  memset(&served, 0, sizeof(served));
   eb.msg[0] = '\0';
   if(config_parse(&cfg, argc, argv, &eb)) {
     fprintf(stderr, "session-controller: %s\nRun 'session-controller --help' "
@@ -231,11 +263,22 @@ int main(int argc, char **argv)
   so.namespace_ = cfg.namespace_;
   so.add_finalizer = true; /* the controller: deletion waits for it */
   so.watch_timeout_s = (int)(cfg.watch_timeout_ms / 1000);
-  if(store_open(cfg.store, &so, &st, &eb)) {
-    log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
-           "error", eb.msg, NULL);
-    goto out;
+  so.create = cfg.create_store;
+  {
+    sc_err err = store_open(cfg.store, &so, &st, &eb);
+    if(err) {
+      log_kv(a.lg, LOG_ERROR, "cannot open the store", "store", cfg.store,
+             "error", eb.msg, "hint", err == SC_ERR_NOT_FOUND
+               ? "check the path; --create-store creates an empty store"
+               : "", NULL);
+      goto out;
+    }
   }
+  if(store_created(st))
+    log_kv(a.lg, LOG_INFO, "created store (--create-store)", "store",
+           cfg.store, NULL);
+  if(claim_store(&a, st, &cfg, &served))
+    goto out;
   if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
     if(kube_setup(&a, &cfg, st, replica, ua, &kh, &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",
@@ -280,6 +323,8 @@ int main(int argc, char **argv)
   ro.plan.force = cfg.force;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
+  ro.plan.adopted_names = (const char *const *)served.adopted;
+  ro.plan.n_adopted_names = served.n_adopted;
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;
@@ -344,6 +389,7 @@ out:
     event_free(a.poll);
   audit_close(au);
   store_close(st);
+  store_served_by_clear(&served);
   metrics_free(m);
   if(a.base)
     event_base_free(a.base);

@@ -165,7 +165,7 @@ int ctl_cmd_apply(ctl_env *env, int argc, char **argv)
   for(i = 0; i < set.n; i++)
     objs[i] = set.items[i].s;
   /* only now, with every object valid, is the store opened */
-  st = ctl_open_store(env, NULL);
+  st = ctl_open_store(env, NULL, true);
   if(!st) {
     rc = CTL_EXIT_FAIL;
     goto out;

@@ -166,7 +166,7 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
     manifest_set_free(&set);
     return CTL_EXIT_FAIL;
   }
-  st = ctl_open_store(env, NULL);
+  st = ctl_open_store(env, NULL, false);
   if(!st) {
     manifest_set_free(&set);
     return CTL_EXIT_FAIL;
@@ -323,7 +323,7 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
     return ctl_usage_error("wake: give a session NAME");
   if(!ctl_check_namespace(ns))
     return CTL_EXIT_USAGE;
-  st = ctl_open_store(env, NULL);
+  st = ctl_open_store(env, NULL, false);
   if(!st)
     return CTL_EXIT_FAIL;
   for(i = 0; i < n_names; i++) {

@@ -74,7 +74,7 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
                            "NAME");
   if(!ctl_check_namespace(ns))
     return CTL_EXIT_USAGE;
-  st = ctl_open_store(env, NULL);
+  st = ctl_open_store(env, NULL, false);
   if(!st)
     return CTL_EXIT_FAIL;
   dynbuf_init(&out, 16 * 1024 * 1024);

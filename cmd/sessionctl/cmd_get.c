@@ -232,7 +232,7 @@ static int print_list(ctl_get *g, session *const *objs, size_t n,
 
 static int get_once(ctl_env *env, ctl_get *g)
 {
-  store *st = ctl_open_store(env, NULL);
+  store *st = ctl_open_store(env, NULL, false);
   store_list_result res;
   store_list_opts lo;
   session **found = NULL;

@@ -317,7 +317,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     key = strdup(e);
 
   pr.rc = CTL_EXIT_FAIL;
-  st = ctl_open_store(env, NULL);
+  st = ctl_open_store(env, NULL, false);
   if(!st)
     goto out;
   err = store_list(st, &lo, &pr.list, &eb);

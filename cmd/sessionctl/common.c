@@ -69,7 +69,8 @@ static bool parse_url_opts(const char *q, store_open_opts *o)
   return true;
 }
 
-store *ctl_open_store(const ctl_env *env, struct event_base *base)
+store *ctl_open_store(const ctl_env *env, struct event_base *base,
+                      bool may_create)
 {
   store_open_opts o;
   sc_errbuf eb;
@@ -79,6 +80,7 @@ store *ctl_open_store(const ctl_env *env, struct event_base *base)
   char *url;
   memset(&o, 0, sizeof(o));
   o.base = base;
+  o.create = may_create;
   o.user_agent = "sessionctl/" SC_VERSION; /* the API server's audit log */
   eb.msg[0] = 0;
   url = q ? strndup(env->store_url, (size_t)(q - env->store_url))
@@ -94,10 +96,14 @@ store *ctl_open_store(const ctl_env *env, struct event_base *base)
   err = store_open(url, &o, &st, &eb);
   free(url);
   if(err) {
-    fprintf(stderr, "error: cannot open store %s: %s\n", env->store_url,
-            eb.msg[0] ? eb.msg : sc_strerror(err));
+    fprintf(stderr, "error: cannot open store %s: %s%s\n", env->store_url,
+            eb.msg[0] ? eb.msg : sc_strerror(err),
+            err == SC_ERR_NOT_FOUND && !may_create
+              ? " (sessionctl apply creates a store)" : "");
     return NULL;
   }
+  if(store_created(st))
+    fprintf(stderr, "created store %s\n", store_url(st));
   return st;
 }
 

@@ -86,8 +86,12 @@ struct event_base;
  * of errors found (also printed to stderr, one per line). */
 size_t ctl_read_manifests(const char *const *paths, size_t n,
                           struct manifest_set *set);
-/* Open env->store_url; on failure print "error: ..." and return NULL. */
-struct store *ctl_open_store(const ctl_env *env, struct event_base *base);
+/* Open env->store_url; on failure print "error: ..." and return NULL.
+ * Only apply passes may_create: every other command fails on a store that
+ * does not exist (naming it) and creates nothing; a created store is
+ * reported on stderr ("created store sqlite:PATH"). */
+struct store *ctl_open_store(const ctl_env *env, struct event_base *base,
+                             bool may_create);
 /* Print "error: MSG" for a failed store call (with a retry hint when the
  * store was busy); returns CTL_EXIT_FAIL. */
 int ctl_store_error(sc_err err, const sc_errbuf *eb);

@@ -293,7 +293,7 @@ int ctl_get_watch(ctl_env *env, ctl_get *g)
     c.rc = CTL_EXIT_FAIL;
     goto out;
   }
-  c.st = ctl_open_store(env, c.base);
+  c.st = ctl_open_store(env, c.base, false);
   if(!c.st) {
     c.rc = CTL_EXIT_FAIL;
     goto out;

@@ -429,6 +429,7 @@ int main(int argc, char **argv)
   curl_global_init(CURL_GLOBAL_DEFAULT);
   d.curl = curl_easy_init();
   memset(&so, 0, sizeof(so));
+  so.create = true; /* the driver writes the sessions, as sessionctl apply */
   if(store_open(store_url, &so, &d.st, &eb)) {
     fprintf(stderr, "driver: %s\n", eb.msg);
     return 1;

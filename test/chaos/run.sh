@@ -86,7 +86,7 @@ start_replica() {
   sk=$1
   FAKETIME="$sk" LD_PRELOAD="$ftlib" bin/session-controller --store "sqlite:$D/sessions.db" \
     --cube-url "$SIM" --metrics-addr 127.0.0.1:0 --resync "${resync}s" \
-    --replica "r$i$sk" --audit-log "$D/audit-r$i.jsonl" --log-level warn \
+    --replica "r$i$sk" --create-store --audit-log "$D/audit-r$i.jsonl" --log-level warn \
     2>>"$D/r$i.log" &
   eval "RPID_$i=$!"
   PIDS="$PIDS $!"

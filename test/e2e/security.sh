@@ -159,12 +159,12 @@ if command -v openssl >/dev/null 2>&1; then
   else
     rm -f "$T/sessions.db"*
     timeout 20 "$BINDIR/session-controller" --store "$STORE" --cube-url "https://127.0.0.1:$sport" \
-      --metrics-addr "" --once 2>"$T/tls-noca.log"
+      --metrics-addr "" --create-store --once 2>"$T/tls-noca.log"
     rc=$?
     check "TLS without --cube-ca: --once fails (exit 1)" test "$rc" = 1
     check "TLS without --cube-ca: certificate error logged" grep -q 'curl error 60: SSL certificate problem: self-signed certificate' "$T/tls-noca.log"
     timeout 20 "$BINDIR/session-controller" --store "$STORE" --cube-url "https://127.0.0.1:$sport" \
-      --metrics-addr "" --once --cube-ca "$T/tls.crt" 2>"$T/tls-ca.log"
+      --metrics-addr "" --create-store --once --cube-ca "$T/tls.crt" 2>"$T/tls-ca.log"
     check "TLS with --cube-ca: no certificate error" sh -c "! grep -q 'curl error 60\|SSL' '$T/tls-ca.log'"
     # s_server -www answers with an HTML page: past TLS, refused as JSON
     check "TLS with --cube-ca: the HTTP answer was read" grep -q 'GET /v2/sandboxes: page 1: body: invalid JSON' "$T/tls-ca.log"

@@ -1673,6 +1673,65 @@ TEST(template_change_is_said_in_a_condition)
   CHECK_STR(cond_status(&p_sess(p, s)->status, "UpToDate"), "True");
   plan_free(p);
   w_del(w);
+/* ---------- a renamed controller (plan_config.adopted_names) ---------- */
+
+/* Sandboxes tagged with a former name are ours: a linked one is owned (no
+ * SandboxMismatch), an unlinked one is joined by its tags (no create),
+ * an Ended session's is deleted, one nobody wants is an orphan. Without
+ * the adopted name each is another controller's and left alone. */
+TEST(adopted_names_are_ours)
+{
+  static const char *const former[] = {"old-name"};
+  int adopt;
+  for(adopt = 0; adopt < 2; adopt++) {
+    world *w = w_new();
+    session *a = w_sess(w, "t1", "a", ACT);
+    session *e = w_sess(w, "t1", "e", END);
+    plan *p;
+    w_sess(w, "t1", "j", ACT);
+    if(adopt) {
+      w->cfg.adopted_names = former;
+      w->cfg.n_adopted_names = 1;
+    }
+    w_link(a, "sb-a");
+    w_link(e, "sb-e");
+    w_sb_mb(w, "sb-a", SBR, NOW + MIN_MS, "t1", "a", "old-name");
+    w_sb_mb(w, "sb-e", SBR, NOW + MIN_MS, "t1", "e", "old-name");
+    w_sb_mb(w, "sb-j", SBR, NOW + MIN_MS, "t1", "j", "old-name");
+    w_sb_mb(w, "sb-o", SBP, NOW - HOUR_MS, "t1", "gone", "old-name");
+    w_sb_mb(w, "sb-x", SBP, NOW - HOUR_MS, "t1", "x", "someone-else");
+    p = w_plan(w);
+    CHECK(p);
+    if(adopt) {
+      CHECK(strcmp(cond_status(&p->sessions[0].status, "Conflict"), "True"));
+      CHECK(p_find(p, PLAN_DELETE, "sb-e"));
+      CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 0);
+      CHECK_STR(p->sessions[2].status.sandbox_id, "sb-j");
+      CHECK(p_find(p, PLAN_DELETE, "sb-o"));
+      CHECK_INT(p->n_managed, 4);
+    }
+    else {
+      CHECK_STR(cond_reason(&p->sessions[0].status, "Conflict"),
+                "SandboxMismatch");
+      CHECK(!p_find(p, PLAN_DELETE, "sb-e"));
+      CHECK(!p_find(p, PLAN_DELETE, "sb-o"));
+      CHECK_INT(p_count(p, PLAN_CREATE, PLAN_DEL_NONE), 1); /* j */
+      CHECK_INT(p->n_managed, 0);
+    }
+    CHECK(!p_find(p, PLAN_DELETE, "sb-x")); /* never another name's */
+    plan_free(p);
+    w_del(w);
+  }
+  {
+    plan_config c;
+    plan_config_defaults(&c);
+    CHECK(plan_config_owns(&c, "session-controller"));
+    CHECK(!plan_config_owns(&c, "old-name"));
+    c.adopted_names = former;
+    c.n_adopted_names = 1;
+    CHECK(plan_config_owns(&c, "old-name"));
+    CHECK(!plan_config_owns(&c, "old"));
+  }
 }
 
 TEST_LIST = {
@@ -1729,6 +1788,7 @@ TEST_LIST = {
   T(rule12_uid_tag_checked_on_tags_and_link),
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),
   T(template_change_is_said_in_a_condition),
+  T(adopted_names_are_ours),
   {0},
 };
 

@@ -68,6 +68,7 @@ static store *open_store(const tmp *t, struct event_base *b, int keep)
   store *st = NULL;
   sc_errbuf eb;
   o.base = b;
+  o.create = true;
   o.poll_interval_ms = 5;
   o.history_keep = keep;
   if(store_open(t->url, &o, &st, &eb)) {
@@ -205,7 +206,7 @@ TEST(bad_urls)
     {"", SC_ERR_INVALID, "empty"},
     {"sqlite:", SC_ERR_INVALID, "no database path"},
     {"mysql://x", SC_ERR_INVALID, "unknown store URL"},
-    {"sqlite:/nonexistent-dir-sc/x.db", SC_ERR_IO, "cannot create"},
+    {"sqlite:/nonexistent-dir-sc/x.db", SC_ERR_NOT_FOUND, "no store at"},
   };
   size_t i;
   for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -683,6 +684,7 @@ TEST(busy_reported)
   int64_t t0;
   CHECK(!tmp_make(&t));
   o.busy_timeout_ms = 100;
+  o.create = true;
   CHECK_OK(store_open(t.url, &o, &st, &eb));
   CHECK_INT(sqlite3_open(t.path, &db), SQLITE_OK);
   CHECK_INT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
@@ -1551,6 +1553,244 @@ TEST(async_calls_need_a_loop)
   tmp_clean(&t);
 }
 
+/* --- open modes, identity, the controller's name --- */
+
+/* The number of entries of dir besides . and .. */
+static int dir_entries(const char *dir)
+{
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  if(!d)
+    return -1;
+  while((e = readdir(d)))
+    if(strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+TEST(open_must_exist_unless_create)
+{
+  tmp t;
+  store *st = (store *)1;
+  store_open_opts o = {0};
+  sc_errbuf eb;
+  char url[400];
+  struct stat sb;
+  int fd;
+  CHECK(!tmp_make(&t));
+
+  /* a missing file: NOT_FOUND naming the path, nothing created */
+  eb.msg[0] = 0;
+  CHECK_INT(store_open(t.url, &o, &st, &eb), SC_ERR_NOT_FOUND);
+  CHECK(st == NULL);
+  CHECK_MSG(strstr(eb.msg, t.path) && strstr(eb.msg, "no store at"),
+            "msg: %s", eb.msg);
+  CHECK_INT(dir_entries(t.dir), 0); /* no PATH, PATH-wal, PATH-shm */
+  CHECK_INT(store_open(t.url, NULL, &st, &eb), SC_ERR_NOT_FOUND);
+  CHECK_INT(dir_entries(t.dir), 0);
+
+  /* a missing directory: the same */
+  snprintf(url, sizeof(url), "sqlite:%s/no-such-dir/s.db", t.dir);
+  CHECK_INT(store_open(url, &o, &st, &eb), SC_ERR_NOT_FOUND);
+  CHECK_MSG(strstr(eb.msg, "no-such-dir/s.db"), "msg: %s", eb.msg);
+  o.create = true; /* create does not make directories */
+  CHECK_INT(store_open(url, &o, &st, &eb), SC_ERR_IO);
+  CHECK_MSG(strstr(eb.msg, "cannot create"), "msg: %s", eb.msg);
+  CHECK_INT(dir_entries(t.dir), 0);
+  o.create = false;
+
+  /* an empty file (touch): no store yet; left as it is */
+  fd = open(t.path, O_WRONLY | O_CREAT, 0644);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK_INT(store_open(t.url, &o, &st, &eb), SC_ERR_NOT_FOUND);
+  CHECK_MSG(strstr(eb.msg, "empty") && strstr(eb.msg, t.path), "msg: %s",
+            eb.msg);
+  CHECK(!stat(t.path, &sb));
+  CHECK_INT(sb.st_size, 0);
+  CHECK_INT(dir_entries(t.dir), 1);
+  unlink(t.path);
+
+  /* create: made, and said so; the next open finds it */
+  o.create = true;
+  CHECK_OK(store_open(t.url, &o, &st, &eb));
+  CHECK(store_created(st));
+  CHECK_STR(store_url(st), t.url);
+  store_close(st);
+  CHECK_OK(store_open(t.url, &o, &st, &eb));
+  CHECK(!store_created(st)); /* it existed: create is a no-op */
+  store_close(st);
+  o.create = false;
+  CHECK_OK(store_open(t.url, &o, &st, &eb));
+  CHECK(!store_created(st));
+  store_close(st);
+
+  /* an empty file with create: the store is made in it */
+  unlink(t.path);
+  fd = open(t.path, O_WRONLY | O_CREAT, 0600);
+  CHECK(fd >= 0);
+  close(fd);
+  o.create = true;
+  CHECK_OK(store_open(t.url, &o, &st, &eb));
+  CHECK(store_created(st));
+  store_close(st);
+  CHECK_INT(sql_int(t.path, "PRAGMA user_version"), 1);
+  CHECK_STR(store_url(NULL), "");
+  CHECK(!store_created(NULL));
+  tmp_clean(&t);
+}
+
+TEST(identity_follows_the_file)
+{
+  tmp t;
+  store *st, *other;
+  sc_errbuf eb;
+  char moved[400], dir2[400];
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  CHECK_OK(store_check_identity(st, &eb));
+
+  /* moved away: not ours, naming the path; moved back: ours again */
+  snprintf(moved, sizeof(moved), "%s.moved", t.path);
+  CHECK(!rename(t.path, moved));
+  eb.msg[0] = 0;
+  CHECK_INT(store_check_identity(st, &eb), SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(eb.msg, t.url) && strstr(eb.msg, "gone"), "msg: %s",
+            eb.msg);
+  CHECK(!rename(moved, t.path));
+  CHECK_OK(store_check_identity(st, &eb));
+
+  /* replaced by a new store at the same path: never adopted */
+  CHECK(!rename(t.path, moved));
+  other = open_store(&t, NULL, 0);
+  CHECK(other);
+  CHECK_OK(store_check_identity(other, &eb));
+  eb.msg[0] = 0;
+  CHECK_INT(store_check_identity(st, &eb), SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(eb.msg, t.url) && strstr(eb.msg, "another file"),
+            "msg: %s", eb.msg);
+  store_close(other);
+  unlink(t.path);
+  CHECK(!rename(moved, t.path));
+  CHECK_OK(store_check_identity(st, &eb));
+
+  /* removed (its directory moved away too): gone */
+  snprintf(dir2, sizeof(dir2), "%s.gone", t.dir);
+  CHECK(!rename(t.dir, dir2));
+  CHECK_INT(store_check_identity(st, &eb), SC_ERR_CONFLICT);
+  CHECK(!rename(dir2, t.dir));
+  CHECK_OK(store_check_identity(st, &eb));
+  CHECK(!unlink(t.path));
+  CHECK_INT(store_check_identity(st, &eb), SC_ERR_CONFLICT);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+static bool served_has(const store_served_by *sb, const char *name)
+{
+  size_t i;
+  for(i = 0; i < sb->n_adopted; i++)
+    if(!strcmp(sb->adopted[i], name))
+      return true;
+  return false;
+}
+
+TEST(one_controller_name_per_store)
+{
+  tmp t;
+  store *a, *b, *c;
+  store_served_by sb;
+  sc_errbuf eb;
+  long long rev;
+  CHECK(!tmp_make(&t));
+  a = open_store(&t, NULL, 0);
+  b = open_store(&t, NULL, 0);
+  c = open_store(&t, NULL, 0);
+  CHECK(a && b && c);
+  rev = list_rev(a);
+  CHECK_OK(store_served_by_get(a, &sb, &eb));
+  CHECK(sb.name == NULL); /* none yet */
+  store_served_by_clear(&sb);
+
+  /* the first claim records the name; replicas of that name share it */
+  CHECK_OK(store_claim_name(a, "ctl-a", NULL, &sb, &eb));
+  CHECK_STR(sb.name, "ctl-a");
+  CHECK(sb.recorded && sb.n_adopted == 0 && sb.since_ms > 0);
+  store_served_by_clear(&sb);
+  CHECK_OK(store_claim_name(b, "ctl-a", NULL, NULL, &eb));
+  CHECK_OK(store_check_identity(a, &eb));
+
+  /* another name is refused, naming the first and the way to rename */
+  eb.msg[0] = 0;
+  CHECK_INT(store_claim_name(c, "ctl-b", NULL, &sb, &eb), SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(eb.msg, t.url) &&
+            strstr(eb.msg, "served by controller 'ctl-a' (since ") &&
+            strstr(eb.msg, "refusing to start as 'ctl-b'") &&
+            strstr(eb.msg, "--adopt-from ctl-a"), "msg: %s", eb.msg);
+  CHECK_INT(store_claim_name(c, "ctl-b", "ctl-x", NULL, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_INT(store_claim_name(c, "ctl-b", "ctl-b", NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_claim_name(c, "", NULL, NULL, &eb), SC_ERR_INVALID);
+
+  /* the rename: ctl-b adopts ctl-a; ctl-a's processes see the change */
+  CHECK_OK(store_claim_name(c, "ctl-b", "ctl-a", &sb, &eb));
+  CHECK_STR(sb.name, "ctl-b");
+  CHECK(sb.n_adopted == 1 && served_has(&sb, "ctl-a"));
+  store_served_by_clear(&sb);
+  eb.msg[0] = 0;
+  CHECK_INT(store_check_identity(a, &eb), SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(eb.msg, "now served by controller 'ctl-b', not 'ctl-a'"),
+            "msg: %s", eb.msg);
+  CHECK_INT(store_check_identity(b, &eb), SC_ERR_CONFLICT);
+  CHECK_OK(store_check_identity(c, &eb));
+  /* and the old name may not come back without its own rename */
+  CHECK_INT(store_claim_name(a, "ctl-a", NULL, NULL, &eb), SC_ERR_CONFLICT);
+
+  /* a later replica of ctl-b, with or without the flag: the adopted
+   * name comes from the store, once */
+  CHECK_OK(store_claim_name(b, "ctl-b", NULL, &sb, &eb));
+  CHECK(sb.n_adopted == 1 && served_has(&sb, "ctl-a"));
+  store_served_by_clear(&sb);
+  CHECK_OK(store_claim_name(b, "ctl-b", "ctl-a", &sb, &eb));
+  CHECK(sb.n_adopted == 1);
+  store_served_by_clear(&sb);
+
+  /* renamed again, and back: the list keeps every former name but the
+   * current one */
+  CHECK_OK(store_claim_name(b, "ctl-c", "ctl-b", &sb, &eb));
+  CHECK(sb.n_adopted == 2 && served_has(&sb, "ctl-a") &&
+        served_has(&sb, "ctl-b"));
+  store_served_by_clear(&sb);
+  CHECK_OK(store_claim_name(a, "ctl-a", "ctl-c", &sb, &eb));
+  CHECK_STR(sb.name, "ctl-a");
+  CHECK(sb.n_adopted == 2 && served_has(&sb, "ctl-b") &&
+        served_has(&sb, "ctl-c") && !served_has(&sb, "ctl-a"));
+  store_served_by_clear(&sb);
+  CHECK_OK(store_check_identity(a, &eb));
+
+  /* none of this is a session write: no revision, no watch event */
+  CHECK_INT(list_rev(a), rev);
+  store_close(a);
+  store_close(b);
+  store_close(c);
+
+  /* a store an older controller served (nothing recorded) is taken
+   * over with its former name adopted */
+  unlink(t.path);
+  a = open_store(&t, NULL, 0);
+  CHECK(a);
+  CHECK_OK(store_claim_name(a, "new", "old", &sb, &eb));
+  CHECK(sb.n_adopted == 1 && served_has(&sb, "old"));
+  store_served_by_clear(&sb);
+  store_served_by_clear(NULL);
+  store_close(a);
+  tmp_clean(&t);
+}
+
 TEST_LIST = {
   T(bad_urls),
   T(file_modes_0600),
@@ -1574,6 +1814,9 @@ TEST_LIST = {
   T(rev_and_key_helpers),
   T(async_calls_answer_from_the_loop),
   T(async_calls_need_a_loop),
+  T(open_must_exist_unless_create),
+  T(identity_follows_the_file),
+  T(one_controller_name_per_store),
   {0},
 };
 TEST_MAIN()

@@ -70,11 +70,12 @@ sim_state_of() { sim_truth | jq -r --arg s "$1" \
 STORE="sqlite:$T/sessions.db"
 ctl() { "$BINDIR/sessionctl" --store "$STORE" "$@"; }
 
-# start_controller NAME [ARGS...]: sets CTL_PID (log in $T/NAME.log)
+# start_controller NAME [ARGS...]: sets CTL_PID (log in $T/NAME.log); the
+# tests start on fresh stores: --create-store
 start_controller() {
   n=$1; shift
   "$BINDIR/session-controller" --store "$STORE" --cube-url "$SIM" \
-    --metrics-addr 127.0.0.1:0 --resync 1s --replica "$n" "$@" \
+    --metrics-addr 127.0.0.1:0 --resync 1s --replica "$n" --create-store "$@" \
     2>"$T/$n.log" &
   CTL_PID=$!
   PIDS="$PIDS $CTL_PID"
