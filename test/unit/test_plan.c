@@ -1673,6 +1673,8 @@ TEST(template_change_is_said_in_a_condition)
   CHECK_STR(cond_status(&p_sess(p, s)->status, "UpToDate"), "True");
   plan_free(p);
   w_del(w);
+}
+
 /* ---------- a renamed controller (plan_config.adopted_names) ---------- */
 
 /* Sandboxes tagged with a former name are ours: a linked one is owned (no
