@@ -377,6 +377,9 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   }
   else if((v = getenv("CUBE_API_KEY")) && *v) {
     c->cube_api_key = strdup(v);
+    /* read once; then out of the environment, so a child process (an
+     * exec credential plugin) or /proc/PID/environ does not carry it */
+    unsetenv("CUBE_API_KEY");
     if(!c->cube_api_key)
       return SC_ERR_NOMEM;
   }

@@ -13,6 +13,7 @@
  */
 #include "cube.h"
 #include "curlev.h"
+#include "../lib/redact.h"
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -136,30 +137,7 @@ void cube_client_opts_init(cube_client_opts *opts)
 /* Replace every occurrence of the API key in s (in place) by "***". */
 static void scrub(const cube_client *c, char *s, size_t size)
 {
-  size_t klen;
-  char *p;
-  if(!c->api_key || !(klen = strlen(c->api_key)))
-    return;
-  while((p = strstr(s, c->api_key))) {
-    size_t tail = strlen(p + klen) + 1;
-    if(klen >= 3) {
-      memcpy(p, "***", 3);
-      memmove(p + 3, p + klen, tail);
-    }
-    else { /* a tiny key: the message grows; keep it within size */
-      size_t used = (size_t)(p - s);
-      size_t room = size - used;
-      if(room < 3 + 1)
-        *p = '\0';
-      else {
-        if(tail > room - 3)
-          tail = room - 3;
-        memmove(p + 3, p + klen, tail);
-        memcpy(p, "***", 3);
-        s[size - 1] = '\0';
-      }
-    }
-  }
+  sc_redact(s, size, c->api_key);
 }
 
 static void call_msg(cube_call *k, sc_err err, const char *fmt, ...)
@@ -348,7 +326,10 @@ static bool take_token(cube_client *c, bool force)
   }
   if(!evtimer_pending(c->bucket_timer, NULL)) {
     double wait = (1.0 - c->tokens) * 1000.0 / c->qps;
-    long ms = (long)wait + 1;
+    long ms;
+    if(!(wait < 86400000.0)) /* a day at most: the cast stays defined */
+      wait = 86400000.0;
+    ms = (long)wait + 1;
     struct timeval tv;
     tv.tv_sec = ms / 1000;
     tv.tv_usec = (ms % 1000) * 1000;
@@ -507,6 +488,7 @@ static sc_err start(cube_call *k)
     curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
+  curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
   if(k->post) {
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, k->body ? k->body : "");
@@ -1120,8 +1102,12 @@ cube_client *cube_client_new(struct event_base *base,
             opts->max_inflight);
     return NULL;
   }
-  if(!(opts->qps >= 0) || opts->qps > 1e6) {
-    sc_errf(eb, SC_ERR_INVALID, "cube: qps %g is not 0..1000000", opts->qps);
+  /* a rate below 0.001/s would wait past what a timer (and a cast to
+   * long) can hold: 0 means no limit, anything else is 0.001..1000000 */
+  if(!(opts->qps >= 0) || opts->qps > 1e6 ||
+     (opts->qps > 0 && opts->qps < 0.001)) {
+    sc_errf(eb, SC_ERR_INVALID,
+            "cube: qps %g is not 0 (no limit) or 0.001..1000000", opts->qps);
     return NULL;
   }
   if(opts->api_key && !header_safe(opts->api_key)) {

@@ -1125,6 +1125,8 @@ void kube_conn_curl_tls(const kube_conn *c, const kube_auth *a,
   CURL *e = curl_easy;
   const char *cert = a && a->cert_pem ? a->cert_pem : c->cert_pem;
   const char *key = a && a->cert_pem ? a->key_pem : c->key_pem;
+  /* a floor, as the API server has: never SSLv3, TLS 1.0 or 1.1 */
+  curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
   if(c->ca_pem) {
     struct curl_blob b = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
     curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);

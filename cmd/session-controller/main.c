@@ -5,6 +5,9 @@
  */
 #include <event2/event.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +191,64 @@ static void default_replica(char *buf, size_t len)
   snprintf(buf, len, "%s-%ld", host, (long)getpid());
 }
 
+/* The process holds the Cube key and the kube token: no core file and no
+ * ptrace by other users' processes (a dump would hold both). */
+static void no_core_dumps(void)
+{
+  struct rlimit rl = {0, 0};
+  (void)setrlimit(RLIMIT_CORE, &rl);
+  (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* Is host (of an http:// URL) a loopback name or address? */
+static bool url_is_loopback(const char *url)
+{
+  const char *h = strstr(url, "://");
+  size_t n;
+  h = h ? h + 3 : url;
+  if(*h == '[')
+    return !strncmp(h, "[::1]", 5);
+  n = strcspn(h, ":/");
+  return (n == 9 && !strncmp(h, "localhost", 9)) || !strncmp(h, "127.", 4);
+}
+
+/* Warnings about how the secrets travel and rest, once at start. */
+static void warn_secrets(app *a, const config *cfg, store *st)
+{
+  struct stat sb;
+  if(cfg->cube_api_key_file && !stat(cfg->cube_api_key_file, &sb) &&
+     (sb.st_mode & 077)) {
+    char mode[8];
+    snprintf(mode, sizeof(mode), "%04o", (unsigned)(sb.st_mode & 07777));
+    log_kv(a->lg, LOG_WARN, "the Cube API key file is readable by group or "
+           "others: chmod 600 it", "file", cfg->cube_api_key_file, "mode",
+           mode, NULL);
+  }
+  if(cfg->cube_api_key && !strncmp(cfg->cube_url, "http://", 7) &&
+     !url_is_loopback(cfg->cube_url))
+    log_kv(a->lg, LOG_WARN, "the Cube API key goes over plain http to a host "
+           "that is not loopback: use https", "cube", cfg->cube_url, NULL);
+  if(cfg->cube_insecure_skip_verify)
+    log_kv(a->lg, LOG_WARN, "TLS verification of Cube is off "
+           "(--cube-insecure-skip-verify)", "cube", cfg->cube_url, NULL);
+  if(!strcmp(store_backend(st), "kube")) {
+    kube_conn conn;
+    sc_errbuf eb;
+    if(!store_kube_conn(st, &conn, &eb)) {
+      if(conn.insecure)
+        log_kv(a->lg, LOG_WARN, "the kubeconfig turns TLS verification of "
+               "the API server off (insecure-skip-tls-verify)", "source",
+               conn.source, NULL);
+      else if(conn.server && !strncmp(conn.server, "http://", 7) &&
+              conn.cred && !url_is_loopback(conn.server))
+        log_kv(a->lg, LOG_WARN, "the API server token goes over plain http "
+               "to a host that is not loopback", "server", conn.server,
+               NULL);
+      kube_conn_clear(&conn);
+    }
+  }
+}
+
 int main(int argc, char **argv)
 {
   config cfg;
@@ -227,6 +288,7 @@ int main(int argc, char **argv)
     return 0;
   }
   signal(SIGPIPE, SIG_IGN);
+  no_core_dumps();
   if(!cfg.replica)
     default_replica(replica, sizeof(replica));
   else
@@ -279,6 +341,7 @@ int main(int argc, char **argv)
            cfg.store, NULL);
   if(claim_store(&a, st, &cfg, &served))
     goto out;
+  warn_secrets(&a, &cfg, st);
   if(!strcmp(cfg.store, "kube") || !strncmp(cfg.store, "kube:", 5)) {
     if(kube_setup(&a, &cfg, st, replica, ua, &kh, &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot set up events / leader election",

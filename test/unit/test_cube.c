@@ -1638,6 +1638,17 @@ TEST(client_options_checked)
     CHECK(cube_client_new(base, &o, &eb) == NULL);
     CHECK_MSG(strstr(eb.msg, bad[i].err), "%s: %s", bad[i].url, eb.msg);
   }
+  {
+    /* a rate so small its wait overflowed a cast to long (UB) */
+    static const double qps[] = {1e-300, 0.0009, -1, 2e6};
+    for(i = 0; i < sizeof(qps) / sizeof(qps[0]); i++) {
+      cube_client_opts_init(&o);
+      o.base_url = "http://127.0.0.1:1/";
+      o.qps = qps[i];
+      CHECK(cube_client_new(base, &o, &eb) == NULL);
+      CHECK_MSG(strstr(eb.msg, "qps"), "%g: %s", qps[i], eb.msg);
+    }
+  }
   cube_client_opts_init(&o);
   o.api_key = "key\n";
   CHECK(cube_client_new(base, &o, &eb) == NULL);

@@ -1,5 +1,6 @@
 /* Tests of lib/: dynbuf caps, RFC 3339 and HTTP dates, kubectl ages. */
 #include "../harness.h"
+#include "../../lib/redact.h"
 #include "../../lib/dynbuf.h"
 #include "../../lib/sctime.h"
 
@@ -110,7 +111,35 @@ TEST(age_like_kubectl)
   }
 }
 
+/* the key out of a message; a key of '*' characters (which "***" holds)
+ * used to make the scrub loop for ever */
+TEST(redact_replaces_and_ends)
+{
+  static const struct {
+    const char *in, *key, *out;
+    size_t size;
+  } cases[] = {
+    {"key=sekrit and sekrit", "sekrit", "key=*** and ***", 64},
+    {"a*b", "*", "a***b", 64},
+    {"**", "**", "***", 64},
+    {"x***y", "***", "x***y", 64},
+    {"ab", "a", "***b", 64},
+    {"aaaa", "a", "***", 6}, /* grows: cut, never a part of the key left */
+    {"no secret", "", "no secret", 64},
+    {"no secret", NULL, "no secret", 64},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char b[64];
+    snprintf(b, sizeof(b), "%s", cases[i].in);
+    sc_redact(b, cases[i].size, cases[i].key);
+    CHECK_MSG(!strcmp(b, cases[i].out), "case %zu: got '%s' want '%s'", i,
+              b, cases[i].out);
+  }
+}
+
 TEST_LIST = {
+  T(redact_replaces_and_ends),
   T(dynbuf_grows_and_caps),
   T(dynbuf_printf_long),
   T(rfc3339_table),
