@@ -1178,6 +1178,18 @@ static void as_stored(kf_server *s, int res, json_object *o)
   kf_schema_default(o, schema);
 }
 
+/* a CRD was written: the stored Sessions from now on read as an API
+ * server reads them from storage, pruned and defaulted by its schema
+ * (changed in place, without a new resourceVersion: they are the same
+ * versions, read through the new schema) */
+static void crd_applied(kf_server *s)
+{
+  size_t i;
+  for(i = 0; i < s->n_objs; i++)
+    if(s->objs[i].res == RES_SESSIONS)
+      as_stored(s, RES_SESSIONS, s->objs[i].o);
+}
+
 /* the applied CRD's schema on a session about to be written (changes
  * obj): unknown fields by ?fieldValidation (Strict: 400 naming them;
  * Warn, the default: dropped with a Warning header each; Ignore: dropped),
@@ -1329,6 +1341,8 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
   ob->o = o;
   bump_and_record(s, ob, "ADDED");
   reply_json(req, 201, ob->o);
+  if(rt->res == RES_CRDS)
+    crd_applied(s);
 }
 
 /* replace ob's object by next (the body after the strategy): bump the
@@ -1381,7 +1395,7 @@ static void commit_update(kf_server *s, struct evhttp_request *req,
 static void serve_update(kf_server *s, struct evhttp_request *req,
                          const route *rt, kf_obj *ob, json_object *body)
 {
-  json_object *next = NULL;
+  json_object *next = NULL, *base = NULL, *st;
   if(!check_kind(s, rt->res, body, req))
     return;
   if(jstr(jobj(body, "metadata"), "name") &&
@@ -1391,33 +1405,39 @@ static void serve_update(kf_server *s, struct evhttp_request *req,
                  jstr(jobj(body, "metadata"), "name"), ob->name);
     return;
   }
+  /* the stored object as read from storage (a copy: the schema steps
+   * below change what they are given, and a refused write must leave
+   * the stored one as it was) */
+  json_object_deep_copy(ob->o, &base, NULL);
+  as_stored(s, rt->res, base);
   if(rt->status) {
     /* status subresource: only status changes */
-    json_object *st;
-    json_object_deep_copy(ob->o, &next, NULL);
-    as_stored(s, rt->res, next);
+    next = base;
+    base = NULL;
     if(json_object_object_get_ex(body, "status", &st) && st)
       json_object_object_add(next, "status", json_object_get(st));
     else
       json_object_object_del(next, "status");
   }
   else {
-    json_object *st;
     json_object_deep_copy(body, &next, NULL);
     /* the main resource ignores status when the subresource exists */
     if(resources[rt->res].status_sub) {
-      if(json_object_object_get_ex(ob->o, "status", &st))
+      if(json_object_object_get_ex(base, "status", &st))
         json_object_object_add(next, "status", json_object_get(st));
       else
         json_object_object_del(next, "status");
     }
   }
+  json_object_put(base);
   if((rt->res == RES_CRDS && !rt->status && !crd_ok(req, next, ob->name)) ||
      !apply_schema(s, req, rt, next, ob->name)) {
     json_object_put(next);
     return;
   }
   commit_update(s, req, ob, next);
+  if(rt->res == RES_CRDS)
+    crd_applied(s);
 }
 
 static void serve_delete(kf_server *s, struct evhttp_request *req,

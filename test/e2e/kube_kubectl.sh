@@ -1,9 +1,10 @@
 #!/bin/sh
 # End-to-end: plain kubectl against kube-apiserver-fake with the CRD of
 # deploy/crd.yaml applied, as against a real API server: apply of the CRD
-# (created, unchanged, configured), apply of deploy/examples/ with kubectl's
-# default validation (no --validate=false), the schema's defaults, unknown
-# fields and wrong types refused naming the field, get -w printing every
+# (created, unchanged, configured), an object stored before it read through
+# its schema, apply of deploy/examples/ with kubectl's default validation
+# (no --validate=false), the schema's defaults, unknown fields and wrong
+# types refused naming the field, get -w printing every
 # change under the CRD's printer columns, the ENDAT column showing a time,
 # kubectl explain from the OpenAPI v3 document, CRDs the fake cannot serve
 # refused; and the controller (--store kube, against cubesim) writing a
@@ -35,9 +36,18 @@ reqlog() { api '/_fake/requests?format=json' >"$T/reqlog.json" && [ -s "$T/reqlo
 # at each try)
 lines_ge() { [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]; }
 
+# an object stored before the CRD, with fields its schema lacks (in spec
+# and in status): later writes see it as read from storage, pruned
+curl -sf -X POST -H 'Content-Type: application/json' -d '{"apiVersion":"lea.io/v1alpha1","kind":"Session","metadata":{"name":"legacy"},"spec":{"template":"t","legacySpec":1}}' \
+  "$API/apis/lea.io/v1alpha1/namespaces/tenant-l/sessions" >/dev/null
+curl -sf -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"status":{"phase":"Pending","legacyStatus":1}}' \
+  "$API/apis/lea.io/v1alpha1/namespaces/tenant-l/sessions/legacy/status" >/dev/null
+
 # --- the CRD
 out crd1 k apply -f "$CRD"
 check "apply crd: created" has crd1 '^customresourcedefinition.apiextensions.k8s.io/sessions.lea.io created$'
+check "an object from before the CRD reads pruned and defaulted" test \
+  "$(obj tenant-l legacy | jq -c '[.spec.state, .spec.wake, (.spec | has("legacySpec")), (.status | has("legacyStatus")), .status.phase]')" = '["Active",0,false,false,"Pending"]'
 out crd2 k apply -f "$CRD"
 check "apply crd again: unchanged" has crd2 '^customresourcedefinition.apiextensions.k8s.io/sessions.lea.io unchanged$'
 sed 's/^    categories: \[lea\]$/    categories: [lea, sessions-all]/' \
@@ -60,7 +70,7 @@ check "apply examples: no validation error" sh -c "! grep -qi 'error\|validate' 
 out ex2 k apply -f "$REPO/deploy/examples/"
 check "apply examples again: 5 unchanged" test "$(grep -c ' unchanged$' "$T/ex2.out")" = 5
 check "kubectl asked for strict field validation" reqlog \
-  '[.[] | select(.method == "POST" and (.path | endswith("/sessions")))] | length == 5 and all(.query | test("fieldValidation=Strict"))'
+  '[.[] | select(.method == "POST" and (.path | endswith("/sessions")) and (.userAgent | startswith("kubectl")))] | length == 5 and all(.query | test("fieldValidation=Strict"))'
 
 # --- the schema's defaults
 cat >"$T/minimal.yaml" <<'YAML'
@@ -85,6 +95,12 @@ k -n tenant-c patch session minimal --type merge -p '{"spec":{"state":"Paused"}}
 k -n tenant-c patch session minimal --type merge -p '{"spec":{"state":null}}' >/dev/null 2>&1
 check "state removed by a patch: Active again" test "$(obj tenant-c minimal | jq -r .spec.state)" = Active
 
+check "an object from before the CRD: a strict patch works" test "$(curl -s -o /dev/null -w '%{http_code}' \
+  -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"state":"Paused"}}' \
+  "$API/apis/lea.io/v1alpha1/namespaces/tenant-l/sessions/legacy?fieldValidation=Strict")" = 200
+check "  and stores it without the fields the schema lacks" test \
+  "$(obj tenant-l legacy | jq -c '[.spec.state, .spec.wake, (.spec | has("legacySpec")), (.status | has("legacyStatus")), .status.phase]')" = '["Paused",0,false,false,"Pending"]'
+
 # --- refused: unknown fields, wrong types, values out of the schema
 session_yaml() { # NAME SPEC (flow mapping body)
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s, namespace: tenant-c}\nspec: {%s}\n' "$1" "$2" >"$T/$1.yaml"
@@ -106,10 +122,12 @@ out badvalues k apply -f "$T/badvalues.yaml"
 check "enum: spec.state Sleeping unsupported" has badvalues 'spec.state: Unsupported value: "Sleeping": supported values: "Active", "Running", "Paused", "Ended"'
 check "pattern: spec.template" has badvalues "spec.template: Invalid value: \"two words\": spec.template in body should match"
 check "minimum: spec.wake" has badvalues 'spec.wake: Invalid value: -1: spec.wake in body should be greater than or equal to 0'
+# kubectl patch sends no fieldValidation (it has no --validate): the API
+# server's default, Warn, drops the field and kubectl prints the Warning
 out patchunknown k -n tenant-c patch session minimal --type merge -p '{"spec":{"colour":"red"}}'
-check "patch with an unknown field: refused naming it" has patchunknown 'unknown field "spec.colour"'
-# a client that does not ask (the API server's default is Warn): the field
-# is dropped with a Warning header, and the fake's request log says so
+check "kubectl patch with an unknown field: a Warning naming it" has patchunknown '^Warning: unknown field "spec.colour"$'
+check "kubectl patch with an unknown field: nothing else changed" has patchunknown 'patched (no change)$'
+# the same from curl: the Warning header, and the fake's request log
 curl -s -D "$T/warn.hdr" -o /dev/null -X PATCH -H 'Content-Type: application/merge-patch+json' \
   -d '{"spec":{"colour":"red"}}' "$API/apis/lea.io/v1alpha1/namespaces/tenant-c/sessions/minimal"
 check "no fieldValidation: a Warning header names the field" \
