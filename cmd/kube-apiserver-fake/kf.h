@@ -5,7 +5,12 @@
  * namespaced list/get/create/update/merge-patch/delete, the status
  * subresource, resourceVersion preconditions (409), generation bumped on
  * spec changes only, finalizers and deletionTimestamp, chunked watches
- * with bookmarks and 410 Gone after compaction, the Table format.
+ * with bookmarks and 410 Gone after compaction, the Table format (also on
+ * watches). Once the CustomResourceDefinition of sessions.lea.io is
+ * applied, Session writes go through its schema (kf_schema.h: unknown
+ * fields by ?fieldValidation, defaults, validation), Tables use its
+ * printer columns and /openapi/v3 publishes it (kf_crd.h), so plain
+ * kubectl works as against a cluster.
  *
  * Ownership: kf_server_new() returns a server the caller frees with
  * kf_server_free(); strings in kf_opts are only read (kept by pointer:

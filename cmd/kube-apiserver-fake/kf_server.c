@@ -17,6 +17,9 @@
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/rand.h>
+#include "kf_crd.h"
+#include "kf_schema.h"
+#include "lib/dynbuf.h"
 #include "lib/sc_err.h"
 #include "lib/sctime.h"
 
@@ -30,14 +33,21 @@ typedef struct kf_res {
   const char *plural;
   const char *kind;
   bool status_sub;     /* has the /status subresource */
+  bool namespaced;     /* false: cluster-scoped (objects have ns "") */
 } kf_res;
 
+enum { RES_SESSIONS, RES_EVENTS, RES_LEASES, RES_CRDS };
 static const kf_res resources[] = {
-  {"lea.io", "v1alpha1", "sessions", "Session", true},
-  {"", "v1", "events", "Event", false},
-  {"coordination.k8s.io", "v1", "leases", "Lease", false},
+  {"lea.io", "v1alpha1", "sessions", "Session", true, true},
+  {"", "v1", "events", "Event", false, true},
+  {"coordination.k8s.io", "v1", "leases", "Lease", false, true},
+  {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+   "CustomResourceDefinition", true, false},
 };
 #define N_RES (sizeof(resources) / sizeof(resources[0]))
+
+/* ?fieldValidation= of a write (the API server's default is Warn) */
+enum { FV_WARN, FV_STRICT, FV_IGNORE, FV_BAD };
 
 typedef struct kf_obj {
   int res;
@@ -71,6 +81,8 @@ typedef struct kf_reqlog {
   char *query;         /* the query string or NULL */
   int fault;           /* the injected status, 0 = none */
   char user[64];       /* who: a client certificate's CN, "token", "" */
+  char *dropped;       /* unknown fields the CRD's schema dropped from the
+                        * write (Warn/Ignore), one path a line; or NULL */
 } kf_reqlog;
 
 typedef struct kf_watch kf_watch;
@@ -81,6 +93,7 @@ struct kf_watch {
   int res;
   char *ns;            /* NULL = all */
   bool bookmarks;
+  bool table;          /* each event's object is a Table (kubectl -w) */
   int64_t sent_rv;
   struct event *timeout, *bookmark;
   kf_watch *next;
@@ -104,6 +117,8 @@ struct kf_server {
   kf_reqlog reqlog[REQLOG_MAX];  /* ring */
   size_t reqlog_start, reqlog_n;
   struct kf_delayed *delayed;    /* requests held by a delayMs rule */
+  kf_reqlog *cur_log;  /* the log entry of the request being served (not
+                        * for delayed ones), for apply_schema */
 };
 
 /* a request held by a delayMs fault: answered when its timer fires (the
@@ -164,9 +179,12 @@ static void reply_status(struct evhttp_request *req, int code,
   json_object_put(o);
 }
 
+/* t: JSON text */
 static void reply_text(struct evhttp_request *req, int code, const char *t)
 {
   struct evbuffer *b = evbuffer_new();
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
   evbuffer_add(b, t, strlen(t));
   evhttp_send_reply(req, code, "OK", b);
   evbuffer_free(b);
@@ -269,6 +287,29 @@ static void watch_send(kf_watch *w, const char *type, const char *objjson)
   evbuffer_free(b);
 }
 
+static json_object *table_of(kf_server *s, int res, json_object **v,
+                             size_t n);
+
+/* an event of object o (its JSON text: txt; either may be NULL, not
+ * both): as it is, or as a Table of one row on a Table watch */
+static void watch_send_obj(kf_watch *w, const char *type, json_object *o,
+                           const char *txt)
+{
+  json_object *parsed = NULL, *t;
+  if(!w->table) {
+    watch_send(w, type, txt ? txt :
+               json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    return;
+  }
+  if(!o)
+    o = parsed = json_tokener_parse(txt);
+  t = table_of(w->s, w->res, &o, o ? 1 : 0);
+  watch_send(w, type, json_object_to_json_string_ext(t,
+                                                     JSON_C_TO_STRING_PLAIN));
+  json_object_put(t);
+  json_object_put(parsed);
+}
+
 static void bump_and_record(kf_server *s, kf_obj *ob, const char *type)
 {
   char rv[32];
@@ -297,7 +338,7 @@ static void bump_and_record(kf_server *s, kf_obj *ob, const char *type)
   h->json = strdup(txt);
   for(w = s->watches; w; w = w->next)
     if(w->res == ob->res && (!w->ns || !strcmp(w->ns, ob->ns))) {
-      watch_send(w, type, txt);
+      watch_send_obj(w, type, ob->o, txt);
       w->sent_rv = s->rv;
     }
 }
@@ -445,6 +486,9 @@ typedef struct route {
   bool bookmarks;
   char rv[32];
   long timeout_s;
+  int fv;              /* FV_* */
+  char fv_text[32];    /* as given, for the error of a bad one */
+  bool dry_run;        /* ?dryRun= given (refused: not modelled) */
 } route;
 
 static int split(char *path, char **seg, int max)
@@ -500,11 +544,11 @@ static bool parse_route(struct evhttp_request *req, route *rt)
        !strcmp(resources[r].version, version) &&
        !strcmp(resources[r].plural, seg[i]))
       rt->res = r;
-  if(rt->res < 0)
+  if(rt->res < 0 || (rt->ns[0] && !resources[rt->res].namespaced))
     return false;
   i++;
   if(i < n) {
-    if(!rt->ns[0])
+    if(!rt->ns[0] && resources[rt->res].namespaced)
       return false;
     snprintf(rt->name, sizeof(rt->name), "%s", seg[i++]);
   }
@@ -528,6 +572,13 @@ static bool parse_route(struct evhttp_request *req, route *rt)
     v = qget(&q, "timeoutSeconds");
     if(v)
       rt->timeout_s = strtol(v, NULL, 10);
+    rt->dry_run = qget(&q, "dryRun") != NULL;
+    v = qget(&q, "fieldValidation");
+    if(v) {
+      snprintf(rt->fv_text, sizeof(rt->fv_text), "%s", v);
+      rt->fv = !strcmp(v, "Strict") ? FV_STRICT : !strcmp(v, "Warn") ?
+               FV_WARN : !strcmp(v, "Ignore") ? FV_IGNORE : FV_BAD;
+    }
   }
   evhttp_clear_headers(&q);
   accept = evhttp_find_header(evhttp_request_get_input_headers(req),
@@ -537,15 +588,139 @@ static bool parse_route(struct evhttp_request *req, route *rt)
 }
 
 /* ------------------------------------------------------------------ */
-/* discovery */
+/* discovery and OpenAPI */
+
+/* the stored sessions.lea.io CRD (borrowed) or NULL */
+static json_object *sessions_crd(kf_server *s)
+{
+  kf_obj *ob = find_obj(s, RES_CRDS, "", KF_CRD_NAME);
+  return ob ? ob->o : NULL;
+}
+
+static json_object *str_array(const char *const *v)
+{
+  json_object *a = json_object_new_array();
+  for(; *v; v++)
+    json_object_array_add(a, json_object_new_string(*v));
+  return a;
+}
+
+/* /apis/lea.io/v1alpha1: the names of the applied CRD (singular,
+ * shortNames, categories), else the built-in ones */
+static json_object *sessions_resource_list(kf_server *s)
+{
+  static const char *const verbs[] = {"delete", "deletecollection", "get",
+                                      "list", "patch", "create", "update",
+                                      "watch", NULL};
+  static const char *const sverbs[] = {"get", "patch", "update", NULL};
+  static const char *const shorts[] = {"sess", NULL};
+  json_object *l = json_object_new_object(), *rs = json_object_new_array(),
+    *r = json_object_new_object(), *st = json_object_new_object(), *v;
+  json_object *names = kf_crd_names(sessions_crd(s));
+  set_str(l, "kind", "APIResourceList");
+  set_str(l, "apiVersion", "v1");
+  set_str(l, "groupVersion", "lea.io/v1alpha1");
+  set_str(r, "name", "sessions");
+  set_str(r, "singularName", jstr(names, "singular") ?
+          jstr(names, "singular") : "session");
+  json_object_object_add(r, "namespaced", json_object_new_boolean(1));
+  set_str(r, "kind", "Session");
+  json_object_object_add(r, "verbs", str_array(verbs));
+  if(names && json_object_object_get_ex(names, "shortNames", &v))
+    json_object_object_add(r, "shortNames", json_object_get(v));
+  else if(!names)
+    json_object_object_add(r, "shortNames", str_array(shorts));
+  if(names && json_object_object_get_ex(names, "categories", &v))
+    json_object_object_add(r, "categories", json_object_get(v));
+  json_object_array_add(rs, r);
+  set_str(st, "name", "sessions/status");
+  set_str(st, "singularName", "");
+  json_object_object_add(st, "namespaced", json_object_new_boolean(1));
+  set_str(st, "kind", "Session");
+  json_object_object_add(st, "verbs", str_array(sverbs));
+  json_object_array_add(rs, st);
+  json_object_object_add(l, "resources", rs);
+  return l;
+}
+
+/* FNV-1a of the document's text, as the ?hash= of /openapi/v3 (a new
+ * CRD gives a new hash, so clients do not keep a stale copy) */
+static void doc_hash(json_object *d, char *buf, size_t len)
+{
+  const unsigned char *p = (const unsigned char *)
+    json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN);
+  uint64_t h = 1469598103934665603ULL;
+  for(; *p; p++) {
+    h ^= *p;
+    h *= 1099511628211ULL;
+  }
+  snprintf(buf, len, "%016" PRIX64, h);
+}
+
+static void add_doc_path(json_object *paths, const char *gv, json_object *d)
+{
+  json_object *e = json_object_new_object();
+  char url[200], h[32];
+  doc_hash(d, h, sizeof(h));
+  snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", gv, h);
+  set_str(e, "serverRelativeURL", url);
+  json_object_object_add(paths, gv, e);
+}
+
+/* /openapi/v3 (the index), /openapi/v3/GV, /openapi/v2; false when path
+ * is none of them */
+static bool serve_openapi(kf_server *s, struct evhttp_request *req,
+                          const char *path)
+{
+  json_object *crd = sessions_crd(s), *d = NULL;
+  if(!strcmp(path, "/openapi/v2")) {
+    /* an OpenAPI v2 document (protobuf) without definitions: kubectl's
+     * client-side validation, which it uses for `kind: List` files,
+     * finds no schema there and leaves the checks to this server
+     * (kubectl asks for fieldValidation=Strict on every write) */
+    struct evbuffer *b = evbuffer_new();
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/com.github.proto-openapi.spec.v2"
+                      ".v1.0+protobuf");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+    return true;
+  }
+  if(!strcmp(path, "/openapi/v3")) {
+    json_object *idx = json_object_new_object(),
+      *paths = json_object_new_object();
+    d = kf_openapi_crds();
+    add_doc_path(paths, "apis/apiextensions.k8s.io/v1", d);
+    json_object_put(d);
+    if(crd) {
+      d = kf_openapi_sessions(crd);
+      add_doc_path(paths, "apis/lea.io/v1alpha1", d);
+      json_object_put(d);
+    }
+    json_object_object_add(idx, "paths", paths);
+    reply_json(req, 200, idx);
+    json_object_put(idx);
+    return true;
+  }
+  if(!strcmp(path, "/openapi/v3/apis/apiextensions.k8s.io/v1"))
+    d = kf_openapi_crds();
+  else if(!strcmp(path, "/openapi/v3/apis/lea.io/v1alpha1") && crd)
+    d = kf_openapi_sessions(crd);
+  else
+    return false;
+  reply_json(req, 200, d);
+  json_object_put(d);
+  return true;
+}
 
 static void serve_discovery(kf_server *s, struct evhttp_request *req,
                             const char *path)
 {
-  (void)s;
+  if(!strncmp(path, "/openapi/", 9) && serve_openapi(s, req, path))
+    return;
   if(!strcmp(path, "/version")) {
-    reply_text(req, 200, "{\"major\":\"1\",\"minor\":\"30\",\"gitVersion\":"
-               "\"v1.30.0-fake\",\"platform\":\"linux/amd64\"}");
+    reply_text(req, 200, "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":"
+               "\"v1.32.0-fake\",\"platform\":\"linux/amd64\"}");
     return;
   }
   if(!strcmp(path, "/api")) {
@@ -570,18 +745,17 @@ static void serve_discovery(kf_server *s, struct evhttp_request *req,
                "\"version\":\"v1alpha1\"}},{\"name\":\"coordination.k8s.io\","
                "\"versions\":[{\"groupVersion\":\"coordination.k8s.io/v1\","
                "\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":"
-               "\"coordination.k8s.io/v1\",\"version\":\"v1\"}}]}");
+               "\"coordination.k8s.io/v1\",\"version\":\"v1\"}},{\"name\":"
+               "\"apiextensions.k8s.io\",\"versions\":[{\"groupVersion\":"
+               "\"apiextensions.k8s.io/v1\",\"version\":\"v1\"}],"
+               "\"preferredVersion\":{\"groupVersion\":\"apiextensions.k8s.io/v1\","
+               "\"version\":\"v1\"}}]}");
     return;
   }
   if(!strcmp(path, "/apis/lea.io/v1alpha1")) {
-    reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
-               "\"groupVersion\":\"lea.io/v1alpha1\",\"resources\":[{\"name\":"
-               "\"sessions\",\"singularName\":\"session\",\"namespaced\":true,"
-               "\"kind\":\"Session\",\"verbs\":[\"delete\",\"deletecollection\","
-               "\"get\",\"list\",\"patch\",\"create\",\"update\",\"watch\"],"
-               "\"shortNames\":[\"sess\"]},{\"name\":\"sessions/status\","
-               "\"singularName\":\"\",\"namespaced\":true,\"kind\":\"Session\","
-               "\"verbs\":[\"get\",\"patch\",\"update\"]}]}");
+    json_object *l = sessions_resource_list(s);
+    reply_json(req, 200, l);
+    json_object_put(l);
     return;
   }
   if(!strcmp(path, "/apis/coordination.k8s.io/v1")) {
@@ -590,6 +764,19 @@ static void serve_discovery(kf_server *s, struct evhttp_request *req,
                "\"name\":\"leases\",\"singularName\":\"lease\",\"namespaced\":"
                "true,\"kind\":\"Lease\",\"verbs\":[\"create\",\"delete\",\"get\","
                "\"list\",\"patch\",\"update\",\"watch\"]}]}");
+    return;
+  }
+  if(!strcmp(path, "/apis/apiextensions.k8s.io/v1")) {
+    reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+               "\"groupVersion\":\"apiextensions.k8s.io/v1\",\"resources\":[{"
+               "\"name\":\"customresourcedefinitions\",\"singularName\":"
+               "\"customresourcedefinition\",\"namespaced\":false,\"kind\":"
+               "\"CustomResourceDefinition\",\"verbs\":[\"create\",\"delete\","
+               "\"get\",\"list\",\"patch\",\"update\",\"watch\"],"
+               "\"shortNames\":[\"crd\",\"crds\"]},{\"name\":"
+               "\"customresourcedefinitions/status\",\"singularName\":\"\","
+               "\"namespaced\":false,\"kind\":\"CustomResourceDefinition\","
+               "\"verbs\":[\"get\",\"patch\",\"update\"]}]}");
     return;
   }
   reply_status(req, 404, "NotFound", "the server could not find the "
@@ -606,11 +793,13 @@ static int cmp_obj(const void *a, const void *b)
   return c ? c : strcmp(x->name, y->name);
 }
 
-/* the Table columns of each resource, as kubectl shows them */
+/* the built-in Table columns of each resource, as kubectl shows them
+ * (sessions: until a CRD with additionalPrinterColumns is applied) */
 static const char *const table_cols[N_RES][6] = {
   {"Name", "State", "Phase", "Sandbox", "Age", NULL},
   {"Last Seen", "Type", "Reason", "Object", "Message", NULL},
   {"Name", "Holder", "Age", NULL, NULL, NULL},
+  {"Name", "Created At", NULL, NULL, NULL, NULL},
 };
 
 static void add_cell(json_object *cells, const char *v)
@@ -626,44 +815,105 @@ static void age_of(const char *ts, char *age, size_t len)
     sctime_format_age(sctime_wall_ms() - t0, age, len);
 }
 
-static void row_cells(const kf_obj *ob, json_object *cells)
+static void row_cells(int res, json_object *o, json_object *cells)
 {
-  json_object *spec = jobj(ob->o, "spec"), *st = jobj(ob->o, "status");
+  json_object *spec = jobj(o, "spec"), *st = jobj(o, "status"),
+    *m = jobj(o, "metadata");
   char age[32], obj[600];
   json_object *io;
-  switch(ob->res) {
-  case 0: /* sessions */
-    add_cell(cells, ob->name);
+  switch(res) {
+  case RES_SESSIONS:
+    add_cell(cells, jstr(m, "name"));
     add_cell(cells, jstr(spec, "state"));
     add_cell(cells, jstr(st, "phase"));
     add_cell(cells, jstr(st, "sandboxID"));
-    age_of(jstr(meta_of(ob->o), "creationTimestamp"), age, sizeof(age));
+    age_of(jstr(m, "creationTimestamp"), age, sizeof(age));
     add_cell(cells, age);
     break;
-  case 1: /* events */
-    age_of(jstr(ob->o, "lastTimestamp"), age, sizeof(age));
+  case RES_EVENTS:
+    age_of(jstr(o, "lastTimestamp"), age, sizeof(age));
     add_cell(cells, age);
-    add_cell(cells, jstr(ob->o, "type"));
-    add_cell(cells, jstr(ob->o, "reason"));
-    io = jobj(ob->o, "involvedObject");
+    add_cell(cells, jstr(o, "type"));
+    add_cell(cells, jstr(o, "reason"));
+    io = jobj(o, "involvedObject");
     snprintf(obj, sizeof(obj), "%s/%s",
              jstr(io, "kind") ? jstr(io, "kind") : "",
              jstr(io, "name") ? jstr(io, "name") : "");
     add_cell(cells, obj);
-    add_cell(cells, jstr(ob->o, "message"));
+    add_cell(cells, jstr(o, "message"));
     break;
-  default: /* leases */
-    add_cell(cells, ob->name);
+  case RES_LEASES:
+    add_cell(cells, jstr(m, "name"));
     add_cell(cells, jstr(spec, "holderIdentity"));
-    age_of(jstr(meta_of(ob->o), "creationTimestamp"), age, sizeof(age));
+    age_of(jstr(m, "creationTimestamp"), age, sizeof(age));
     add_cell(cells, age);
+    break;
+  default: /* customresourcedefinitions */
+    add_cell(cells, jstr(m, "name"));
+    add_cell(cells, jstr(m, "creationTimestamp"));
     break;
   }
 }
 
-static json_object *table_of(kf_server *s, int res, kf_obj **v, size_t n)
+/* the cell of a CRD printer column, as the API server makes it: a string
+ * column prints the value (JSON for a non-string), the others keep the
+ * value when it has their type; a date becomes an age ("5m"; a time more
+ * than a second ahead, or not RFC 3339: "<invalid>"); nothing there:
+ * null (kubectl prints an empty cell) */
+static json_object *crd_cell(json_object *col, json_object *o)
+{
+  const char *type = jstr(col, "type"), *jp = jstr(col, "jsonPath");
+  json_object *v = kf_jsonpath_get(o, jp);
+  if(!v || !type)
+    return NULL;
+  if(!strcmp(type, "string"))
+    return json_object_is_type(v, json_type_string) ? json_object_get(v) :
+           json_object_new_string(json_object_to_json_string_ext(
+             v, JSON_C_TO_STRING_PLAIN));
+  if(!strcmp(type, "integer") && (json_object_is_type(v, json_type_int) ||
+                                  json_object_is_type(v, json_type_double)))
+    return json_object_new_int64(json_object_get_int64(v));
+  if(!strcmp(type, "number") && (json_object_is_type(v, json_type_int) ||
+                                 json_object_is_type(v, json_type_double)))
+    return json_object_get(v);
+  if(!strcmp(type, "boolean") && json_object_is_type(v, json_type_boolean))
+    return json_object_get(v);
+  if(!strcmp(type, "date") && json_object_is_type(v, json_type_string)) {
+    sc_time t;
+    char age[32];
+    int64_t d;
+    if(sctime_parse_rfc3339(json_object_get_string(v), &t))
+      return json_object_new_string("<invalid>");
+    d = sctime_wall_ms() - t;
+    if(d / 1000 < -1)
+      return json_object_new_string("<invalid>");
+    sctime_format_age(d, age, sizeof(age));
+    return json_object_new_string(age);
+  }
+  return NULL;
+}
+
+static json_object *col_def(const char *name, const char *type,
+                            const char *format, const char *desc,
+                            int priority)
+{
+  json_object *d = json_object_new_object();
+  set_str(d, "name", name);
+  set_str(d, "type", type);
+  set_str(d, "format", format ? format : "");
+  set_str(d, "description", desc ? desc : "");
+  json_object_object_add(d, "priority", json_object_new_int(priority));
+  return d;
+}
+
+/* a Table of objs (v[0..n)) of resource res; the columns of the applied
+ * CRD for sessions, else the built-in ones */
+static json_object *table_of(kf_server *s, int res, json_object **v,
+                             size_t n)
 {
   json_object *t = json_object_new_object(), *cols, *rows, *m;
+  json_object *crdcols = res == RES_SESSIONS ?
+                         kf_crd_columns(sessions_crd(s)) : NULL;
   size_t i, c;
   char rv[32];
   set_str(t, "kind", "Table");
@@ -673,26 +923,47 @@ static json_object *table_of(kf_server *s, int res, kf_obj **v, size_t n)
   set_str(m, "resourceVersion", rv);
   json_object_object_add(t, "metadata", m);
   cols = json_object_new_array();
-  for(c = 0; c < 6 && table_cols[res][c]; c++) {
-    json_object *d = json_object_new_object();
-    set_str(d, "name", table_cols[res][c]);
-    set_str(d, "type", "string");
-    set_str(d, "format", !strcmp(table_cols[res][c], "Name") ? "name" : "");
-    json_object_array_add(cols, d);
+  if(crdcols) {
+    json_object_array_add(cols, col_def("Name", "string", "name", "Name must "
+                                        "be unique within a namespace.", 0));
+    for(c = 0; c < json_object_array_length(crdcols); c++) {
+      json_object *cd = json_object_array_get_idx(crdcols, c), *pr;
+      int prio = json_object_object_get_ex(cd, "priority", &pr) ?
+                 json_object_get_int(pr) : 0;
+      json_object_array_add(cols, col_def(jstr(cd, "name"), jstr(cd, "type"),
+                                          jstr(cd, "format"),
+                                          jstr(cd, "description"), prio));
+    }
   }
+  else
+    for(c = 0; c < 6 && table_cols[res][c]; c++) {
+      const char *cn = table_cols[res][c];
+      json_object_array_add(cols, col_def(cn, !strcmp(cn, "Created At") ?
+                                          "date" : "string",
+                                          !strcmp(cn, "Name") ? "name" : "",
+                                          NULL, 0));
+    }
   json_object_object_add(t, "columnDefinitions", cols);
   rows = json_object_new_array();
   for(i = 0; i < n; i++) {
     json_object *row = json_object_new_object(), *cells =
-      json_object_new_array(), *po = json_object_new_object(), *pm;
-    row_cells(v[i], cells);
+      json_object_new_array(), *po = json_object_new_object(), *pm = NULL;
+    if(crdcols) {
+      json_object_array_add(cells, json_object_new_string(
+        jstr(jobj(v[i], "metadata"), "name") ?
+        jstr(jobj(v[i], "metadata"), "name") : ""));
+      for(c = 0; c < json_object_array_length(crdcols); c++)
+        json_object_array_add(cells, crd_cell(json_object_array_get_idx(
+                                                crdcols, c), v[i]));
+    }
+    else
+      row_cells(res, v[i], cells);
     json_object_object_add(row, "cells", cells);
     set_str(po, "kind", "PartialObjectMetadata");
     set_str(po, "apiVersion", "meta.k8s.io/v1");
-    pm = json_object_new_object();
-    set_str(pm, "name", v[i]->name);
-    set_str(pm, "namespace", v[i]->ns);
-    json_object_object_add(po, "metadata", pm);
+    if(jobj(v[i], "metadata"))
+      json_object_deep_copy(jobj(v[i], "metadata"), &pm, NULL);
+    json_object_object_add(po, "metadata", pm ? pm : json_object_new_object());
     json_object_object_add(row, "object", po);
     json_object_array_add(rows, row);
   }
@@ -708,13 +979,20 @@ static void serve_list(kf_server *s, struct evhttp_request *req,
   json_object *o, *items, *m;
   const kf_res *r = &resources[rt->res];
   char rv[32], kind[64], av[64];
+  /* rt->name: the Table of that one object (kubectl get KIND NAME) */
   for(i = 0; i < s->n_objs; i++)
     if(s->objs[i].res == rt->res && (!rt->ns[0] ||
-                                     !strcmp(s->objs[i].ns, rt->ns)))
+                                     !strcmp(s->objs[i].ns, rt->ns)) &&
+       (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)))
       v[n++] = &s->objs[i];
   qsort(v, n, sizeof(*v), cmp_obj);
-  if(rt->table)
-    o = table_of(s, rt->res, v, n);
+  if(rt->table) {
+    json_object **jv = calloc(n + 1, sizeof(*jv));
+    for(i = 0; jv && i < n; i++)
+      jv[i] = v[i]->o;
+    o = table_of(s, rt->res, jv, jv ? n : 0);
+    free(jv);
+  }
   else {
     o = json_object_new_object();
     snprintf(kind, sizeof(kind), "%sList", r->kind);
@@ -768,6 +1046,7 @@ static void serve_watch(kf_server *s, struct evhttp_request *req,
   w->res = rt->res;
   w->ns = rt->ns[0] ? strdup(rt->ns) : NULL;
   w->bookmarks = rt->bookmarks;
+  w->table = rt->table;
   from_now = !rt->rv[0] || from == 0;
   evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                     "application/json");
@@ -780,8 +1059,7 @@ static void serve_watch(kf_server *s, struct evhttp_request *req,
     for(i = 0; i < s->n_objs; i++)
       if(s->objs[i].res == w->res && (!w->ns || !strcmp(w->ns,
                                                         s->objs[i].ns)))
-        watch_send(w, "ADDED", json_object_to_json_string_ext(
-          s->objs[i].o, JSON_C_TO_STRING_PLAIN));
+        watch_send_obj(w, "ADDED", s->objs[i].o, NULL);
   }
   else if(from < s->compacted) {
     char buf[400];
@@ -799,7 +1077,7 @@ static void serve_watch(kf_server *s, struct evhttp_request *req,
       kf_hist *h = &s->hist[(s->hist_start + i) % keep];
       if(h->rv > from && h->res == w->res && (!w->ns || !strcmp(w->ns,
                                                                 h->ns)))
-        watch_send(w, h->type, h->json);
+        watch_send_obj(w, h->type, NULL, h->json);
     }
   }
   w->sent_rv = s->rv;
@@ -847,6 +1125,140 @@ static bool rv_ok(json_object *body, kf_obj *ob, struct evhttp_request *req,
   return true;
 }
 
+/* 422 Invalid with the field errors, as the API server words it:
+ * KIND.GROUP "NAME" is invalid: F: D (several: [F: D, F: D]) */
+static void reply_invalid(struct evhttp_request *req, int res,
+                          const char *name, const kf_errs *e)
+{
+  const kf_res *r = &resources[res];
+  dynbuf b;
+  json_object *st, *det, *causes;
+  char line[1400];
+  size_t i;
+  dynbuf_init(&b, 64 * 1024);
+  dynbuf_printf(&b, "%s.%s \"%s\" is invalid: %s", r->kind, r->group, name,
+                e->n > 1 ? "[" : "");
+  for(i = 0; i < e->n; i++) {
+    kf_errs_line(e, i, line, sizeof(line));
+    dynbuf_printf(&b, "%s%s", i ? ", " : "", line);
+  }
+  if(e->n > 1)
+    dynbuf_addstr(&b, "]");
+  st = status_obj(422, "Invalid", dynbuf_ptr(&b));
+  det = json_object_new_object();
+  set_str(det, "name", name);
+  set_str(det, "group", r->group);
+  set_str(det, "kind", r->kind);
+  causes = json_object_new_array();
+  for(i = 0; i < e->n; i++) {
+    json_object *c = json_object_new_object();
+    set_str(c, "reason", e->v[i].reason);
+    set_str(c, "message", e->v[i].detail);
+    set_str(c, "field", e->v[i].field);
+    json_object_array_add(causes, c);
+  }
+  json_object_object_add(det, "causes", causes);
+  json_object_object_add(st, "details", det);
+  reply_json(req, 422, st);
+  json_object_put(st);
+  dynbuf_free(&b);
+}
+
+/* an object as the API server reads it from storage once the CRD exists:
+ * fields the schema does not declare dropped, defaults applied (changes
+ * o; nothing without the CRD) */
+static void as_stored(kf_server *s, int res, json_object *o)
+{
+  json_object *schema;
+  kf_errs unk = {0};
+  if(res != RES_SESSIONS || !(schema = kf_crd_schema(sessions_crd(s))))
+    return;
+  kf_schema_prune(o, schema, true, &unk);
+  kf_errs_free(&unk);
+  kf_schema_default(o, schema);
+}
+
+/* a CRD was written: the stored Sessions from now on read as an API
+ * server reads them from storage, pruned and defaulted by its schema
+ * (changed in place, without a new resourceVersion: they are the same
+ * versions, read through the new schema) */
+static void crd_applied(kf_server *s)
+{
+  size_t i;
+  for(i = 0; i < s->n_objs; i++)
+    if(s->objs[i].res == RES_SESSIONS)
+      as_stored(s, RES_SESSIONS, s->objs[i].o);
+}
+
+/* the applied CRD's schema on a session about to be written (changes
+ * obj): unknown fields by ?fieldValidation (Strict: 400 naming them;
+ * Warn, the default: dropped with a Warning header each; Ignore: dropped),
+ * then the defaults, then validation (422 with the field errors). false:
+ * the request was answered */
+static bool apply_schema(kf_server *s, struct evhttp_request *req,
+                         const route *rt, json_object *obj,
+                         const char *name)
+{
+  json_object *schema;
+  kf_errs unk = {0}, errs = {0};
+  size_t i;
+  if(rt->res != RES_SESSIONS || !(schema = kf_crd_schema(sessions_crd(s))))
+    return true;
+  kf_schema_prune(obj, schema, rt->fv != FV_STRICT, &unk);
+  if(unk.n && rt->fv == FV_STRICT) {
+    dynbuf b;
+    dynbuf_init(&b, 64 * 1024);
+    dynbuf_addstr(&b, "Session in version \"v1alpha1\" cannot be handled as "
+                  "a Session: strict decoding error: ");
+    for(i = 0; i < unk.n; i++)
+      dynbuf_printf(&b, "%sunknown field \"%s\"", i ? ", " : "",
+                    unk.v[i].field);
+    reply_status(req, 400, "BadRequest", "%s", dynbuf_ptr(&b));
+    dynbuf_free(&b);
+    kf_errs_free(&unk);
+    return false;
+  }
+  for(i = 0; s->cur_log && i < unk.n; i++) {
+    dynbuf b;
+    dynbuf_init(&b, 64 * 1024);
+    if(s->cur_log->dropped)
+      dynbuf_printf(&b, "%s\n", s->cur_log->dropped);
+    dynbuf_addstr(&b, unk.v[i].field);
+    free(s->cur_log->dropped);
+    s->cur_log->dropped = dynbuf_take(&b);
+  }
+  for(i = 0; rt->fv == FV_WARN && i < unk.n; i++) {
+    char w[400];
+    snprintf(w, sizeof(w), "299 - \"unknown field \\\"%s\\\"\"",
+             unk.v[i].field);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Warning", w);
+  }
+  kf_errs_free(&unk);
+  kf_schema_default(obj, schema);
+  kf_schema_validate(obj, schema, &errs);
+  if(errs.n) {
+    reply_invalid(req, rt->res, name, &errs);
+    kf_errs_free(&errs);
+    return false;
+  }
+  return true;
+}
+
+/* the API server's and the fake's checks of a CRD being written; false:
+ * answered with 422 */
+static bool crd_ok(struct evhttp_request *req, json_object *crd,
+                   const char *name)
+{
+  kf_errs errs = {0};
+  kf_crd_check(crd, &errs);
+  if(errs.n) {
+    reply_invalid(req, RES_CRDS, name, &errs);
+    kf_errs_free(&errs);
+    return false;
+  }
+  return true;
+}
+
 static bool check_kind(kf_server *s, int res, json_object *body,
                        struct evhttp_request *req)
 {
@@ -887,7 +1299,7 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
     return;
   }
   bns = jstr(m, "namespace");
-  if(bns && strcmp(bns, rt->ns)) {
+  if(bns && resources[rt->res].namespaced && strcmp(bns, rt->ns)) {
     reply_status(req, 400, "BadRequest", "the namespace of the provided "
                  "object does not match the namespace sent on the request");
     return;
@@ -897,9 +1309,16 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
                  resources[rt->res].plural, resources[rt->res].group, name);
     return;
   }
+  if(rt->res == RES_CRDS && !crd_ok(req, body, name))
+    return;
+  if(!apply_schema(s, req, rt, body, name))
+    return;
   o = json_object_get(body);
   m = meta_of(o);
-  set_str(m, "namespace", rt->ns);
+  if(resources[rt->res].namespaced)
+    set_str(m, "namespace", rt->ns);
+  else
+    json_object_object_del(m, "namespace");
   new_uid(uid, sizeof(uid));
   set_str(m, "uid", uid);
   now_rfc3339(ts, sizeof(ts));
@@ -909,6 +1328,8 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
   json_object_object_del(m, "resourceVersion");
   if(resources[rt->res].status_sub)
     json_object_object_del(o, "status");
+  if(rt->res == RES_CRDS)
+    kf_crd_set_status(o);
   if(s->n_objs == s->cap_objs) {
     s->cap_objs = s->cap_objs ? s->cap_objs * 2 : 16;
     s->objs = realloc(s->objs, s->cap_objs * sizeof(*s->objs));
@@ -920,6 +1341,8 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
   ob->o = o;
   bump_and_record(s, ob, "ADDED");
   reply_json(req, 201, ob->o);
+  if(rt->res == RES_CRDS)
+    crd_applied(s);
 }
 
 /* replace ob's object by next (the body after the strategy): bump the
@@ -938,7 +1361,10 @@ static void commit_update(kf_server *s, struct evhttp_request *req,
   json_object_object_add(m, "generation", json_object_new_int64(gen));
   /* fields only the server sets */
   set_str(m, "uid", jstr(om, "uid"));
-  set_str(m, "namespace", ob->ns);
+  if(resources[ob->res].namespaced)
+    set_str(m, "namespace", ob->ns);
+  else
+    json_object_object_del(m, "namespace");
   set_str(m, "name", ob->name);
   set_str(m, "creationTimestamp", jstr(om, "creationTimestamp"));
   if(jstr(om, "deletionTimestamp"))
@@ -969,7 +1395,7 @@ static void commit_update(kf_server *s, struct evhttp_request *req,
 static void serve_update(kf_server *s, struct evhttp_request *req,
                          const route *rt, kf_obj *ob, json_object *body)
 {
-  json_object *next = NULL;
+  json_object *next = NULL, *base = NULL, *st;
   if(!check_kind(s, rt->res, body, req))
     return;
   if(jstr(jobj(body, "metadata"), "name") &&
@@ -979,27 +1405,39 @@ static void serve_update(kf_server *s, struct evhttp_request *req,
                  jstr(jobj(body, "metadata"), "name"), ob->name);
     return;
   }
+  /* the stored object as read from storage (a copy: the schema steps
+   * below change what they are given, and a refused write must leave
+   * the stored one as it was) */
+  json_object_deep_copy(ob->o, &base, NULL);
+  as_stored(s, rt->res, base);
   if(rt->status) {
     /* status subresource: only status changes */
-    json_object *st;
-    json_object_deep_copy(ob->o, &next, NULL);
+    next = base;
+    base = NULL;
     if(json_object_object_get_ex(body, "status", &st) && st)
       json_object_object_add(next, "status", json_object_get(st));
     else
       json_object_object_del(next, "status");
   }
   else {
-    json_object *st;
     json_object_deep_copy(body, &next, NULL);
     /* the main resource ignores status when the subresource exists */
     if(resources[rt->res].status_sub) {
-      if(json_object_object_get_ex(ob->o, "status", &st))
+      if(json_object_object_get_ex(base, "status", &st))
         json_object_object_add(next, "status", json_object_get(st));
       else
         json_object_object_del(next, "status");
     }
   }
+  json_object_put(base);
+  if((rt->res == RES_CRDS && !rt->status && !crd_ok(req, next, ob->name)) ||
+     !apply_schema(s, req, rt, next, ob->name)) {
+    json_object_put(next);
+    return;
+  }
   commit_update(s, req, ob, next);
+  if(rt->res == RES_CRDS)
+    crd_applied(s);
 }
 
 static void serve_delete(kf_server *s, struct evhttp_request *req,
@@ -1035,7 +1473,18 @@ static void serve_resource(kf_server *s, struct evhttp_request *req,
     ob = find_obj(s, rt->res, rt->ns, rt->name);
   if(cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
      cmd == EVHTTP_REQ_PATCH) {
-    sc_err e = read_body(req, &body);
+    sc_err e;
+    if(rt->dry_run) {
+      reply_status(req, 400, "BadRequest", "dryRun is not supported by "
+                   "kube-apiserver-fake (a dry run here would write)");
+      return;
+    }
+    if(rt->fv == FV_BAD) {
+      reply_status(req, 400, "BadRequest", "fieldValidation: invalid value "
+                   "\"%s\": must be Ignore, Warn or Strict", rt->fv_text);
+      return;
+    }
+    e = read_body(req, &body);
     if(e) {
       reply_status(req, e == SC_ERR_TOO_LARGE ? 413 : 400, "BadRequest",
                    "the request body is not a JSON document");
@@ -1047,7 +1496,8 @@ static void serve_resource(kf_server *s, struct evhttp_request *req,
       serve_watch(s, req, rt);
     else if(cmd == EVHTTP_REQ_GET)
       serve_list(s, req, rt);
-    else if(cmd == EVHTTP_REQ_POST && rt->ns[0] && !rt->status)
+    else if(cmd == EVHTTP_REQ_POST && !rt->status &&
+            (rt->ns[0] || !resources[rt->res].namespaced))
       serve_create(s, req, rt, body);
     else
       reply_status(req, 405, "MethodNotAllowed", "method not allowed");
@@ -1064,7 +1514,7 @@ static void serve_resource(kf_server *s, struct evhttp_request *req,
   switch(cmd) {
   case EVHTTP_REQ_GET:
     if(rt->table)
-      serve_list(s, req, rt); /* close enough: kubectl get NAME */
+      serve_list(s, req, rt); /* a Table of one row */
     else
       reply_json(req, 200, ob->o);
     break;
@@ -1085,13 +1535,18 @@ static void serve_resource(kf_server *s, struct evhttp_request *req,
     if(!rv_ok(body, ob, req, false))
       break;
     json_object_deep_copy(ob->o, &cur, NULL);
+    as_stored(s, rt->res, cur);
     cur = kf_merge_patch(cur, body);
     serve_update(s, req, rt, ob, cur);
     json_object_put(cur);
     break;
   }
   case EVHTTP_REQ_DELETE:
-    serve_delete(s, req, ob);
+    if(rt->dry_run)
+      reply_status(req, 400, "BadRequest", "dryRun is not supported by "
+                   "kube-apiserver-fake (a dry run here would delete)");
+    else
+      serve_delete(s, req, ob);
     break;
   default:
     reply_status(req, 405, "MethodNotAllowed", "method not allowed");
@@ -1329,12 +1784,13 @@ static void reqlog_clear(kf_server *s)
     kf_reqlog *l = &s->reqlog[(s->reqlog_start + i) % REQLOG_MAX];
     free(l->line);
     free(l->query);
+    free(l->dropped);
   }
   s->reqlog_start = s->reqlog_n = 0;
 }
 
 /* GET: text lines, or ?format=json an array of {t, method, path, query,
- * userAgent, fault}; DELETE forgets them */
+ * userAgent, fault, user, dropped}; DELETE forgets them */
 static void serve_reqlog(kf_server *s, struct evhttp_request *req)
 {
   const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
@@ -1364,6 +1820,17 @@ static void serve_reqlog(kf_server *s, struct evhttp_request *req)
                                sp2 ? sp2 + 1 : ""));
       json_object_object_add(o, "fault", json_object_new_int(l->fault));
       json_object_object_add(o, "user", json_object_new_string(l->user));
+      {
+        json_object *d = json_object_new_array();
+        const char *p = l->dropped;
+        while(p && *p) {
+          const char *nl = strchr(p, '\n');
+          size_t n = nl ? (size_t)(nl - p) : strlen(p);
+          json_object_array_add(d, json_object_new_string_len(p, (int)n));
+          p += n + (nl ? 1 : 0);
+        }
+        json_object_object_add(o, "dropped", d);
+      }
       json_object_array_add(a, o);
     }
     reply_json(req, 200, a);
@@ -1493,6 +1960,7 @@ static kf_reqlog *log_request(kf_server *s, struct evhttp_request *req,
   if(s->reqlog_n == REQLOG_MAX) {
     free(s->reqlog[s->reqlog_start].line);
     free(s->reqlog[s->reqlog_start].query);
+    free(s->reqlog[s->reqlog_start].dropped);
     s->reqlog_start = (s->reqlog_start + 1) % REQLOG_MAX;
     s->reqlog_n--;
   }
@@ -1613,7 +2081,9 @@ static void on_request(struct evhttp_request *req, void *arg)
       return;
     }
   }
+  s->cur_log = l;
   serve_api(s, req);
+  s->cur_log = NULL;
 }
 
 kf_server *kf_server_new(struct event_base *base, const char *host,
