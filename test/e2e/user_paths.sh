@@ -49,9 +49,9 @@ delete_rows() {
 
 # --- (a) straight into the SQLite store, as another tool would write it
 start_cubesim --clock-speed 1
-ctl apply -f /dev/null >/dev/null 2>&1 || true # creates the store
-ctl get sessions -A >/dev/null 2>&1
-start_controller ctl-sq --orphan-grace 1m
+start_controller ctl-sq --orphan-grace 1m # --create-store: a fresh store
+store_made() { sqlite3 "$T/sessions.db" 'SELECT revision FROM meta' >/dev/null 2>&1; }
+wait_until 10 store_made || fail "the controller made no store"
 i=0
 for rn in $(rows); do
   i=$((i + 1))
@@ -153,11 +153,15 @@ check "api-server: then the object is gone" wait_eq 10 404 curl -s -o /dev/null 
 delete_rows api-server
 
 if command -v kubectl >/dev/null 2>&1; then
+  # as a user does it: the CRD first (its defaults now apply), then plain
+  # kubectl apply, validation on
+  timeout 30 kubectl apply -f "$(dirname "$0")/../../deploy/crd.yaml" >"$T/kubectl.out" 2>&1 ||
+    fail "kubectl apply the CRD" "$(cat "$T/kubectl.out")"
   for rn in $(rows); do
     # the manifest as a user writes it, in YAML
     printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata:\n  name: %s\n  namespace: tenant-x\nspec: %s\n' \
       "$rn" "$(row "$rn" 2)" >"$T/$rn.kube.yaml"
-    timeout 20 kubectl apply ${KUBECTL_APPLY_FLAGS:-} -f "$T/$rn.kube.yaml" >"$T/kubectl.out" 2>&1 ||
+    timeout 20 kubectl apply -f "$T/$rn.kube.yaml" >"$T/kubectl.out" 2>&1 ||
       fail "kubectl apply $rn" "$(cat "$T/kubectl.out")"
   done
   check_rows kubectl
