@@ -1980,7 +1980,14 @@ static void vdur(vctx *v, const char *path, int64_t ms, int64_t min_ms)
   verr(v, path, msg);
 }
 
-sc_err session_validate(const session *s, char ***errs, size_t *n_errs)
+/* stored: an object from a store, as the controller reads it: absent
+ * optional fields mean their defaults (idleTimeout 0, reclaimAfter < 0,
+ * no sessionID or tenantID), and labels and annotations are not checked
+ * (the controller uses neither, and an API server accepts any string
+ * there: refusing them would let one tenant's odd annotation stop the
+ * object). */
+static sc_err validate(const session *s, bool stored, char ***errs,
+                       size_t *n_errs)
 {
   vctx v = {errs, n_errs, false, false};
   if(!s) {
@@ -1989,16 +1996,22 @@ sc_err session_validate(const session *s, char ***errs, size_t *n_errs)
   }
   vstr(&v, "metadata.name", s->meta.name, chk_dns_label);
   vstr(&v, "metadata.namespace", s->meta.namespace_, chk_dns_label);
-  vkv(&v, "metadata.labels", &s->meta.labels, KV_LABELS);
-  vkv(&v, "metadata.annotations", &s->meta.annotations, KV_ANNOTATIONS);
+  if(!stored) {
+    vkv(&v, "metadata.labels", &s->meta.labels, KV_LABELS);
+    vkv(&v, "metadata.annotations", &s->meta.annotations, KV_ANNOTATIONS);
+  }
   vstr(&v, "spec.template", s->spec.template_id, chk_template);
   if((unsigned)s->spec.state > (unsigned)SESSION_STATE_ENDED)
     verr(&v, "spec.state", "is not a state (use Active, Running, Paused or "
                            "Ended)");
-  vdur(&v, "spec.idleTimeout", s->spec.idle_timeout_ms, 1000);
-  vdur(&v, "spec.reclaimAfter", s->spec.reclaim_after_ms, 0);
-  vstr(&v, "spec.sessionID", s->spec.session_id, chk_sid);
-  vstr(&v, "spec.tenantID", s->spec.tenant_id, chk_sid);
+  if(!stored || s->spec.idle_timeout_ms)
+    vdur(&v, "spec.idleTimeout", s->spec.idle_timeout_ms, 1000);
+  if(!stored || s->spec.reclaim_after_ms >= 0)
+    vdur(&v, "spec.reclaimAfter", s->spec.reclaim_after_ms, 0);
+  if(!stored || s->spec.session_id)
+    vstr(&v, "spec.sessionID", s->spec.session_id, chk_sid);
+  if(!stored || s->spec.tenant_id)
+    vstr(&v, "spec.tenantID", s->spec.tenant_id, chk_sid);
   vkv(&v, "spec.envVars", &s->spec.env_vars, KV_ENV);
   vkv(&v, "spec.sandboxMetadata", &s->spec.sandbox_metadata, KV_META);
   if(s->spec.wake < 0)
@@ -2006,4 +2019,34 @@ sc_err session_validate(const session *s, char ***errs, size_t *n_errs)
   if(v.nomem)
     return SC_ERR_NOMEM;
   return v.found ? SC_ERR_INVALID : SC_OK;
+}
+
+sc_err session_validate(const session *s, char ***errs, size_t *n_errs)
+{
+  return validate(s, false, errs, n_errs);
+}
+
+char *session_invalid_reason(const session *s)
+{
+  char **errs = NULL, *out = NULL;
+  size_t n = 0, i;
+  sc_err err = validate(s, true, &errs, &n);
+  if(err == SC_ERR_NOMEM && !n)
+    return strdup("out of memory while validating");
+  if(n) {
+    dynbuf b;
+    dynbuf_init(&b, 4096);
+    if(n == 1)
+      dynbuf_addstr(&b, errs[0]);
+    else
+      dynbuf_printf(&b, "%s (and %zu more)", errs[0], n - 1);
+    out = dynbuf_take(&b);
+    dynbuf_free(&b);
+    if(!out)
+      out = strdup("invalid (out of memory)");
+  }
+  for(i = 0; i < n; i++)
+    free(errs[i]);
+  free(errs);
+  return out;
 }

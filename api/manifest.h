@@ -73,4 +73,13 @@ void manifest_set_free(manifest_set *set);
  * are appended to *errs / *n_errs (free each, then the array). */
 sc_err session_validate(const session *s, char ***errs, size_t *n_errs);
 
+/* Why the controller must not act on s, an object read from a store (by
+ * the rules of session_validate(), with absent optional fields taken as
+ * their defaults and labels and annotations not checked), as one line
+ * "FIELD.PATH: message[ (and N more)]" the caller frees; NULL when s is
+ * valid. Objects written straight to the API server or the SQLite file
+ * bypass sessionctl's checks: this is where they meet them. About 0.3 us
+ * an object (30 ms for 100,000 on this machine). */
+char *session_invalid_reason(const session *s);
+
 #endif

@@ -1632,6 +1632,7 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
   sc_err err;
   sc_time due = 0;
   bool blocked;
+  const char *invalid;
 
   want_from_old(s, &w);
   /* conflicts (rule 5 and the ambiguous joins) */
@@ -1688,9 +1689,17 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
              rec_tenant(r), rec_sid(r), rec_ns(o), rec_name(o));
   }
   blocked = w.conflict;
+  invalid = pl->in->invalid ? pl->in->invalid[r - pl->recs] : NULL;
 
   if(is_ended(s))
     err = plan_ended(pl, r, &w);
+  else if(invalid) {
+    /* written straight to the store past sessionctl's checks: the same
+     * rules hold here, and nothing is done for it until it is valid */
+    w.phase = SESSION_PHASE_FAILED;
+    want_ready(&w, "False", "InvalidSpec", "%s", invalid);
+    err = SC_OK;
+  }
   else if(blocked) {
     w.phase = SESSION_PHASE_FAILED;
     want_ready(&w, "False",

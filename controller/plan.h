@@ -75,6 +75,13 @@ typedef struct plan_input {
    * concluded then (rule 2). */
   bool list_complete;
   sc_time cube_now;              /* the Date of the list response */
+  /* Per session (same index), why it is invalid (session_invalid_reason
+   * in api/manifest.h), NULL when valid; the array itself NULL: every
+   * session valid. An invalid live session gets phase Failed and
+   * Ready=False/InvalidSpec with the message and no action; its link
+   * still protects its sandbox. An invalid Ended one or a tombstone is
+   * still ended (deleting is what its object asks). */
+  const char *const *invalid;
 } plan_input;
 
 typedef enum plan_action_type {

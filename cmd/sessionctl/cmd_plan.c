@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../api/duration.h"
+#include "../../api/manifest.h"
 #include "../../controller/config.h"
 #include "../../controller/cube.h"
 #include "../../controller/observe.h"
@@ -187,6 +188,8 @@ static void on_observed(observation *obs, void *ud)
   plan_run *pr = ud;
   plan_input in;
   plan *p = NULL;
+  char **invalid;
+  size_t i;
   if(obs->failed) {
     fprintf(stderr, "error: %s\n",
             obs->fail_msg ? obs->fail_msg : "could not observe Cube");
@@ -203,6 +206,14 @@ static void on_observed(observation *obs, void *ud)
   in.n_gone = obs->n_gone;
   in.list_complete = !obs->truncated;
   in.cube_now = obs->cube_now;
+  /* as the controller does: objects that fail validation get no action */
+  invalid = calloc(pr->list.n ? pr->list.n : 1, sizeof(*invalid));
+  for(i = 0; invalid && i < pr->list.n; i++)
+    if((invalid[i] = session_invalid_reason(pr->list.items[i])))
+      printf("invalid: %s/%s: %s (nothing is done for it)\n",
+             session_eff_namespace(pr->list.items[i]),
+             pr->list.items[i]->meta.name, invalid[i]);
+  in.invalid = (const char *const *)invalid;
   if(plan_compute(&in, &pr->cfg, &p)) {
     fprintf(stderr, "error: planning failed (out of memory)\n");
     pr->rc = CTL_EXIT_FAIL;
@@ -224,6 +235,9 @@ static void on_observed(observation *obs, void *ud)
     plan_free(held);
   }
   plan_free(p);
+  for(i = 0; invalid && i < pr->list.n; i++)
+    free(invalid[i]);
+  free(invalid);
   observation_free(obs);
 }
 

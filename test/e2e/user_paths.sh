@@ -56,7 +56,7 @@ i=0
 for rn in $(rows); do
   i=$((i + 1))
   spec=$(row "$rn" 2)
-  sqlite3 "$T/sessions.db" "BEGIN; UPDATE meta SET revision = revision + 1;
+  sqlite3 -cmd ".timeout 10000" "$T/sessions.db" "BEGIN; UPDATE meta SET revision = revision + 1;
     INSERT INTO objects(namespace, name, uid, generation, revision, created_ms,
       deleted_ms, labels, annotations, spec, status)
     SELECT 'tenant-x', '$rn', 'raw-uid-$i', 1, revision, 1795946400000, 0,
@@ -70,6 +70,20 @@ check "sqlite-raw: describe shows the default tenant" grep -q '^  Tenant ID: *te
 check "sqlite-raw: describe shows the default idle timeout" grep -q '^  Idle Timeout: *15m (default)$' "$T/describe.out"
 check "sqlite-raw: describe shows the default reclaimAfter" grep -q '^  Reclaim After: *24h (default)$' "$T/describe.out"
 check "sqlite-raw: get shows the effective tenant" sh -c "'$BINDIR/sessionctl' --store '$STORE' get sessions all-absent -n tenant-x | grep -q '^all-absent *tenant-x '"
+# an object past sessionctl's checks that breaks its rules: reported on
+# itself, no sandbox, the others untouched
+sqlite3 -cmd ".timeout 10000" "$T/sessions.db" "BEGIN; UPDATE meta SET revision = revision + 1;
+  INSERT INTO objects(namespace, name, uid, generation, revision, created_ms,
+    deleted_ms, labels, annotations, spec, status)
+  SELECT 'tenant-x', 'bad-sid', 'raw-uid-bad', 1, revision, 1795946400000, 0,
+    '{}', '{\"note\":\"any text\"}', '{\"template\":\"python\",\"sessionID\":\"no spaces allowed\"}', '{}' FROM meta; COMMIT;" || fail "sqlite3 insert bad-sid"
+ready_reason() { sess_field "$1" tenant-x '.status.conditions[]? | select(.type=="Ready") | .reason'; }
+check "sqlite-raw: an invalid object gets Ready=False/InvalidSpec" wait_eq 10 InvalidSpec ready_reason bad-sid
+check "sqlite-raw: its message names the field" sh -c "'$BINDIR/sessionctl' --store '$STORE' get sessions bad-sid -n tenant-x -o jsonpath='{.status.conditions[0].message}' | grep -q '^spec.sessionID: '"
+check "sqlite-raw: no sandbox for it" test "$(sim_live_for 'no spaces allowed')" = 0
+check "sqlite-raw: and the others keep theirs" test "$(sim_live_for sid-b)" = 1
+check "sqlite-raw: a warning names it once" test "$(grep -c 'session is invalid.*session=bad-sid' "$T/ctl-sq.log")" = 1
+ctl delete session bad-sid -n tenant-x >/dev/null
 # every optional field absent: 24h reclaim by Cube's clock, as written out
 sim_advance 1000
 check "sqlite-raw: all-absent idle-paused after the default 15m" wait_eq 10 paused sim_state_of all-absent

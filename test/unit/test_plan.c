@@ -1736,6 +1736,46 @@ TEST(adopted_names_are_ours)
   }
 }
 
+/* An object written past sessionctl's checks (straight to the store) that
+ * fails validation gets Failed and Ready=False/InvalidSpec with the reason
+ * and no action; its link still protects its sandbox (no orphan); other
+ * sessions are planned as usual. An invalid Ended one still ends. */
+TEST(invalid_object_gets_no_action_and_keeps_its_sandbox)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  session *e = w_sess(w, "t1", "e", END);
+  session *ok = w_sess(w, "t1", "ok", ACT);
+  const char *why[3] = {"spec.template: bad", "spec.template: bad", NULL};
+  plan_input in;
+  plan *p = NULL;
+  const plan_session *ps;
+  (void)ok;
+  w_link(s, "sb1");
+  w_link(e, "sbe");
+  w_sb(w, "sb1", SBP, NOW - 100 * HOUR_MS, "t1", "a");
+  w_sb(w, "sbe", SBP, NOW - HOUR_MS, "t1", "e");
+  memset(&in, 0, sizeof(in));
+  in.sessions = w->s;
+  in.n_sessions = w->ns;
+  in.sandboxes = w->b;
+  in.n_sandboxes = w->nb;
+  in.list_complete = true;
+  in.cube_now = w->now;
+  in.invalid = why;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p);
+  CHECK(!p_find(p, PLAN_DELETE, "sb1")); /* due for reclaim, but invalid */
+  CHECK_INT(p->n_orphans, 0);
+  ps = p_sess(p, s);
+  CHECK_INT(ps->status.phase, SESSION_PHASE_FAILED);
+  CHECK_STR(cond_reason(&ps->status, "Ready"), "InvalidSpec");
+  CHECK(p_find(p, PLAN_DELETE, "sbe") != NULL); /* Ended: still deleted */
+  CHECK(p_find(p, PLAN_CREATE, NULL) != NULL);  /* "ok" is created */
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1791,6 +1831,7 @@ TEST_LIST = {
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),
   T(template_change_is_said_in_a_condition),
   T(adopted_names_are_ours),
+  T(invalid_object_gets_no_action_and_keeps_its_sandbox),
   {0},
 };
 
