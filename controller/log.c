@@ -1,5 +1,6 @@
 /* log.c - one line per event, logfmt or JSON. */
 #include "log.h"
+#include "../lib/sctext.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -89,11 +90,13 @@ bool log_enabled(const logger *lg, log_level lvl)
  * control characters are escaped in both formats so a line stays a line */
 static void add_logfmt_value(dynbuf *b, const char *v)
 {
-  const unsigned char *p;
+  const unsigned char *p, *end = (const unsigned char *)v + strlen(v);
+  size_t n;
+  unsigned cp;
   bool quote = !*v;
   for(p = (const unsigned char *)v; *p; p++)
-    if(*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p == 0x7f)
-      quote = true;
+    if(*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p >= 0x7f)
+      quote = true; /* non-ASCII too: the loop below escapes C1, bidi */
   if(!quote) {
     dynbuf_addstr(b, v);
     return;
@@ -106,17 +109,27 @@ static void add_logfmt_value(dynbuf *b, const char *v)
     }
     else if(*p == '\n')
       dynbuf_addstr(b, "\\n");
-    else if(*p < 0x20 || *p == 0x7f)
-      dynbuf_printf(b, "\\x%02x", *p);
-    else
-      dynbuf_add(b, p, 1);
+    else {
+      /* C0, DEL, C1, bidi controls, bad UTF-8: escaped; the rest whole */
+      int unsafe;
+      n = sc_text_next((const char *)p, (size_t)(end - p), &cp, &unsafe);
+      if(!unsafe)
+        dynbuf_add(b, p, n);
+      else if(cp < 0x80 || (cp & 0x100u))
+        dynbuf_printf(b, "\\x%02x", cp & 0xffu);
+      else
+        dynbuf_printf(b, "\\u%04x", cp);
+      p += n - 1;
+    }
   }
   dynbuf_add(b, "\"", 1);
 }
 
 static void add_json_string(dynbuf *b, const char *v)
 {
-  const unsigned char *p;
+  const unsigned char *p, *end = (const unsigned char *)v + strlen(v);
+  size_t n;
+  unsigned cp;
   dynbuf_add(b, "\"", 1);
   for(p = (const unsigned char *)v; *p; p++) {
     if(*p == '"' || *p == '\\') {
@@ -125,10 +138,16 @@ static void add_json_string(dynbuf *b, const char *v)
     }
     else if(*p == '\n')
       dynbuf_addstr(b, "\\n");
-    else if(*p < 0x20 || *p == 0x7f)
-      dynbuf_printf(b, "\\u%04x", *p);
-    else
-      dynbuf_add(b, p, 1);
+    else {
+      /* a bad byte becomes U+FFFD: a JSON string holds no raw byte */
+      int unsafe;
+      n = sc_text_next((const char *)p, (size_t)(end - p), &cp, &unsafe);
+      if(!unsafe)
+        dynbuf_add(b, p, n);
+      else
+        dynbuf_printf(b, "\\u%04x", (cp & 0x100u) ? 0xfffdu : cp);
+      p += n - 1;
+    }
   }
   dynbuf_add(b, "\"", 1);
 }

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "../lib/dynbuf.h"
+#include "../lib/sctext.h"
 #include "plan_hash.h"
 
 #define PLAN_DEFAULT_CONTROLLER "session-controller"
@@ -553,6 +554,14 @@ static void read_tags(const sc_kvlist *md, const char **tenant,
             streq(k + np, &SESSION_TAG_MANAGED_BY[np]))
       *mb = md->items[i].value;
   }
+}
+
+/* A tag (text from Cube) as it may stand in a message: control, C1 and
+ * bidi characters escaped (lib/sctext.h), "(none)" for NULL. */
+#define TAG_SHOWN 136
+static const char *tag_shown(char *buf, const char *tag)
+{
+  return sc_text_escape(buf, TAG_SHOWN, tag ? tag : "(none)");
 }
 
 /* The lea.session_uid tag of a sandbox, or NULL. Read from the input,
@@ -1638,31 +1647,33 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
   /* conflicts (rule 5 and the ambiguous joins) */
   if(r->ls == LS_CONFLICT_TENANT) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
+    char t1[TAG_SHOWN];
     w.conflict = true;
     w.conflict_reason = "TenantMismatch";
     snprintf(w.conflict_msg, sizeof(w.conflict_msg),
              "status.sandboxID %s carries tenant tag %s, not %s: it is "
              "never adopted, paused, resumed or deleted for this session",
-             sb->id, sb->tenant, rec_tenant(r));
+             sb->id, tag_shown(t1, sb->tenant), rec_tenant(r));
   }
   else if(r->ls == LS_CONFLICT_SB) {
     const sb_rec *sb = &pl->sbs[r->link_sb];
     const char *mb = sc_kvlist_get(&pl->in->sandboxes[sb->in_idx].metadata,
                                    SESSION_TAG_MANAGED_BY);
     const char *uid = sb_uid(pl, sb);
+    char t1[TAG_SHOWN], t2[TAG_SHOWN];
     w.conflict = true;
     w.conflict_reason = "SandboxMismatch";
     if(!uid_joins(pl, r, sb, true))
       snprintf(w.conflict_msg, sizeof(w.conflict_msg),
                "status.sandboxID %s was created for another object of this "
                "name (uid %s, this object is %s): it is never adopted, "
-               "paused, resumed or deleted for this session", sb->id, uid,
-               s->meta.uid);
+               "paused, resumed or deleted for this session", sb->id,
+               tag_shown(t1, uid), s->meta.uid);
     else
       snprintf(w.conflict_msg, sizeof(w.conflict_msg),
                "status.sandboxID %s carries tags of another owner "
-               "(session %s, managed-by %s)", sb->id,
-               sb->sid ? sb->sid : "(none)", mb ? mb : "(none)");
+               "(session %s, managed-by %s)", sb->id, tag_shown(t1, sb->sid),
+               tag_shown(t2, mb));
   }
   else if(r->ls == LS_CLAIMED) {
     const sess_rec *o = &pl->recs[r->other_link];
@@ -1763,6 +1774,7 @@ static sc_err plan_orphans(planner *pl)
       continue; /* rule 2: no orphan from a list that may be short */
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
+      char t1[TAG_SHOWN], t2[TAG_SHOWN];
       plan_action *a;
       pl_time(pl, sb->end_at, te, sizeof(te));
       pl_time(pl, now, tn, sizeof(tn));
@@ -1771,8 +1783,8 @@ static sc_err plan_orphans(planner *pl)
                        "orphan: no session or tombstone for tenant %s "
                        "session %s and no status links it; paused for %s by "
                        "Cube's clock (endAt %s, now %s) >= orphan grace %s",
-                       sb->tenant ? sb->tenant : "(none)",
-                       sb->sid ? sb->sid : "(none)", age, te, tn, g);
+                       tag_shown(t1, sb->tenant), tag_shown(t2, sb->sid),
+                       age, te, tn, g);
       if(err)
         return err;
       a = &p->actions[p->n_actions - 1];

@@ -1,4 +1,5 @@
 #include "sc_err.h"
+#include "sctext.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,5 +36,8 @@ sc_err sc_errf(sc_errbuf *eb, sc_err err, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(eb->msg, sizeof(eb->msg), fmt, ap);
   va_end(ap);
+  /* messages quote peers (Cube's and the API server's bodies, file
+   * contents): what reaches a log or a terminal is text */
+  sc_text_sanitize(eb->msg, sizeof(eb->msg));
   return err;
 }

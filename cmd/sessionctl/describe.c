@@ -3,6 +3,7 @@
 #include "describe.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "../../api/duration.h"
 #include "print.h"
@@ -12,10 +13,16 @@ static sc_err kv(dynbuf *b, int indent, int width, const char *key,
                  const char *val)
 {
   int pad = width - indent - (int)strlen(key) - 1;
+  char *shown = ctl_text_dup(val && *val ? val : "<none>");
+  sc_err err;
   if(pad < 1)
     pad = 1;
-  return dynbuf_printf(b, "%*s%s:%*s%s\n", indent, "", key, pad, "",
-                       val && *val ? val : "<none>");
+  if(!shown)
+    return SC_ERR_NOMEM;
+  /* the object's text (names, tags, messages) is shown, never obeyed */
+  err = dynbuf_printf(b, "%*s%s:%*s%s\n", indent, "", key, pad, "", shown);
+  free(shown);
+  return err;
 }
 
 static sc_err kv_int(dynbuf *b, int indent, int width, const char *key,
@@ -72,8 +79,13 @@ static sc_err kv_map(dynbuf *b, int indent, int width, const char *key,
              l->items[i].value);
     if(!i)
       err = kv(b, indent, width, key, line);
-    else
-      err = dynbuf_printf(b, "%*s%s\n", width, "", line);
+    else {
+      char *shown = ctl_text_dup(line);
+      if(!shown)
+        return SC_ERR_NOMEM;
+      err = dynbuf_printf(b, "%*s%s\n", width, "", shown);
+      free(shown);
+    }
     if(err)
       return err;
   }

@@ -1,5 +1,6 @@
 /* print.c - tables, JSON and YAML output for sessionctl. */
 #include "print.h"
+#include "../../lib/sctext.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,15 @@ void ctl_table_free(ctl_table *t)
   free(t);
 }
 
+char *ctl_text_dup(const char *s)
+{
+  size_t n = s ? strlen(s) : 0;
+  char *o = malloc(n * 6 + 1); /* \uNNNN for 2..3 bytes, \xNN for 1 */
+  if(!o)
+    return NULL;
+  return sc_text_escape(o, n * 6 + 1, s ? s : "");
+}
+
 sc_err ctl_table_add(ctl_table *t, const char *const *cells)
 {
   size_t c;
@@ -58,7 +68,7 @@ sc_err ctl_table_add(ctl_table *t, const char *const *cells)
   }
   row = t->cells + t->nrows * t->ncols;
   for(c = 0; c < t->ncols; c++) {
-    row[c] = strdup(cells[c] ? cells[c] : "");
+    row[c] = ctl_text_dup(cells[c]); /* a cell is text, never a control */
     if(!row[c]) {
       while(c--)
         free(row[c]);

@@ -90,4 +90,9 @@ bool ctl_yaml_needs_quotes(const char *s);
  * (EPIPE, closed). out is reset. */
 bool ctl_write_stdout(dynbuf *out);
 
+/* A copy of untrusted text (tags, messages, annotations) safe to show on
+ * a terminal: control, C1 and bidi characters escaped (lib/sctext.h);
+ * NULL is "". The caller frees; NULL when out of memory. */
+char *ctl_text_dup(const char *s);
+
 #endif

@@ -1,6 +1,7 @@
 /* Tests of lib/: dynbuf caps, RFC 3339 and HTTP dates, kubectl ages. */
 #include "../harness.h"
 #include "../../lib/redact.h"
+#include "../../lib/sctext.h"
 #include "../../lib/dynbuf.h"
 #include "../../lib/sctime.h"
 
@@ -138,7 +139,49 @@ TEST(redact_replaces_and_ends)
   }
 }
 
+/* untrusted text stays text: C0, DEL, C1, bidi controls and bad UTF-8
+ * escaped; other UTF-8 kept */
+TEST(text_escape_controls_c1_bidi)
+{
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+    {"plain tag", "plain tag"},
+    {"\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"},
+    {"row\nfake row", "row\\x0afake row"},
+    {"\xc2\x9b" "2J", "\\u009b2J"},                /* C1 CSI */
+    {"abc\xe2\x80\xae" "cba", "abc\\u202ecba"},     /* RIGHT-TO-LEFT OVERRIDE */
+    {"\xe2\x81\xa6x", "\\u2066x"},                 /* LRI */
+    {"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"},
+    {"bad \xff\xc3", "bad \\xff\\xc3"},
+    {"\x7f", "\\x7f"},
+  };
+  size_t i;
+  char b[128], s2[64];
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    sc_text_escape(b, sizeof(b), cases[i].in);
+    CHECK_MSG(!strcmp(b, cases[i].out), "case %zu: got '%s'", i, b);
+  }
+  /* cut whole: never half an escape */
+  sc_text_escape(b, 6, "ab\x1b" "cd");
+  CHECK_STR(b, "ab");
+  CHECK_STR(sc_text_escape(b, sizeof(b), NULL), "");
+  snprintf(s2, sizeof(s2), "x\x1b[2Jy");
+  sc_text_sanitize(s2, sizeof(s2));
+  CHECK_STR(s2, "x\\x1b[2Jy");
+}
+
+/* an error message that quotes a peer is text (sc_errf) */
+TEST(errf_escapes_peer_text)
+{
+  sc_errbuf eb;
+  sc_errf(&eb, SC_ERR_PROTOCOL, "peer said: %s", "\x1b]2;title\x07 \xe2\x80\xae");
+  CHECK_STR(eb.msg, "peer said: \\x1b]2;title\\x07 \\u202e");
+}
+
 TEST_LIST = {
+  T(text_escape_controls_c1_bidi),
+  T(errf_escapes_peer_text),
   T(redact_replaces_and_ends),
   T(dynbuf_grows_and_caps),
   T(dynbuf_printf_long),

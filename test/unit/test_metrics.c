@@ -97,7 +97,29 @@ TEST(log_json_escapes)
   fclose(f);
 }
 
+/* C1 controls, bidi overrides and bad bytes from a peer never reach the
+ * log raw, in either format; other UTF-8 is kept */
+TEST(log_escapes_c1_and_bidi)
+{
+  static const log_format fmts[] = {LOG_FORMAT_LOGFMT, LOG_FORMAT_JSON};
+  size_t i;
+  for(i = 0; i < 2; i++) {
+    FILE *f = tmpfile();
+    char buf[1024];
+    logger *lg = log_new(f, fmts[i], LOG_DEBUG);
+    log_kv(lg, LOG_ERROR, "m", "tag", "a\xc2\x9b" "2J\xe2\x80\xae" "b\xff\xc3\xa9",
+           NULL);
+    read_all(f, buf, sizeof(buf));
+    CHECK_MSG(strstr(buf, "\\u009b2J\\u202eb"), "%s", buf);
+    CHECK_MSG(strstr(buf, i ? "\\ufffd\xc3\xa9" : "\\xff\xc3\xa9"), "%s", buf);
+    CHECK(!strstr(buf, "\xc2\x9b") && !strstr(buf, "\xe2\x80\xae"));
+    log_free(lg);
+    fclose(f);
+  }
+}
+
 TEST_LIST = {
+  T(log_escapes_c1_and_bidi),
   T(counter_gauge_histogram_render),
   T(empty_families_render),
   T(label_escape),
