@@ -293,6 +293,7 @@ void session_status_clear(session_status *st)
   free(st->sandbox_id);
   free(st->create_intent_by);
   free(st->sandbox_state);
+  free(st->sandbox_proof);
   for(i = 0; i < st->n_conditions; i++)
     cond_clear(&st->conditions[i]);
   free(st->conditions);
@@ -306,11 +307,13 @@ sc_err session_status_copy(session_status *dst, const session_status *src)
   dst->sandbox_id = xstrdup(src->sandbox_id);
   dst->sandbox_state = xstrdup(src->sandbox_state);
   dst->create_intent_by = xstrdup(src->create_intent_by);
+  dst->sandbox_proof = xstrdup(src->sandbox_proof);
   dst->conditions = NULL;
   dst->n_conditions = 0;
   if((src->sandbox_id && !dst->sandbox_id) ||
      (src->sandbox_state && !dst->sandbox_state) ||
-     (src->create_intent_by && !dst->create_intent_by))
+     (src->create_intent_by && !dst->create_intent_by) ||
+     (src->sandbox_proof && !dst->sandbox_proof))
     goto nomem;
   if(src->n_conditions) {
     dst->conditions = calloc(src->n_conditions, sizeof(*dst->conditions));
@@ -333,6 +336,7 @@ bool session_status_equal(const session_status *a, const session_status *b)
   size_t i;
   if(a->phase != b->phase || !sc_str_eq0(a->sandbox_id, b->sandbox_id) ||
      !sc_str_eq0(a->sandbox_state, b->sandbox_state) || a->end_at != b->end_at ||
+     !sc_str_eq0(a->sandbox_proof, b->sandbox_proof) ||
      a->observed_generation != b->observed_generation ||
      a->reclaimed_generation != b->reclaimed_generation ||
      a->paused_by_controller != b->paused_by_controller ||

@@ -133,6 +133,11 @@ typedef struct session_status {
    * event wait instead of creating a duplicate. at is Cube's clock (the
    * Date of the claiming pass's list), never a local clock; 0 = none. */
   char *create_intent_by;    /* "createIntent.by": the claiming process */
+  /* "sandboxProof": that this controller linked sandboxID to this object
+   * (an HMAC of the uid and the ID under a key only the controller holds;
+   * plan.h, "link proofs"). Asked for only when Cube has dropped the
+   * sandbox's tags: then the link alone is no evidence of ownership. */
+  char *sandbox_proof;
   sc_time create_intent_at;  /* "createIntent.at" */
   session_condition *conditions;
   size_t n_conditions;

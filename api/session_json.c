@@ -152,6 +152,7 @@ static json_object *enc_status(jenc *e, const session_status *st)
     put_str(e, o, "phase", session_phase_name(st->phase));
   put_str(e, o, "sandboxID", st->sandbox_id);
   put_str(e, o, "sandboxState", st->sandbox_state);
+  put_str(e, o, "sandboxProof", st->sandbox_proof);
   put_time(e, o, "endAt", st->end_at);
   put_int(e, o, "observedGeneration", st->observed_generation);
   put_int(e, o, "reclaimedGeneration", st->reclaimed_generation);
@@ -200,7 +201,8 @@ static json_object *enc_status(jenc *e, const session_status *st)
 static bool status_empty(const session_status *st)
 {
   return st->phase == SESSION_PHASE_NONE && !st->sandbox_id &&
-         !st->sandbox_state && !st->end_at && !st->observed_generation &&
+         !st->sandbox_state && !st->sandbox_proof && !st->end_at &&
+         !st->observed_generation &&
          !st->reclaimed_generation && !st->paused_by_controller &&
          !st->applied_idle_timeout_ms && !st->create_intent_at &&
          !st->n_conditions;
@@ -641,6 +643,8 @@ static sc_err dec_status(jdec *d, json_object *o, const char *path,
       err = dec_string(d, v, p, &st->sandbox_id);
     else if(!strcmp(key, "sandboxState"))
       err = dec_string(d, v, p, &st->sandbox_state);
+    else if(!strcmp(key, "sandboxProof"))
+      err = dec_string(d, v, p, &st->sandbox_proof);
     else if(!strcmp(key, "endAt"))
       err = dec_time(d, v, p, &st->end_at);
     else if(!strcmp(key, "observedGeneration"))

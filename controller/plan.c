@@ -39,6 +39,8 @@
 #include <string.h>
 
 #include "../lib/dynbuf.h"
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include "../lib/sctext.h"
 #include "plan_hash.h"
 
@@ -213,6 +215,50 @@ const char *plan_delete_kind_name(plan_delete_kind k)
   if((unsigned)k >= sizeof(kind_names) / sizeof(kind_names[0]))
     return "unknown";
   return kind_names[k];
+}
+
+void plan_link_key_derive(const char *cube_api_key, const char *name,
+                          unsigned char out[PLAN_LINK_KEY_LEN])
+{
+  static const char label[] = "session-controller link proof v1\n";
+  const char *secret = cube_api_key && *cube_api_key ? cube_api_key
+                       : name ? name : "";
+  unsigned int n = PLAN_LINK_KEY_LEN;
+  EVP_MD_CTX *c = EVP_MD_CTX_new();
+  if(!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) ||
+     !EVP_DigestUpdate(c, label, sizeof(label) - 1) ||
+     !EVP_DigestUpdate(c, secret, strlen(secret)) ||
+     !EVP_DigestFinal_ex(c, out, &n))
+    memset(out, 0, PLAN_LINK_KEY_LEN);
+  EVP_MD_CTX_free(c);
+}
+
+void plan_link_proof(const unsigned char *key, const char *uid,
+                     const char *sandbox_id, char out[PLAN_PROOF_LEN + 1])
+{
+  static const char hexd[] = "0123456789abcdef";
+  unsigned char msg[600], mac[EVP_MAX_MD_SIZE];
+  unsigned int ml = 0;
+  size_t ul = uid ? strlen(uid) : 0, il = sandbox_id ? strlen(sandbox_id) : 0;
+  size_t i;
+  if(ul > 256)
+    ul = 256;
+  if(il > 256)
+    il = 256;
+  memcpy(msg, uid ? uid : "", ul);
+  msg[ul] = '\n';
+  memcpy(msg + ul + 1, sandbox_id ? sandbox_id : "", il);
+  if(!HMAC(EVP_sha256(), key, PLAN_LINK_KEY_LEN, msg, ul + 1 + il, mac, &ml) ||
+     ml < PLAN_PROOF_LEN / 2) {
+    memset(out, '0', PLAN_PROOF_LEN); /* never matches a real proof */
+    out[PLAN_PROOF_LEN] = '\0';
+    return;
+  }
+  for(i = 0; i < PLAN_PROOF_LEN / 2; i++) {
+    out[2 * i] = hexd[mac[i] >> 4];
+    out[2 * i + 1] = hexd[mac[i] & 15];
+  }
+  out[PLAN_PROOF_LEN] = '\0';
 }
 
 void plan_config_defaults(plan_config *cfg)
@@ -590,6 +636,34 @@ static bool uid_joins(const planner *pl, const sess_rec *r, const sb_rec *sb,
   if(!tag)
     return by_link;
   return !strcmp(tag, uid);
+}
+
+/* Does the linked sandbox carry no lea.* tag at all? (Cube dropped its
+ * metadata on pause, or it was never ours) */
+static bool sb_untagged(const planner *pl, const sb_rec *sb)
+{
+  const sc_kvlist *md = &pl->in->sandboxes[sb->in_idx].metadata;
+  size_t i;
+  if(sb->tenant || sb->sid || sb->has_mb)
+    return false;
+  for(i = 0; i < md->n; i++)
+    if(!strncmp(md->items[i].key, SESSION_TAG_PREFIX,
+                sizeof(SESSION_TAG_PREFIX) - 1))
+      return false;
+  return true;
+}
+
+/* A link to an untagged sandbox is ours only with its proof (plan.h,
+ * "link proofs"): a status writer cannot make it. */
+static bool link_proven(const planner *pl, const sess_rec *r)
+{
+  char want_proof[PLAN_PROOF_LEN + 1];
+  if(!pl->cfg->link_key)
+    return true;
+  if(!r->s->status.sandbox_proof)
+    return false;
+  plan_link_proof(pl->cfg->link_key, r->s->meta.uid, r->link, want_proof);
+  return !strcmp(want_proof, r->s->status.sandbox_proof);
 }
 
 /* Memory latency, not instructions, is the cost of reading 100k
@@ -987,9 +1061,11 @@ typedef struct want {
    * tag of the session's sandbox; NULL when it has none or no sandbox) */
   const char *tmpl_ran;
   bool tmpl_stale;          /* tmpl_ran differs from spec.template */
+  const char *proof;        /* status.sandboxProof (link proofs) */
   /* the buffers last: want_from_old() clears only what comes before */
   char ready_msg[320];
   char conflict_msg[320];
+  char proof_buf[PLAN_PROOF_LEN + 1];
 } want;
 
 /* session_status_get_condition(), with the short type names compared
@@ -1169,6 +1245,7 @@ static sc_err apply_want(const session *s, want *w, sc_time now,
   }
   st->phase = w->phase;
   if((err = set_str(&st->sandbox_id, w->sandbox_id)) ||
+     (err = set_str(&st->sandbox_proof, w->sandbox_id ? w->proof : NULL)) ||
      (err = set_str(&st->sandbox_state, w->sandbox_state)))
     return err;
   st->end_at = w->end_at;
@@ -1203,6 +1280,7 @@ static bool want_differs(const session *s, const want *w)
   const session_status *st = &s->status;
   int64_t og = s->meta.generation;
   if(st->phase != w->phase || !sc_str_eq0(st->sandbox_id, w->sandbox_id) ||
+     !sc_str_eq0(st->sandbox_proof, w->sandbox_id ? w->proof : NULL) ||
      !streq0(st->sandbox_state, w->sandbox_state) ||
      st->end_at != w->end_at || st->observed_generation != og ||
      st->reclaimed_generation != w->reclaimed_generation ||
@@ -1238,6 +1316,7 @@ static void want_from_old(const session *s, want *w)
   w->conflict_msg[0] = 0;
   w->phase = o->phase;
   w->sandbox_id = o->sandbox_id;
+  w->proof = o->sandbox_proof;
   w->sandbox_state = o->sandbox_state;
   w->end_at = o->end_at;
   w->reclaimed_generation = o->reclaimed_generation;
@@ -1273,6 +1352,8 @@ static void want_sandbox(want *w, const sess_rec *r, const sb_rec *sb,
   bool same = linked || sc_str_eq0(o->sandbox_id, sb->id);
   w->sandbox_id = linked ? o->sandbox_id : sb->id;
   w->sandbox_id_len = linked ? r->link_len : strlen(sb->id);
+  if(!same)
+    w->proof = NULL; /* another sandbox: its proof, if any, is made anew */
   w->sandbox_state = cube_sb_state_name(sb->state);
   w->end_at = sb->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
@@ -1286,6 +1367,7 @@ static void want_sandbox(want *w, const sess_rec *r, const sb_rec *sb,
 static void want_nosandbox(want *w)
 {
   w->sandbox_id = NULL;
+  w->proof = NULL;
   w->keep_intent = false;
   w->sandbox_state = NULL;
   w->end_at = 0;
@@ -1530,6 +1612,11 @@ static sc_err plan_live(planner *pl, sess_rec *r, want *w, sc_time *due)
 
   sb = &pl->sbs[wi];
   want_sandbox(w, r, sb, r->ls == LS_OWNED && wi == r->link_sb);
+  if(pl->cfg->link_key && !w->proof && sb->ours) {
+    /* tagged ours: the evidence of now, kept for when Cube drops it */
+    plan_link_proof(pl->cfg->link_key, s->meta.uid, sb->id, w->proof_buf);
+    w->proof = w->proof_buf;
+  }
   switch(sb->state) {
   case CUBE_SB_RUNNING:
     if(state == SESSION_STATE_PAUSED) {
@@ -1663,7 +1750,13 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
     char t1[TAG_SHOWN], t2[TAG_SHOWN];
     w.conflict = true;
     w.conflict_reason = "SandboxMismatch";
-    if(!uid_joins(pl, r, sb, true))
+    if(sb_untagged(pl, sb))
+      snprintf(w.conflict_msg, sizeof(w.conflict_msg),
+               "status.sandboxID %s carries no lea.* tags and "
+               "status.sandboxProof does not prove that this controller "
+               "linked it to this object: it is never paused, resumed or "
+               "deleted for this session", sb->id);
+    else if(!uid_joins(pl, r, sb, true))
       snprintf(w.conflict_msg, sizeof(w.conflict_msg),
                "status.sandboxID %s was created for another object of this "
                "name (uid %s, this object is %s): it is never adopted, "
@@ -2169,6 +2262,8 @@ static void read_sandboxes(planner *pl)
 static uint8_t link_tags(const planner *pl, const sess_rec *r,
                          const sb_rec *sb)
 {
+  if(sb_untagged(pl, sb))
+    return link_proven(pl, r) ? LS_OWNED : LS_CONFLICT_SB;
   if(sb->tenant && strcmp(sb->tenant, rec_tenant(r)))
     return LS_CONFLICT_TENANT;
   if((sb->sid && rec_sid(r) && strcmp(sb->sid, rec_sid(r))) ||
@@ -2768,6 +2863,7 @@ sc_err plan_status_after(const session *s, const plan_action *a,
     if(!new_id || !*new_id)
       return SC_ERR_INVALID;
     if((err = set_str(&st->sandbox_id, new_id)) ||
+       (err = set_str(&st->sandbox_proof, NULL)) ||
        (err = set_str(&st->sandbox_state, "running")))
       return err;
     st->phase = SESSION_PHASE_RUNNING;
@@ -2814,6 +2910,7 @@ sc_err plan_status_after(const session *s, const plan_action *a,
   }
   if(sc_str_eq0(st->sandbox_id, a->sandbox_id) || !st->sandbox_id) {
     if((err = set_str(&st->sandbox_id, NULL)) ||
+       (err = set_str(&st->sandbox_proof, NULL)) ||
        (err = set_str(&st->sandbox_state, NULL)))
       return err;
     st->end_at = 0;

@@ -48,7 +48,30 @@ typedef struct plan_config {
    * sandboxes carry controller_name. NULL/0: none. */
   const char *const *adopted_names;
   size_t n_adopted_names;
+  /* Link proofs (rule 4, "a link alone is not ownership"): a status
+   * writer can set status.sandboxID to any sandbox. When the linked
+   * sandbox carries our tags, they are the evidence; when it carries no
+   * lea.* tag at all (Cube drops them on pause, or it was never ours) the
+   * planner acts on it only if status.sandboxProof equals
+   * plan_link_proof(link_key, metadata.uid, sandboxID), which it writes
+   * itself while the tags are there. link_key: PLAN_LINK_KEY_LEN bytes
+   * only the controller knows (plan_link_key_derive); NULL: proofs are
+   * neither written nor asked for (the planner tests, as before). */
+  const unsigned char *link_key;
 } plan_config;
+
+#define PLAN_LINK_KEY_LEN 32
+#define PLAN_PROOF_LEN 32 /* hex characters: 128 bits of an HMAC-SHA256 */
+
+/* The key of the link proofs: SHA-256 of a label and the Cube API key
+ * (what a status writer does not hold; whoever holds it can do anything
+ * with the sandboxes anyway). Without a key (a test Cube), of the
+ * controller name: documented as no protection. */
+void plan_link_key_derive(const char *cube_api_key, const char *name,
+                          unsigned char out[PLAN_LINK_KEY_LEN]);
+/* hex(HMAC-SHA256(key, uid "\n" sandbox_id))[0..32) into out (33 bytes). */
+void plan_link_proof(const unsigned char *key, const char *uid,
+                     const char *sandbox_id, char out[PLAN_PROOF_LEN + 1]);
 
 #define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
 

@@ -4,6 +4,7 @@
  * operator endpoints and signals. See DESIGN.md and docs/controller.md.
  */
 #include <event2/event.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -22,6 +23,7 @@
 #include "../../controller/kube_leader.h"
 #include "../../controller/log.h"
 #include "../../controller/metrics.h"
+#include "../../controller/plan.h"
 #include "../../controller/reconciler.h"
 #include "../../controller/store.h"
 
@@ -265,6 +267,7 @@ int main(int argc, char **argv)
   reconciler_opts ro;
   kube_http *kh = NULL;
   char replica[200], ua[300];
+  unsigned char link_key[PLAN_LINK_KEY_LEN];
   int rc = 1, port = 0;
   struct timeval tick = {0, 100000};
 
@@ -388,6 +391,8 @@ int main(int argc, char **argv)
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
   ro.plan.adopted_names = (const char *const *)served.adopted;
   ro.plan.n_adopted_names = served.n_adopted;
+  plan_link_key_derive(cfg.cube_api_key, cfg.name, link_key);
+  ro.plan.link_key = link_key;
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;
@@ -438,6 +443,7 @@ int main(int argc, char **argv)
   rc = reconciler_failed(a.rec) ? 1 : 0;
 
 out:
+  OPENSSL_cleanse(link_key, sizeof(link_key));
   httpd_stop(hd);
   cube_client_free(cube); /* aborts what is still in flight */
   reconciler_free(a.rec);

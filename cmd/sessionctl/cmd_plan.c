@@ -70,6 +70,7 @@ enum {
 typedef struct plan_run {
   store_list_result list;
   plan_config cfg;
+  unsigned char link_key[PLAN_LINK_KEY_LEN]; /* as the controller's */
   int rc;
 } plan_run;
 
@@ -342,6 +343,8 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
   base = event_base_new();
   if(!base)
     goto out;
+  plan_link_key_derive(key, pr.cfg.controller_name, pr.link_key);
+  pr.cfg.link_key = pr.link_key;
   cube_client_opts_init(&co);
   co.base_url = url;
   co.api_key = key;

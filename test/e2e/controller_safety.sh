@@ -5,12 +5,17 @@
 # and a controller whose local clock is hours off.
 . "$(dirname "$0")/lib/common.sh"
 
-# sim_create SESSION [TIMEOUT] [TENANT]: a sandbox made behind our back
+# sim_create SESSION [TIMEOUT] [TENANT] [UID]: a sandbox made behind our
+# back; with UID, as a controller makes it for that object (rule 12: the
+# lea.session_uid tag), so the session's own sandbox, e.g. a raced create
 sim_create() {
+  uidtag=""
+  [ -z "${4:-}" ] || uidtag=",\"lea.session_uid\":\"$4\""
   curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
-    "{\"templateID\":\"shell\",\"timeout\":${2:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${3:-default}\",\"lea.managed-by\":\"session-controller\"}}" |
+    "{\"templateID\":\"shell\",\"timeout\":${2:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${3:-default}\",\"lea.managed-by\":\"session-controller\"$uidtag}}" |
     jq -r .sandboxID
 }
+uid_of() { sess_field "$1" default .metadata.uid; }
 sim_state_id() { sb_field "$1" state; }
 count_state() { sim_truth | jq --arg s "$1" '[.[] | select(.state==$s)] | length'; }
 deletes_in_audit() { sim_audit | jq -s '[.[] | select(.method=="DELETE" and .source=="api")] | length'; }
@@ -83,10 +88,10 @@ for d in cube e2b; do
   # --- duplicates from a raced create: two replicas keep the same winner
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
-  a=$(sim_create dup1 600)
-  sim_advance 10
-  b=$(sim_create dup1 600)
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: dup1}\nspec: {template: shell}\n' | ctl apply -f - >/dev/null
+  a=$(sim_create dup1 600 default "$(uid_of dup1)")
+  sim_advance 10
+  b=$(sim_create dup1 600 default "$(uid_of dup1)")
   start_controller "r1-$d"; p1=$CTL_PID
   start_controller "r2-$d"; p2=$CTL_PID
   check "$d: duplicate resolved to one sandbox" wait_eq 10 1 sim_live_for dup1
@@ -129,12 +134,12 @@ for d in cube e2b; do
   # session and skip (rule 3, the store's side).
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
-  z=$(sim_create zz 60)
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
+  z=$(sim_create zz 60 default "$(uid_of zz)")
   sim_advance 120
   sim_advance 3700
   check "$d: zz's sandbox paused for over an hour" test "$(sim_state_id "$z")" = paused
   apply_n a 20
-  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
   start_controller "stale-$d" --cube-qps 1 --audit-log "$T/stale-$d.jsonl"; p1=$CTL_PID
   sleep 3
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 24h}\n' | ctl apply -f - >/dev/null
@@ -148,9 +153,9 @@ for d in cube e2b; do
   # behind 20 creates at qps 1 (a late link can be lost with the tags)
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
-  z=$(sim_create zz 600)
-  apply_n a 20
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, state: Paused}\n' | ctl apply -f - >/dev/null
+  z=$(sim_create zz 600 default "$(uid_of zz)")
+  apply_n a 20
   start_controller "link-$d" --cube-qps 1; p1=$CTL_PID
   check "$d: adopted sandbox linked early" wait_eq 5 "$z" sess_field zz default .status.sandboxID
   check "$d: ... while its pause still waits" test "$(sim_state_id "$z")" = running
@@ -162,9 +167,9 @@ for d in cube e2b; do
   # a paused sandbox's endAt (its reclaim clock) with a new timeout
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
-  z=$(sim_create zz 600)
-  apply_n a 20
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, idleTimeout: 30m}\n' | ctl apply -f - >/dev/null
+  z=$(sim_create zz 600 default "$(uid_of zz)")
+  apply_n a 20
   start_controller "tmo-$d" --cube-qps 1; p1=$CTL_PID
   wait_eq 5 "$z" sess_field zz default .status.sandboxID >/dev/null
   sim_advance 700

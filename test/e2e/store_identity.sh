@@ -27,10 +27,13 @@ mb_of() { sb_field "$1" 'metadata["lea.managed-by"]'; }
 sess_yaml() { # sess_yaml NAME [STATE]
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s}\nspec: {template: shell, state: %s, idleTimeout: 10m}\n' "$1" "${2:-Active}"
 }
-# sim_create_mb SESSION MANAGED_BY: a sandbox made behind our back
+# sim_create_mb SESSION MANAGED-BY [UID]: with UID, as a controller makes
+# it for that object (rule 12: the lea.session_uid tag)
 sim_create_mb() {
+  uidtag=""
+  [ -z "${3:-}" ] || uidtag=",\"lea.session_uid\":\"$3\""
   curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
-    "{\"templateID\":\"shell\",\"timeout\":600,\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"default\",\"lea.managed-by\":\"$2\"}}" |
+    "{\"templateID\":\"shell\",\"timeout\":600,\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"default\",\"lea.managed-by\":\"$2\"$uidtag}}" |
     jq -r .sandboxID
 }
 mv3() { for x in "" -wal -shm; do [ -e "$1$x" ] && mv "$1$x" "$2$x"; done; return 0; }
@@ -183,8 +186,14 @@ sleep 3
 check "rename: n5's status does not flap (the old name writes nothing)" test "$(sess_field n5 default .metadata.resourceVersion)" = "$rv5"
 # an old-name sandbox no status links (its creator died before the link
 # write) is found by the former name's lists and joined by its tags
-j6=$(sim_create_mb n6 ctl-a)
-sess_yaml n6 | ctl apply -f - >/dev/null
+# (the object is written straight into the store with a uid of its own, so
+# the sandbox can carry it before any controller sees the object)
+j6=$(sim_create_mb n6 ctl-a uid-n6)
+sqlite3 -cmd ".timeout 10000" "${STORE#sqlite:}" "BEGIN; UPDATE meta SET revision = revision + 1;
+  INSERT INTO objects(namespace, name, uid, generation, revision, created_ms,
+    deleted_ms, labels, annotations, spec, status)
+  SELECT 'default', 'n6', 'uid-n6', 1, revision, 1795946400000, 0, '{}', '{}',
+    '{\"template\":\"shell\"}', '{}' FROM meta; COMMIT;"
 check "rename: n6 joins its unlinked old-name sandbox" wait_eq 10 "$j6" sess_field n6 default .status.sandboxID
 check "rename: no sandbox created for n6" test "$(sim_live_for n6)" = 1
 stop_pid "$pa"

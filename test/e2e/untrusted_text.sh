@@ -38,4 +38,21 @@ done
 check "describe shows the tag escaped" grep -q 'evil\\x1b\]0;pwned\\x07\\x0arow\\u009b2J\\u202etxt' "$T/describe.out"
 check "the tag's line break fakes no row in describe" test "$(grep -c '^ *row' "$T/describe.out")" = 0
 check "the sandbox was not touched" test "$(sb_field "$id" state)" = running
+
+# --- a link alone is not ownership: a status writer points s2 at a
+# sandbox with no lea.* tags (another system's); s2 is then Paused and
+# Ended: the sandbox is never paused or deleted
+foreign=$(curl -sf -X POST -H 'Content-Type: application/json' \
+  -d '{"templateID":"python","metadata":{"owner":"another-system"}}' "$SIM/sandboxes" | jq -r .sandboxID)
+printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: s2, namespace: tenant-a}\nspec: {template: python, state: Paused}\n' >"$T/s2.yaml"
+ctl apply -f "$T/s2.yaml" >/dev/null
+sqlite3 -cmd ".timeout 10000" "$T/sessions.db" "UPDATE objects SET status = '{\"sandboxID\":\"$foreign\"}' WHERE name = 's2'"
+mismatch() { sess_field s2 tenant-a '.status.conditions[]? | select(.type=="Conflict") | .reason' | grep -q SandboxMismatch; }
+check "forged link to an untagged sandbox: a conflict" wait_until 10 mismatch
+sleep 2
+check "forged link: the foreign sandbox is not paused" test "$(sb_field "$foreign" state)" = running
+sed 's/state: Paused/state: Ended/' "$T/s2.yaml" | ctl apply -f - >/dev/null
+sleep 3
+check "forged link: nor deleted when the session ends" test "$(sb_field "$foreign" state)" = running
+check "forged link: no mutating call reached it" test "$(sim_audit | jq -s --arg id "$foreign" '[.[] | select(.sandboxID==$id and .source=="api" and .method!="GET" and .event!="create")] | length')" = 0
 finish

@@ -1776,6 +1776,62 @@ TEST(invalid_object_gets_no_action_and_keeps_its_sandbox)
   w_del(w);
 }
 
+/* A link alone is not ownership: a status writer can point
+ * status.sandboxID at any sandbox. An untagged one (Cube dropped the
+ * tags, or it was never ours) is acted on only with the proof the planner
+ * wrote while the tags were there; a foreign one, or another object's
+ * proof, is a conflict and nothing is done to it. */
+TEST(rule4_untagged_link_needs_its_proof)
+{
+  static const unsigned char key[PLAN_LINK_KEY_LEN] = {1, 2, 3};
+  char good[PLAN_PROOF_LEN + 1], other[PLAN_PROOF_LEN + 1];
+  world *w = w_new();
+  session *mine = w_sess(w, "t1", "mine", END);
+  session *forged = w_sess(w, "t1", "forged", END);
+  session *copied = w_sess(w, "t1", "copied", END);
+  session *fresh = w_sess(w, "t1", "fresh", ACT);
+  cube_sandbox *b;
+  plan *p;
+  const plan_session *ps;
+  w->cfg.link_key = key;
+  mine->meta.uid = strdup("uid-mine");
+  forged->meta.uid = strdup("uid-forged");
+  copied->meta.uid = strdup("uid-copied");
+  fresh->meta.uid = strdup("uid-fresh");
+  plan_link_proof(key, "uid-mine", "sb-mine", good);
+  plan_link_proof(key, "uid-mine", "sb-copied", other);
+  w_link(mine, "sb-mine");
+  mine->status.sandbox_proof = strdup(good);
+  w_link(forged, "sb-foreign");          /* no proof at all */
+  w_link(copied, "sb-copied");
+  copied->status.sandbox_proof = strdup(other); /* another object's */
+  w_link(fresh, "sb-fresh");
+  fresh->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_sb(w, "sb-mine", SBP, NOW - HOUR_MS, NULL, NULL);    /* tags dropped */
+  w_sb(w, "sb-foreign", SBP, NOW - HOUR_MS, NULL, NULL); /* never ours */
+  b = w_sb(w, "sb-copied", SBP, NOW - HOUR_MS, NULL, NULL);
+  if(sc_kvlist_set(&b->metadata, "owner", "someone-else"))
+    abort();
+  w_sb(w, "sb-fresh", SBR, NOW + MIN_MS, "t1", "fresh");
+  p = w_plan(w);
+  CHECK(p);
+  CHECK(p_find(p, PLAN_DELETE, "sb-mine") != NULL);
+  CHECK(!p_find(p, PLAN_DELETE, "sb-foreign"));
+  CHECK(!p_find(p, PLAN_DELETE, "sb-copied"));
+  ps = p_sess(p, forged);
+  CHECK_STR(cond_reason(&ps->status, "Conflict"), "SandboxMismatch");
+  CHECK(strstr(session_status_get_condition(&ps->status, "Conflict")->message,
+               "sandboxProof"));
+  CHECK_STR(cond_reason(&p_sess(p, copied)->status, "Conflict"),
+            "SandboxMismatch");
+  /* tagged ours: the proof is written for the day Cube drops the tags */
+  ps = p_sess(p, fresh);
+  plan_link_proof(key, "uid-fresh", "sb-fresh", good);
+  CHECK_STR(ps->status.sandbox_proof, good);
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1832,6 +1888,7 @@ TEST_LIST = {
   T(template_change_is_said_in_a_condition),
   T(adopted_names_are_ours),
   T(invalid_object_gets_no_action_and_keeps_its_sandbox),
+  T(rule4_untagged_link_needs_its_proof),
   {0},
 };
 
