@@ -62,6 +62,7 @@ start_controller ctl-401 --resync 1s --cube-api-key-file "$T/key"
 check "401: an error-level line says to check the key" wait_until 10 grep -q 'level=error msg="Cube refuses the API key on every call: check --cube-api-key-file or CUBE_API_KEY"' "$T/ctl-401.log"
 port=$(metrics_port ctl-401)
 check "401: /readyz is 503" wait_eq 5 503 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz"
+check "401: /readyz says why" sh -c "curl -s 'http://127.0.0.1:$port/readyz' | grep -q 'Cube refuses the API key'"
 check "401: /healthz stays 200 (the loop turns)" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = 200
 check "401: the session's status names the key" wait_until 5 sh -c "'$BINDIR/sessionctl' --store '$STORE' get sessions s1 -n tenant-a -o json | jq -r '.status.conditions[]? | select(.type==\"Ready\") | .message' | grep -q 'refuses the API key'"
 check "secrets: a key file readable by others is warned about" grep -q 'level=warn msg="the Cube API key file is readable by group or others: chmod 600 it".*mode=0644' "$T/ctl-401.log"
