@@ -8,6 +8,7 @@
  * retries on timers instead of sleeps. Watches are streaming GETs on a
  * libcurl multi handle driven by the loop of store_open_opts.base. */
 #include "store_impl.h"
+#include "store_kube_name.h"
 #include "curlev.h"
 
 #include <stdio.h>
@@ -1699,7 +1700,7 @@ static const store_ops kube_ops = {
   k_delete, k_purge, k_watch_start, k_watch_stop, k_list_async, k_get_async,
   k_update_status_async, k_purge_async, k_async_inflight,
   NULL, /* no file to lose: the API server is the store */
-  NULL, NULL /* no controller name recorded (docs/store.md) */
+  kube_claim_name, kube_served_by_get /* on the CRD (store_kube_name.c) */
 };
 
 /* a kube_http client on base with a copy of k's connection */

@@ -194,8 +194,11 @@ calls="lea.io/sessions/get lea.io/sessions/list lea.io/sessions/watch
 lea.io/sessions/patch lea.io/sessions/status/update
 core/events/create core/events/patch
 coordination.k8s.io/leases/get coordination.k8s.io/leases/create
-coordination.k8s.io/leases/update"
+coordination.k8s.io/leases/update
+apiextensions.k8s.io/customresourcedefinitions/get
+apiextensions.k8s.io/customresourcedefinitions/patch"
 granted=$(grep -E '^- \{apiGroups:' "$D/rbac.yaml" |
+  sed 's/, resourceNames: \[[^]]*\]//' |
   sed 's/^- {apiGroups: \[\([^]]*\)\], resources: \[\([^]]*\)\], verbs: \[\([^]]*\)\]}$/\1|\2|\3/' |
   while IFS='|' read -r g r vs; do
     g=$(printf '%s' "$g" | tr -d '"')
@@ -208,6 +211,7 @@ check "rbac: bound to the controller's ServiceAccount only" sh -c \
 kube_src=${KUBE_SRC:-$(ls controller/store_kube.c 2>/dev/null || true)}   # KUBE_SRC=FILE: another copy
 ev_src=${EVENTS_SRC:-$(ls controller/kube_events.c 2>/dev/null || true)}
 le_src=${LEADER_SRC:-$(ls controller/kube_leader.c 2>/dev/null || true)}
+nm_src=${NAME_SRC:-$(ls controller/store_kube_name.c 2>/dev/null || true)}
 # methods FILE: the HTTP methods a source names, sorted, on one line
 methods() { grep -oE '"(GET|POST|PUT|PATCH|DELETE)"' "$1" | tr -d '"' | sort -u | tr '\n' ' '; }
 if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
@@ -218,7 +222,9 @@ if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
     case $g/$v in */get|*/list) m='"GET"' ;; */watch) m='watch=1' ;;
       */patch) m='"PATCH"' ;; coordination.k8s.io/update) m='"PUT"' ;;
       */update) m='"PUT"' ;; */create) m='"POST"' ;; esac
-    case $g in core) src=$ev_src ;; coordination.k8s.io) src=$le_src ;; *) src=$kube_src ;; esac
+    case $r in customresourcedefinitions) path='/customresourcedefinitions/sessions.lea.io' ;; esac
+    case $g in core) src=$ev_src ;; coordination.k8s.io) src=$le_src ;;
+      apiextensions.k8s.io) src=$nm_src ;; *) src=$kube_src ;; esac
     check "rbac: $gv: $path and $m in $src" sh -c \
       "grep -qF -- '$path' $src && grep -qF -- '$m' $src"
   done
@@ -232,6 +238,10 @@ if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
   for p in /sessions /finalizers; do
     check "rbac: $ev_src and $le_src call no $p" sh -c "! grep -qF -- '$p' $ev_src $le_src"
   done
+  check "rbac: $nm_src uses only GET and PATCH (the CRD: get, patch)" \
+    test "$(methods "$nm_src")" = "GET PATCH "
+  check "rbac: the CRD grant names sessions.lea.io only" \
+    grep -q 'resources: \[customresourcedefinitions\], resourceNames: \[sessions.lea.io\],' "$D/rbac.yaml"
 else
   echo "skip rbac calls in controller/store_kube.c, kube_events.c, kube_leader.c: not in this tree"
 fi
