@@ -293,10 +293,13 @@ static void on_read(struct bufferevent *bev, void *arg)
   const char *p;
 
   if(c->state == C_LINGER) {
+    /* past the budget: read no more, but leave the peer the rest of the
+     * linger to read the answer (closing now, with its bytes unread,
+     * would reset the connection and could destroy the answer) */
     c->drained += len;
     evbuffer_drain(in, len);
     if(c->drained > HTTPD_LINGER_BYTES)
-      conn_free(c);
+      bufferevent_disable(bev, EV_READ);
     return;
   }
   if(c->state != C_HEAD)
@@ -427,12 +430,13 @@ static void conn_new(httpd *h, evutil_socket_t fd)
   evtimer_add(c->deadline, &tv);
 }
 
-/* the oldest connection still waiting for its request head, or NULL */
+/* the oldest connection still waiting for its request head or done with
+ * its answer (lingering), or NULL */
 static conn *oldest_idle(httpd *h)
 {
   conn *c;
   for(c = h->first; c; c = c->next)
-    if(c->state == C_HEAD)
+    if(c->state != C_WRITE)
       return c;
   return NULL;
 }
@@ -507,10 +511,12 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
       return;
     }
     if(h->n_conns >= h->max_conns) {
+      conn *old = oldest_idle(h);
       at_cap(h, "metrics port: connection cap reached: closing the oldest "
-                "connection that sent no request yet");
-      dropped(h, "evicted");
-      conn_free(oldest_idle(h));
+                "idle connection");
+      if(old->state == C_HEAD)
+        dropped(h, "evicted");
+      conn_free(old);
     }
     conn_new(h, fd);
   }

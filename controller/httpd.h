@@ -7,8 +7,9 @@
  * nor make it spin:
  *
  *  - GET and HEAD only (405 with Allow: GET, HEAD otherwise); a request
- *    body is never read, only discarded after the answer (at most
- *    HTTPD_LINGER_BYTES, during at most HTTPD_LINGER_MS);
+ *    body is never read: after the answer at most HTTPD_LINGER_BYTES of
+ *    it are discarded, and the connection is closed when the peer closes
+ *    or HTTPD_LINGER_MS after the answer, whichever comes first;
  *  - the request head (request line and headers) is at most
  *    HTTPD_HEAD_MAX bytes (431 past it);
  *  - one request per connection (Connection: close); a connection has
@@ -16,8 +17,8 @@
  *    however it dribbles, then HTTPD_LINGER_MS at most;
  *  - at most max_connections at once, and never more than a quarter of
  *    the descriptor limit (RLIMIT_NOFILE): the rest is Cube's and the
- *    store's. A new connection over the cap closes the oldest one that
- *    has not sent its request yet (an idle one); when all are busy
+ *    store's. A new connection over the cap closes the oldest idle one
+ *    (no request yet, or answered and lingering); when all are busy
  *    answering, accepting stops until one ends;
  *  - accept() failing for want of descriptors or memory (EMFILE, ENFILE,
  *    ENOBUFS, ENOMEM) stops accepting for HTTPD_BACKOFF_MS instead of
