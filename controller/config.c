@@ -91,6 +91,9 @@ static const opt opts[] = {
    "append one JSON line per destructive action to FILE"},
   {"metrics-addr", OPT_STR, O(metrics_addr), "127.0.0.1:9090",
    "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off)"},
+  {"metrics-max-connections", OPT_INT, O(metrics_max_connections), "64",
+   "most connections open at once on --metrics-addr (at most a quarter of "
+   "the descriptor limit; over it, the oldest idle one is closed)"},
   {"log-format", OPT_STR, O(log_format), "logfmt", "logfmt or json"},
   {"log-level", OPT_STR, O(log_level), "info", "debug, info, warn, error"},
   {"config", OPT_STR, O(config_file), NULL,

@@ -45,6 +45,7 @@ typedef struct config {
   bool dry_run;
   char *audit_log;
   char *metrics_addr;
+  int metrics_max_connections; /* cap on --metrics-addr connections */
   char *log_format;
   char *tenant_binding;       /* "namespace" or "free" */
   int64_t create_claim_ttl_ms; /* --create-claim-ttl */

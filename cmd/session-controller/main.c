@@ -202,6 +202,26 @@ static void no_core_dumps(void)
   (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+/* Descriptors are Cube's, the store's and the metrics port's: the soft
+ * limit goes up to the hard one (the metrics port takes at most a quarter,
+ * controller/httpd.h). */
+static void raise_nofile(logger *lg)
+{
+  struct rlimit rl;
+  char was[24], now[24];
+  if(getrlimit(RLIMIT_NOFILE, &rl))
+    return;
+  snprintf(was, sizeof(was), "%llu", (unsigned long long)rl.rlim_cur);
+  if(rl.rlim_cur < rl.rlim_max) {
+    struct rlimit up = {rl.rlim_max, rl.rlim_max};
+    if(!setrlimit(RLIMIT_NOFILE, &up))
+      rl.rlim_cur = rl.rlim_max;
+  }
+  snprintf(now, sizeof(now), "%llu", (unsigned long long)rl.rlim_cur);
+  log_kv(lg, LOG_INFO, "descriptor limit (RLIMIT_NOFILE)", "limit", now,
+         "was", was, NULL);
+}
+
 /* Is host (of an http:// URL) a loopback name or address? */
 static bool url_is_loopback(const char *url)
 {
@@ -311,6 +331,7 @@ int main(int argc, char **argv)
     goto out;
   }
   log_set_static(a.lg, "replica", replica);
+  raise_nofile(a.lg);
 
   /* the replica in the User-Agent tells replicas apart in Cube's logs;
    * not when it says "e2b": Cube treats such agents as the SDK (endAt) */
@@ -411,14 +432,17 @@ int main(int argc, char **argv)
   metrics_set(m, "session_controller_leader", NULL, a.kl ? 0 : 1);
   if(cfg.metrics_addr && *cfg.metrics_addr) {
     httpd_hooks hooks = {hook_healthy, hook_ready, a.rec};
-    char ps[16];
-    if(httpd_start(a.base, cfg.metrics_addr, m, &hooks, &hd, &port, &eb)) {
+    httpd_opts hopts = {cfg.metrics_max_connections, 0, a.lg};
+    char ps[16], mc[16];
+    if(httpd_start(a.base, cfg.metrics_addr, m, &hooks, &hopts, &hd, &port,
+                   &eb)) {
       log_kv(a.lg, LOG_ERROR, "cannot serve metrics", "error", eb.msg, NULL);
       goto out;
     }
     snprintf(ps, sizeof(ps), "%d", port);
+    snprintf(mc, sizeof(mc), "%d", httpd_max_connections(hd));
     log_kv(a.lg, LOG_INFO, "serving /metrics /healthz /readyz", "addr",
-           cfg.metrics_addr, "port", ps, NULL);
+           cfg.metrics_addr, "port", ps, "max_connections", mc, NULL);
   }
   a.sigterm = evsignal_new(a.base, SIGTERM, on_signal, &a);
   a.sigint = evsignal_new(a.base, SIGINT, on_signal, &a);

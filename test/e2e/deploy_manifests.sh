@@ -21,13 +21,20 @@
 #     environment variable names of the CEL rule equal the C list; the
 #     sandboxMetadata cap equals the C constant; wake has minimum 0.
 #  5. RBAC grants exactly the resources/verbs the kube store calls.
-#  6. hack/check-image-deps.sh: the Dockerfile's runtime packages match ldd.
+#  6. The NetworkPolicy (deploy/networkpolicy.yaml, in the kustomization)
+#     selects the Deployment's pods by their template labels, in their
+#     namespace; admits only the metrics port (the container's "metrics"
+#     port and --metrics-addr's), from a namespaceSelector on
+#     kubernetes.io/metadata.name; lists only Ingress, so the controller's
+#     connections to the API server and Cube stay open.
+#  7. hack/check-image-deps.sh: the Dockerfile's runtime packages match ldd.
 # What is NOT checked here (no API server): that the API server accepts the
 # CRD, and the CEL rules' evaluation (duration bounds 1s..87600h, the "lea."
 # prefix, the denied names) - only their text is checked.
 . "$(dirname "$0")/lib/common.sh"
 D=deploy
 CRD=${CRD:-$D/crd.yaml}   # CRD=FILE: check another copy (mutation tests)
+NETPOL=${NETPOL:-$D/networkpolicy.yaml}   # NETPOL=FILE: the same
 export LC_ALL=C.UTF-8
 
 # ---- 1. kustomize
@@ -35,7 +42,7 @@ if command -v kubectl >/dev/null 2>&1; then
   if kubectl kustomize "$D" >"$T/render.yaml" 2>"$T/render.err"; then
     ok "kubectl kustomize $D renders"
     kinds=$(sed -n 's/^kind: //p' "$T/render.yaml" | sort | tr '\n' ' ')
-    want="ClusterRole ClusterRoleBinding ConfigMap CustomResourceDefinition Deployment Namespace PodDisruptionBudget Service ServiceAccount "
+    want="ClusterRole ClusterRoleBinding ConfigMap CustomResourceDefinition Deployment Namespace NetworkPolicy PodDisruptionBudget Service ServiceAccount "
     check "rendered kinds: $kinds" [ "$kinds" = "$want" ]
   else
     fail "kubectl kustomize $D renders" "$(head -n 3 "$T/render.err")"
@@ -246,7 +253,59 @@ else
   echo "skip rbac calls in controller/store_kube.c, kube_events.c, kube_leader.c: not in this tree"
 fi
 
-# ---- 6. the image's runtime packages
+# ---- 6. the NetworkPolicy
+# pod_labels: the Deployment's pod template labels, "key: value" sorted
+pod_labels() {
+  awk '/^kind: /{ d = ($0 == "kind: Deployment") }
+    d && /^  template:$/ { t = 1; next }
+    t && /^    metadata:$/ { m = 1; next }
+    m && /^      labels:$/ { l = 1; next }
+    l { if($0 ~ /^        [^ ]/) { sub(/^ +/, ""); print } else exit }' \
+    "$D/controller.yaml" | sort
+}
+np_selector() {
+  awk '/^  podSelector:/ { p = 1; next }
+    p && /^    matchLabels:$/ { m = 1; next }
+    m { if($0 ~ /^      [^ ]/) { sub(/^ +/, ""); print } else exit }
+    p && !m { exit }' "$NETPOL" | sort
+}
+np_field() { sed -n "s/^$1: *//p" "$NETPOL"; }
+if [ -f "$NETPOL" ]; then
+  ok "$NETPOL exists"
+  check "netpol: in the kustomization" grep -qx -- '- networkpolicy.yaml' "$D/kustomization.yaml"
+  check "netpol: one object, networking.k8s.io/v1 NetworkPolicy" test \
+    "$(grep -c '^kind: ' "$NETPOL") $(np_field kind) $(np_field apiVersion)" = "1 NetworkPolicy networking.k8s.io/v1"
+  dns=$(sed -n '/^kind: Deployment$/,/^---$/p' "$D/controller.yaml" | sed -n 's/^  namespace: //p' | head -n 1)
+  check "netpol: in the Deployment's namespace ($dns)" test \
+    "$(sed -n 's/^  namespace: //p' "$NETPOL")" = "$dns"
+  sel=$(np_selector); labels=$(pod_labels)
+  missing=$(printf '%s\n' "$sel" | while read -r kv; do
+    [ -z "$kv" ] || printf '%s\n' "$labels" | grep -qxF -- "$kv" || echo "$kv"; done)
+  check "netpol: podSelector ($(echo $sel)) selects the pods (labels: $(echo $labels))" \
+    test -n "$sel" -a -n "$labels" -a -z "$missing"
+  check "netpol: the Deployment's selector = the podSelector" test \
+    "$(sed -n '/^kind: Deployment$/,/^  template:$/p' "$D/controller.yaml" |
+      sed -n '/^    matchLabels:$/,/^  [a-z]/s/^      \([^ ].*\)$/\1/p' | sort)" = "$sel"
+  types=$(sed -n '/^  policyTypes:$/,/^  [a-z]/s/^  - //p' "$NETPOL" | tr '\n' ' ')
+  check "netpol: policyTypes Ingress only: egress to the API server and Cube stays open ($types)" \
+    test "$types" = "Ingress "
+  check "netpol: one ingress rule" test \
+    "$(sed -n '/^  ingress:$/,$p' "$NETPOL" | grep -c '^  - ')" = 1
+  check "netpol: from a namespaceSelector on kubernetes.io/metadata.name" sh -c \
+    "sed -n '/^  - from:\$/,/^    ports:\$/p' '$NETPOL' | grep -q '^    - namespaceSelector:\$' &&
+     sed -n '/^  - from:\$/,/^    ports:\$/p' '$NETPOL' | grep -Eq '^          kubernetes.io/metadata.name: [a-z0-9-]+\$'"
+  check "netpol: no ipBlock (the scraper is a pod)" sh -c "! grep -q ipBlock '$NETPOL'"
+  cport=$(sed -n '/^        - name: metrics$/{n;s/^ *containerPort: \([0-9]*\)$/\1/p;}' "$D/controller.yaml")
+  aport=$(sed -n '/^        - --metrics-addr$/{n;s/^ *- [0-9.]*:\([0-9]*\)$/\1/p;}' "$D/controller.yaml")
+  nports=$(sed -n '/^    ports:$/,$s/^    - port: //p' "$NETPOL" | tr '\n' ' ')
+  check "netpol: admits only port $cport/TCP (container port $cport, --metrics-addr :$aport; policy: $nports)" \
+    test -n "$cport" -a "$cport" = "$aport" -a "$nports" = "$cport " -a \
+      "$(sed -n '/^    ports:$/,$s/^      protocol: //p' "$NETPOL")" = TCP
+else
+  fail "$NETPOL exists"
+fi
+
+# ---- 7. the image's runtime packages
 if ldd "${BINDIR:-bin}/session-controller" 2>/dev/null | grep -q libasan; then
   echo "skip hack/check-image-deps.sh: a sanitizer build (the image is built without)"
 elif command -v dpkg-query >/dev/null 2>&1; then
