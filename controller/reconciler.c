@@ -137,6 +137,7 @@ struct reconciler {
   int64_t last_full_done;
   bool store_ok;
   bool cube_key_refused; /* Cube answered 401/403 to every recent call */
+  char last_fail_why[SC_ERRBUF_SIZE + 80]; /* the last full pass's failure */
   cube_dialect dialect;
   char identity[96];    /* status.createIntent.by: replica#random */
   recorder rec;        /* events (kube store); none by default */
@@ -1508,6 +1509,8 @@ static void pass_finish(pass *ps)
       r->failed = true;
     }
     else if(ps->fail_msg) {
+      snprintf(r->last_fail_why, sizeof(r->last_fail_why), "no full pass has "
+               "completed for over 10 resync periods: %s", ps->fail_msg);
       log_kv(r->o.lg, LOG_WARN, "full pass incomplete, retried at the next "
              "resync", "error", ps->fail_msg, NULL);
     }
@@ -2028,7 +2031,8 @@ void reconciler_set_leader(reconciler *r, bool leader)
 
 bool reconciler_ready(const reconciler *r)
 {
-  return r->ready && r->store_ok && !r->store_lost && !r->cube_key_refused;
+  return r->ready && r->store_ok && !r->store_lost && !r->cube_key_refused &&
+         !reconciler_passes_failing(r);
 }
 
 const char *reconciler_store_lost(const reconciler *r)
@@ -2043,17 +2047,25 @@ const char *reconciler_cube_key_refused(const reconciler *r)
                              : NULL;
 }
 
+/* For /healthz: the loop turns. Nothing outside the process (Cube, the API
+ * server, the store) makes it fail: a restart would not bring those back,
+ * and a liveness probe would restart every pod during a Cube outage.
+ * Passes that keep failing are /readyz's (reconciler_passes_failing). */
 bool reconciler_healthy(const reconciler *r, const char **why)
 {
-  int64_t now = sctime_mono_ms();
-  if(now - r->last_beat > 10 * HEARTBEAT_MS) {
+  if(sctime_mono_ms() - r->last_beat > 10 * HEARTBEAT_MS) {
     *why = "the event loop has not turned for over 10s";
-    return false;
-  }
-  if(r->ready && now - r->last_full_done > 10 * r->o.resync_ms) {
-    *why = "no full pass has completed for over 10 resync periods";
     return false;
   }
   *why = "ok";
   return true;
+}
+
+const char *reconciler_passes_failing(const reconciler *r)
+{
+  if(r->ready && sctime_mono_ms() - r->last_full_done > 10 * r->o.resync_ms)
+    return r->last_fail_why[0] ? r->last_fail_why
+                               : "no full pass has completed for over 10 "
+                                 "resync periods";
+  return NULL;
 }

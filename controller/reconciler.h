@@ -72,6 +72,10 @@ bool reconciler_ready(const reconciler *r);
 const char *reconciler_store_lost(const reconciler *r);
 /* Why Cube's answers say the API key is refused, or NULL. */
 const char *reconciler_cube_key_refused(const reconciler *r);
+/* Why no full pass has completed for over 10 resync periods (after the
+ * first one did), with the last failure, or NULL. /readyz says it;
+ * /healthz does not fail for it (the loop turns). */
+const char *reconciler_passes_failing(const reconciler *r);
 /* For /healthz: the loop turned recently. *why explains a failure. */
 bool reconciler_healthy(const reconciler *r, const char **why);
 

@@ -51,6 +51,8 @@ static bool hook_ready(void *ud, const char **why)
   *why = reconciler_store_lost(ud);
   if(!*why)
     *why = reconciler_cube_key_refused(ud);
+  if(!*why)
+    *why = reconciler_passes_failing(ud);
   return reconciler_ready(ud);
 }
 

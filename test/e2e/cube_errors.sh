@@ -52,6 +52,21 @@ check "422: a new generation is created at once (long before the 30 s resync)" w
 kill "$CTL_PID"; wait "$CTL_PID" 2>/dev/null
 kill "$SIM_PID"; wait "$SIM_PID" 2>/dev/null
 
+# --- Cube down: /healthz means the loop turns (a restart cannot bring Cube
+# back), /readyz says why nothing completes
+rm -f "$T/sessions.db"*
+start_cubesim --clock-speed 1
+ctl apply -f "$T/s1b.yaml" >/dev/null
+start_controller ctl-down --resync 1s
+check "down: Running first" wait_eq 10 Running sess_field s1 tenant-a .status.phase
+port=$(metrics_port ctl-down)
+kill "$SIM_PID"; wait "$SIM_PID" 2>/dev/null
+sleep 13 # over 10 resync periods without a full pass
+check "down: /healthz stays 200" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = 200
+check "down: /readyz is 503" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 503
+check "down: /readyz says no pass completes, and why" sh -c "curl -s 'http://127.0.0.1:$port/readyz' | grep -q 'no full pass has completed for over 10 resync periods: .*cube'"
+kill "$CTL_PID"; wait "$CTL_PID" 2>/dev/null
+
 # --- a key Cube refuses
 rm -f "$T/sessions.db"*
 start_cubesim --clock-speed 1 --api-key right-key
