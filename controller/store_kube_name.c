@@ -13,7 +13,10 @@
  * Where the CRD cannot be read (404: an API server without it, as the
  * tests' fake before `kubectl apply -f deploy/crd.yaml`; 403: an older
  * Role) nothing is recorded and the controller says so at start, as
- * before. The calls run on a private loop: this happens once, at start.
+ * before. No answer at all (the API server unreachable, a TLS failure) is
+ * SC_ERR_UNAVAILABLE: the controller starts unrecorded and says so, as a
+ * controller must keep running (and retrying) through an API outage. The
+ * calls run on a private loop: this happens once, at start.
  */
 #include "store_kube_name.h"
 
@@ -69,8 +72,9 @@ static sc_err run(kube_http *h, struct event_base *base, const char *method,
   while(!c->done)
     if(event_base_loop(base, EVLOOP_ONCE) < 0)
       return sc_errf(eb, SC_ERR_INTERNAL, "kube: the private loop failed");
-  if(c->err)
-    return sc_errf(eb, c->err, "kube GET %s: %s", CRD_PATH, c->msg);
+  if(c->err) /* no answer: not a word on the record either way */
+    return sc_errf(eb, SC_ERR_UNAVAILABLE, "kube %s %s: %s", method,
+                   CRD_PATH, c->msg);
   return SC_OK;
 }
 

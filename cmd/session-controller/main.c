@@ -163,6 +163,18 @@ static sc_err claim_store(app *a, store *st, const config *cfg,
   sc_err err;
   eb.msg[0] = '\0';
   err = store_claim_name(st, cfg->name, cfg->adopt_from, served, &eb);
+  if(err == SC_ERR_UNAVAILABLE) {
+    /* the API server did not answer: keep running (its outage is not
+     * ours to end), with one name per store not enforced this run */
+    log_kv(a->lg, LOG_WARN, "could not read the store's controller-name "
+           "record: one name per store is not enforced until a restart",
+           "store", cfg->store, "error", eb.msg, NULL);
+    memset(served, 0, sizeof(*served));
+    if(cfg->adopt_from && (served->adopted = calloc(1, sizeof(char *))) &&
+       (served->adopted[0] = strdup(cfg->adopt_from)))
+      served->n_adopted = 1; /* the rename still holds for this run */
+    return SC_OK;
+  }
   if(err) {
     log_kv(a->lg, LOG_ERROR, "refusing to start", "store", cfg->store,
            "name", cfg->name, "error", eb.msg, NULL);

@@ -6,15 +6,8 @@
 . "$(dirname "$0")/lib/common.sh"
 
 # sim_create SESSION [TIMEOUT] [TENANT] [UID]: a sandbox made behind our
-# back; with UID, as a controller makes it for that object (rule 12: the
-# lea.session_uid tag), so the session's own sandbox, e.g. a raced create
-sim_create() {
-  uidtag=""
-  [ -z "${4:-}" ] || uidtag=",\"lea.session_uid\":\"$4\""
-  curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
-    "{\"templateID\":\"shell\",\"timeout\":${2:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${3:-default}\",\"lea.managed-by\":\"session-controller\"$uidtag}}" |
-    jq -r .sandboxID
-}
+# back (sim_sandbox in lib/common.sh); with UID, the session's own
+sim_create() { sim_sandbox "$1" session-controller "${4:-}" "${2:-600}" "${3:-default}"; }
 uid_of() { sess_field "$1" default .metadata.uid; }
 sim_state_id() { sb_field "$1" state; }
 count_state() { sim_truth | jq --arg s "$1" '[.[] | select(.state==$s)] | length'; }

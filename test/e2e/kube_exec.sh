@@ -14,20 +14,7 @@
 # same KUBERNETES_EXEC_INFO.
 . "$(dirname "$0")/lib/common.sh"
 
-# --- certificates (as kube_tls.sh)
-mkca() { # NAME CN
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2" \
-    -keyout "$T/$1.key" -out "$T/$1.pem" \
-    -addext basicConstraints=critical,CA:TRUE \
-    -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-}
-mkcert() { # NAME CN CA EXT
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$T/$1.key" \
-    -out "$T/$1.csr" 2>/dev/null &&
-  printf '%s\n' "$4" >"$T/$1.ext" &&
-  openssl x509 -req -in "$T/$1.csr" -CA "$T/$3.pem" -CAkey "$T/$3.key" \
-    -CAcreateserial -days 2 -extfile "$T/$1.ext" -out "$T/$1.pem" 2>/dev/null
-}
+# --- certificates (mkca, mkcert: lib/common.sh)
 mkca ca test-ca &&
 mkcert server 127.0.0.1 ca "subjectAltName=IP:127.0.0.1
 extendedKeyUsage=serverAuth" &&

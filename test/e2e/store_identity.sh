@@ -27,15 +27,9 @@ mb_of() { sb_field "$1" 'metadata["lea.managed-by"]'; }
 sess_yaml() { # sess_yaml NAME [STATE]
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s}\nspec: {template: shell, state: %s, idleTimeout: 10m}\n' "$1" "${2:-Active}"
 }
-# sim_create_mb SESSION MANAGED-BY [UID]: with UID, as a controller makes
-# it for that object (rule 12: the lea.session_uid tag)
-sim_create_mb() {
-  uidtag=""
-  [ -z "${3:-}" ] || uidtag=",\"lea.session_uid\":\"$3\""
-  curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
-    "{\"templateID\":\"shell\",\"timeout\":600,\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"default\",\"lea.managed-by\":\"$2\"$uidtag}}" |
-    jq -r .sandboxID
-}
+# sim_create_mb SESSION MANAGED-BY [UID]: a sandbox made behind our back
+# (sim_sandbox in lib/common.sh)
+sim_create_mb() { sim_sandbox "$1" "$2" "${3:-}"; }
 mv3() { for x in "" -wal -shm; do [ -e "$1$x" ] && mv "$1$x" "$2$x"; done; return 0; }
 
 start_cubesim --dialect cube --clock-speed 1

@@ -147,3 +147,31 @@ start_kube_fake() {
   done
   [ -n "$API" ] || { echo "kube-apiserver-fake did not start" >&2; cat "$T/fake-$fname.log" >&2; exit 1; }
 }
+
+# mkca NAME CN: a CA in $T/NAME.pem and .key (the TLS tests)
+mkca() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2" \
+    -keyout "$T/$1.key" -out "$T/$1.pem" \
+    -addext basicConstraints=critical,CA:TRUE \
+    -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+}
+# mkcert NAME CN CA EXT: a certificate signed by CA, with extensions EXT
+mkcert() {
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$T/$1.key" \
+    -out "$T/$1.csr" 2>/dev/null &&
+  printf '%s\n' "$4" >"$T/$1.ext" &&
+  openssl x509 -req -in "$T/$1.csr" -CA "$T/$3.pem" -CAkey "$T/$3.key" \
+    -CAcreateserial -days 2 -extfile "$T/$1.ext" -out "$T/$1.pem" 2>/dev/null
+}
+
+# sim_sandbox SESSION MANAGED-BY [UID] [TIMEOUT] [TENANT]: a sandbox made
+# behind the controller's back in cubesim, tagged as a controller tags its
+# own; with UID it carries lea.session_uid as a controller's create for
+# that object does (rule 12). Prints the sandbox ID.
+sim_sandbox() {
+  uidtag=""
+  [ -z "${3:-}" ] || uidtag=",\"lea.session_uid\":\"$3\""
+  curl -sf -X POST -H 'Content-Type: application/json' "$SIM/sandboxes" -d \
+    "{\"templateID\":\"shell\",\"timeout\":${4:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${5:-default}\",\"lea.managed-by\":\"$2\"$uidtag}}" |
+    jq -r .sandboxID
+}
