@@ -753,8 +753,8 @@ static void mark_invalid(kube_store *k, json_object *raw, const char *ns,
   obj_path(path, sizeof(path), ns, name, "/status");
   eb.msg[0] = '\0';
   {
-    static const kube_http_opts mo = {CALL_TIMEOUT_MS, 1024 * 1024, 0,
-                                      false};
+    /* the answer (the whole object) is not read: not parsed */
+    static const kube_http_opts mo = {CALL_TIMEOUT_MS, RESP_MAX, 0, true};
     if(kube_http_request_ex(k->http, "PATCH", path,
                             "application/merge-patch+json",
                             json_object_to_json_string_ext(
