@@ -719,27 +719,44 @@ static bool marked_already(json_object *raw, const char *msg)
 }
 
 /* Tell the object's owner (kubectl describe, sessionctl describe of a
- * fixed object) why the controller does not reconcile it: a merge patch
- * of its /status with the one condition Ready=False/InvalidObject, sent on
- * the controller's loop and not waited for (a failure is logged). Only
+ * fixed object) why the controller does not reconcile it: a PUT of its
+ * /status with the condition Ready=False/InvalidObject in place of the
+ * others, sent on the controller's loop and not waited for (a failure,
+ * a 409 included, is logged; the next report tries again). Only
  * with store_open_opts.mark_invalid, for an object with a usable name,
  * when store_skip_report() logged it (so at most once per object per
- * interval: the patch's own watch event does not loop). */
+ * interval: the write's own watch event does not loop). */
 static void mark_invalid(kube_store *k, json_object *raw, const char *ns,
                          const char *name, const char *why)
 {
   char path[1200], msg[MARK_MSG_MAX + 1], now[SCTIME_RFC3339_MAX];
-  json_object *p, *st, *cs, *c;
+  json_object *p, *st = NULL, *cs, *c, *m, *old;
+  const char *rv = raw_meta(raw, "resourceVersion");
   sc_errbuf eb;
-  if(!k->mark_invalid || !k->http || !ns || !name)
+  if(!k->mark_invalid || !k->http || !ns || !name || !rv)
     return;
   snprintf(msg, sizeof(msg), "the controller cannot read this object and "
            "does not reconcile it: %s", why);
   if(marked_already(raw, msg))
     return;
   sctime_format_rfc3339(sctime_wall_ms(), now, sizeof(now));
+  /* a PUT of the /status subresource (the verb the controller already
+   * has, deploy/rbac.yaml), guarded by the version read: the status as
+   * it is, its conditions replaced by the one */
   p = json_object_new_object();
-  st = json_object_new_object();
+  json_object_object_add(p, "apiVersion",
+                         json_object_new_string(SESSION_API_VERSION));
+  json_object_object_add(p, "kind", json_object_new_string(SESSION_KIND));
+  m = json_object_new_object();
+  json_object_object_add(m, "name", json_object_new_string(name));
+  json_object_object_add(m, "namespace", json_object_new_string(ns));
+  json_object_object_add(m, "resourceVersion", json_object_new_string(rv));
+  json_object_object_add(p, "metadata", m);
+  if(json_object_object_get_ex(raw, "status", &old) &&
+     json_object_is_type(old, json_type_object))
+    json_object_deep_copy(old, &st, NULL);
+  if(!st)
+    st = json_object_new_object();
   cs = json_object_new_array();
   c = json_object_new_object();
   json_object_object_add(c, "type", json_object_new_string("Ready"));
@@ -755,8 +772,7 @@ static void mark_invalid(kube_store *k, json_object *raw, const char *ns,
   {
     /* the answer (the whole object) is not read: not parsed */
     static const kube_http_opts mo = {CALL_TIMEOUT_MS, RESP_MAX, 0, true};
-    if(kube_http_request_ex(k->http, "PATCH", path,
-                            "application/merge-patch+json",
+    if(kube_http_request_ex(k->http, "PUT", path, "application/json",
                             json_object_to_json_string_ext(
                               p, JSON_C_TO_STRING_PLAIN),
                             &mo, on_marked, k, &eb))

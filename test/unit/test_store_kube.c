@@ -615,7 +615,7 @@ static const session *find_item(const store_list_result *r, const char *name)
  * good ones, one with odd labels and annotations among them: every other
  * object comes back, the bad one is named in skipped, logged once (the
  * second list is within the interval), counted each time, and marked
- * Ready=False/InvalidObject (one merge patch of its /status). Before
+ * Ready=False/InvalidObject (one PUT of its /status). Before
  * issue 12 the whole list failed: "list item 3 does not decode". */
 TEST(list_one_bad_object_never_stops_the_others)
 {
@@ -658,11 +658,12 @@ TEST(list_one_bad_object_never_stops_the_others)
   CHECK_INT(metrics_get(e.m, "session_controller_objects_invalid",
                         "store=\"kube\""), 1);
   log = server_log(e.port);
-  CHECK_INT(count_of(log, "PATCH " NS_PREFIX "mixed/sessions/d/status"), 1);
+  CHECK_INT(count_of(log, "PUT " NS_PREFIX "mixed/sessions/d/status"), 1);
   CHECK_MSG(strstr(log, "\"reason\":\"InvalidObject\"") &&
             strstr(log, "\"type\":\"Ready\",\"status\":\"False\"") &&
             strstr(log, "spec.state: expected a string"), "%s", log);
-  CHECK_INT(count_of(log, "PATCH "), 1);
+  CHECK_INT(count_of(log, "PUT "), 1);
+  CHECK_MSG(strstr(log, "\"resourceVersion\":\"8\""), "%s", log);
   /* a get of it fails with the reason, and is counted too */
   {
     session *s = NULL;
