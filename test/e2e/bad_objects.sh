@@ -19,9 +19,10 @@
 #     enough for the page cap, the big objects are skipped as over the
 #     store's 1 MiB cap on one object, the healthy ones keep being
 #     reconciled, and the controller's peak RSS (VmHWM) stays under
-#     BAD_OBJECTS_MAX_HWM_KB (default 128 MiB, half the Deployment's limit; before the fix 46 of them
-#     took it to 255 MB and 52 halted every list with "response too
-#     large"). BAD_OBJECTS_BIG=0 skips this part.
+#     BAD_OBJECTS_MAX_HWM_KB (default 128 MiB, half the Deployment's
+#     limit; about 30 MB here; before the fix 46 of them took it to
+#     255 MB and 52 halted every list with "response too large").
+#     About 10 s in all; BAD_OBJECTS_BIG=0 skips this part.
 . "$(dirname "$0")/lib/common.sh"
 
 start_kube_fake 1 --bookmark-ms 300
