@@ -37,6 +37,7 @@
 #define ID_MAX_LEN 128
 #define VALUE_MAX_LEN 4096
 #define META_MAX_ENTRIES 32
+#define ENV_MAX_ENTRIES 128 /* deploy/crd.yaml: envVars maxProperties */
 #define STDIN_NAME "<stdin>"
 
 /* ====================================================== the value rules
@@ -827,6 +828,9 @@ static void walk_kv(mctx *c, const ynode *m, sc_kvlist *out,
   if(rules == KV_META && m->n / 2 > META_MAX_ENTRIES)
     node_err(c, m, "%zu entries, at most %d are allowed", m->n / 2,
              META_MAX_ENTRIES);
+  if(rules == KV_ENV && m->n / 2 > ENV_MAX_ENTRIES)
+    node_err(c, m, "%zu entries, at most %d are allowed", m->n / 2,
+             ENV_MAX_ENTRIES);
   for(i = 0; i + 1 < m->n; i += 2) {
     const ynode *k = pair_key(c, m, i), *v = m->kids[i + 1];
     const char *val;
@@ -1935,6 +1939,10 @@ static void vkv(vctx *v, const char *path, const sc_kvlist *l,
   msgbuf mb;
   if(rules == KV_META && l->n > META_MAX_ENTRIES) {
     msgf(&mb, "%zu entries, at most %d are allowed", l->n, META_MAX_ENTRIES);
+    verr(v, path, mb.m);
+  }
+  if(rules == KV_ENV && l->n > ENV_MAX_ENTRIES) {
+    msgf(&mb, "%zu entries, at most %d are allowed", l->n, ENV_MAX_ENTRIES);
     verr(v, path, mb.m);
   }
   for(i = 0; i < l->n; i++) {

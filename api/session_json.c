@@ -302,6 +302,7 @@ sc_err session_status_to_json(const session_status *st, char **out)
 typedef struct jdec {
   sc_errbuf *eb;
   unsigned flags;
+  size_t dropped;  /* LENIENT_METADATA: entries left out */
 } jdec;
 
 static sc_err derr(jdec *d, sc_err err, const char *path, const char *fmt,
@@ -429,6 +430,39 @@ static sc_err dec_kv(jdec *d, json_object *v, const char *path,
   return SC_OK;
 }
 
+/* metadata.labels or metadata.annotations under LENIENT_METADATA: what a
+ * store may hold there never refuses the object (session_json.h) */
+static sc_err dec_kv_lenient(jdec *d, json_object *v, sc_kvlist *out)
+{
+  size_t used = 0;
+  sc_kvlist_clear(out);
+  if(json_object_get_type(v) != json_type_object) {
+    d->dropped++;
+    return SC_OK;
+  }
+  json_object_object_foreach(v, key, val)
+  {
+    const char *s;
+    size_t klen = strlen(key), len;
+    sc_err err;
+    if(json_object_get_type(val) != json_type_string) {
+      d->dropped++;
+      continue;
+    }
+    s = json_object_get_string(val);
+    len = (size_t)json_object_get_string_len(val);
+    if(strlen(s) != len || klen + len > SESSION_JSON_META_KV_MAX - used) {
+      d->dropped++; /* a NUL inside, or over the cap */
+      continue;
+    }
+    used += klen + len;
+    err = sc_kvlist_set(out, key, s);
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
 static sc_err unknown(jdec *d, const char *path, const char *key)
 {
   char p[FIELDPATH_MAX];
@@ -462,9 +496,13 @@ static sc_err dec_meta(jdec *d, json_object *o, session_metadata *m)
     else if(!strcmp(key, "deletionTimestamp"))
       err = dec_time(d, v, p, &m->deletion_timestamp);
     else if(!strcmp(key, "labels"))
-      err = dec_kv(d, v, p, &m->labels);
+      err = d->flags & SESSION_JSON_LENIENT_METADATA
+              ? dec_kv_lenient(d, v, &m->labels)
+              : dec_kv(d, v, p, &m->labels);
     else if(!strcmp(key, "annotations"))
-      err = dec_kv(d, v, p, &m->annotations);
+      err = d->flags & SESSION_JSON_LENIENT_METADATA
+              ? dec_kv_lenient(d, v, &m->annotations)
+              : dec_kv(d, v, p, &m->annotations);
     else if(!strcmp(key, "finalizers")) {
       size_t i, n;
       err = want(d, v, json_type_array, p, "an array of strings");
@@ -719,7 +757,14 @@ static sc_err dec_const(jdec *d, json_object *v, const char *path,
 sc_err session_from_json_object_flags(json_object *o, unsigned flags,
                                       session **out, sc_errbuf *eb)
 {
-  jdec d = {eb, flags};
+  return session_from_json_object_ex(o, flags, out, NULL, eb);
+}
+
+sc_err session_from_json_object_ex(json_object *o, unsigned flags,
+                                   session **out, size_t *dropped,
+                                   sc_errbuf *eb)
+{
+  jdec d = {eb, flags, 0};
   session *s;
   bool have_api = false, have_kind = false;
   sc_err err;
@@ -768,6 +813,8 @@ out:
     return err;
   }
   *out = s;
+  if(dropped)
+    *dropped = d.dropped;
   return SC_OK;
 }
 
@@ -839,7 +886,7 @@ sc_err session_from_json(const char *json, size_t len, session **out,
 sc_err session_spec_from_json(const char *json, session_spec *out,
                               sc_errbuf *eb)
 {
-  jdec d = {eb, 0};
+  jdec d = {eb, 0, 0};
   json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));
@@ -859,7 +906,7 @@ sc_err session_spec_from_json(const char *json, session_spec *out,
 sc_err session_status_from_json(const char *json, session_status *out,
                                 sc_errbuf *eb)
 {
-  jdec d = {eb, 0};
+  jdec d = {eb, 0, 0};
   json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));

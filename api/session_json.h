@@ -32,10 +32,26 @@ sc_err session_from_json_object(json_object *o, session **out,
 
 /* Decoding flags. IGNORE_UNKNOWN_METADATA skips metadata fields this type
  * does not know (managedFields, ownerReferences, ... as a Kubernetes API
- * server returns them); everything else stays strict. */
+ * server returns them); everything else stays strict.
+ *
+ * LENIENT_METADATA reads metadata.labels and metadata.annotations, which
+ * no decision reads, as a store holds them, and never refuses the object
+ * for them: an entry whose value is not a string, or holds a NUL (an
+ * escaped \u0000, which a C string cannot carry), is left out; a labels or
+ * annotations field that is not an object is ignored; entries past
+ * SESSION_JSON_META_KV_MAX bytes (keys and values of the field together,
+ * the API server's own cap on annotations) are left out. *dropped (may be
+ * NULL) of session_from_json_object_ex() counts the entries left out. */
 #define SESSION_JSON_IGNORE_UNKNOWN_METADATA 0x1u
+#define SESSION_JSON_LENIENT_METADATA 0x2u
+#define SESSION_JSON_META_KV_MAX (256 * 1024)
 sc_err session_from_json_object_flags(json_object *o, unsigned flags,
                                       session **out, sc_errbuf *eb);
+/* The same, counting in *dropped (may be NULL) the label and annotation
+ * entries LENIENT_METADATA left out. */
+sc_err session_from_json_object_ex(json_object *o, unsigned flags,
+                                   session **out, size_t *dropped,
+                                   sc_errbuf *eb);
 /* Indented, for people (sessionctl get -o json). free() it. */
 sc_err session_to_json_pretty(const session *s, char **out);
 

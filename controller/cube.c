@@ -46,6 +46,7 @@ struct cube_client {
   int64_t refill_ms;
   long timeout_ms, long_timeout_ms, connect_timeout_ms;
   size_t list_cap, body_cap;
+  size_t list_max_rows, list_max_bytes;
   cube_call *wait_head, *wait_tail; /* requests waiting to start */
   cube_call *done_head, *done_tail; /* finished without a transfer */
   cube_call *all;                   /* every live call */
@@ -89,6 +90,7 @@ struct cube_call {
   char *prev_token;
   int step;                    /* probe */
   size_t rows_alloc;
+  size_t list_bytes;           /* cube_list: page bodies read so far */
   /* the result being built */
   cube_result r;
   char msg[SC_ERRBUF_SIZE];
@@ -650,6 +652,19 @@ static bool on_list_page(cube_call *k, int body_code)
     call_msg(k, err, "page %zu: %s", k->r.pages, eb.msg);
     return false;
   }
+  k->list_bytes += dynbuf_len(&k->resp);
+  if(k->r.n_sandboxes + n > k->c->list_max_rows ||
+     k->list_bytes > k->c->list_max_bytes) {
+    size_t i;
+    for(i = 0; i < n; i++)
+      cube_sandbox_clear(&rows[i]);
+    free(rows);
+    call_msg(k, SC_ERR_TOO_LARGE, "page %zu: the list passed %zu rows or "
+             "%zu bytes across its pages: giving up (a list that large is "
+             "not believed)", k->r.pages, k->c->list_max_rows,
+             k->c->list_max_bytes);
+    return false;
+  }
   if(append_rows(k, rows, n)) {
     call_msg(k, SC_ERR_NOMEM, "out of memory");
     return false;
@@ -1145,6 +1160,10 @@ cube_client *cube_client_new(struct event_base *base,
                             ? opts->connect_timeout_ms
                             : CUBE_CONNECT_TIMEOUT_MS;
   c->list_cap = opts->list_cap ? opts->list_cap : CUBE_LIST_CAP;
+  c->list_max_rows = opts->list_max_rows ? opts->list_max_rows
+                                         : CUBE_LIST_MAX_ROWS;
+  c->list_max_bytes = opts->list_max_bytes ? opts->list_max_bytes
+                                           : CUBE_LIST_MAX_BYTES;
   c->body_cap = opts->body_cap ? opts->body_cap : CUBE_BODY_CAP;
 
   /* the base URL: http or https, a host, no query or fragment */

@@ -62,6 +62,10 @@ struct event_base;
 #define CUBE_BODY_CAP (1024u * 1024)      /* every other body */
 #define CUBE_PAGE_LIMIT 100               /* rows asked per list page */
 #define CUBE_MAX_PAGES 1000               /* pages followed per cube_list */
+/* one cube_list across its pages (a server may send more rows than the
+ * limit per page): past either, SC_ERR_TOO_LARGE */
+#define CUBE_LIST_MAX_ROWS 200000u
+#define CUBE_LIST_MAX_BYTES (256u * 1024 * 1024)
 #define CUBE_LIST_PAGE_RETRIES 4          /* transient failures per page of a cube_list */
 #define CUBE_LIST_RETRY_MAX_MS 5000       /* longer Retry-After: no page retry */
 #define CUBE_ID_MAX 128                   /* bytes of a sandbox ID */
@@ -84,6 +88,10 @@ typedef struct cube_client_opts {
   long connect_timeout_ms;   /* 0: CUBE_CONNECT_TIMEOUT_MS */
   size_t list_cap;           /* 0: CUBE_LIST_CAP */
   size_t body_cap;           /* 0: CUBE_BODY_CAP */
+  /* a cube_list across all its pages: 0: CUBE_LIST_MAX_ROWS rows,
+   * CUBE_LIST_MAX_BYTES bytes of page bodies (tests lower them) */
+  size_t list_max_rows;
+  size_t list_max_bytes;
 } cube_client_opts;
 
 /* Fill opts with the defaults above (max_inflight 32, qps 50). */

@@ -30,6 +30,7 @@ struct kreq {
   long timeout_ms;
   int retries, attempt;
   bool reauthed;
+  bool raw_2xx;            /* kube_http_opts.raw_2xx */
   kube_auth auth;          /* the credential of this attempt */
   struct event *retry;     /* the wait before the next attempt */
   char ebuf[CURL_ERROR_SIZE];
@@ -205,6 +206,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
   if(!req_begin(q, &eb))
     return;
   memset(&res, 0, sizeof(res));
+  res.raw = "";
   res.err = SC_ERR_UNAVAILABLE;
   res.message = eb.msg;
   res.attempts = q->attempt;
@@ -244,6 +246,7 @@ static void req_done(kreq *q, CURLcode cc)
   curl_off_t ra = 0;
   memset(&res, 0, sizeof(res));
   res.message = "";
+  res.raw = "";
   res.attempts = q->attempt;
   if(q->retries > 0)
     snprintf(after, sizeof(after), " (after %d attempt%s)", q->attempt,
@@ -286,7 +289,9 @@ static void req_done(kreq *q, CURLcode cc)
        req_retry(q, res.retry_after_s))
       return;
     res.body_len = dynbuf_len(&q->resp);
-    if(dynbuf_len(&q->resp))
+    res.raw = dynbuf_ptr(&q->resp);
+    if(dynbuf_len(&q->resp) &&
+       (!q->raw_2xx || res.status < 200 || res.status > 299))
       body = json_tokener_parse(dynbuf_ptr(&q->resp));
     res.body = body;
     if(res.status >= 300) {
@@ -399,6 +404,7 @@ sc_err kube_http_request_ex(kube_http *h, const char *method,
   q->ud = ud;
   q->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 30000;
   q->retries = o->retries > 0 ? o->retries : 0;
+  q->raw_2xx = o->raw_2xx;
   dynbuf_init(&q->resp, o->body_max ? o->body_max : KUBE_HTTP_BODY_MAX);
   q->method = dup_or_null(method, &oom);
   q->path = dup_or_null(path, &oom);

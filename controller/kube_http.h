@@ -41,6 +41,7 @@ typedef struct kube_http_result {
   json_object *body;   /* the JSON body, or NULL (empty, not JSON) */
   const char *message; /* the transport error or the Status message; "" */
   size_t body_len;     /* bytes of the body (JSON or not) */
+  const char *raw;     /* those bytes (NUL-terminated; "" when none) */
   long retry_after_s;  /* the last answer's Retry-After, 0 = none */
   int attempts;        /* requests made (retries included) */
 } kube_http_result;
@@ -74,6 +75,10 @@ typedef struct kube_http_opts {
   long timeout_ms;     /* each attempt; 0 = 30 s */
   size_t body_max;     /* 0 = KUBE_HTTP_BODY_MAX */
   int retries;         /* 0 = none */
+  /* a 2xx body is not parsed (body NULL): the caller parses res.raw
+   * itself (the kube store, strictly); other bodies still are, for the
+   * Status message */
+  bool raw_2xx;
 } kube_http_opts;
 #define KUBE_HTTP_RETRY_AFTER_MAX_MS 5000
 

@@ -1380,7 +1380,9 @@ static void on_observed(observation *obs, void *ud)
   in.n_sandboxes = ps->obs->n_sbs;
   in.gone = (const char *const *)ps->obs->gone;
   in.n_gone = ps->obs->n_gone;
-  in.list_complete = ps->full && !ps->obs->truncated;
+  /* an object the store could not decode is absent from the list, not
+   * gone: its sandbox must not look like an orphan */
+  in.list_complete = ps->full && !ps->obs->truncated && !ps->list.n_skipped;
   in.cube_now = ps->cube_now;
   invalid = check_objects(r, ss, n);
   in.invalid = (const char *const *)invalid;

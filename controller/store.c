@@ -8,6 +8,155 @@
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
+#include "../lib/sctime.h"
+#include "log.h"
+#include "metrics.h"
+
+/* --- objects that do not decode (store.h) --- */
+
+#define STORE_SKIP_LOG_INTERVAL_MS (10 * 60 * 1000)
+#define STORE_SKIP_SEEN_MAX 1024 /* objects remembered for the rate limit */
+
+/* what was logged about one object, and when (monotonic) */
+typedef struct store_skip_seen {
+  char *key;     /* ns/name, or the reason when the object has no name */
+  char *reason;
+  int64_t at_ms;
+} store_skip_seen;
+
+static void skip_seen_free(store *st)
+{
+  size_t i;
+  for(i = 0; i < st->n_seen; i++) {
+    free(st->seen[i].key);
+    free(st->seen[i].reason);
+  }
+  free(st->seen);
+  st->seen = NULL;
+  st->n_seen = 0;
+}
+
+sc_err store_declare_metrics(metrics *m)
+{
+  sc_err err = metrics_declare(m, "session_controller_objects_skipped_total",
+                               METRIC_COUNTER, "Store objects left out "
+                               "because they do not decode, by store and "
+                               "where (list, watch, get).", NULL, 0);
+  if(!err)
+    err = metrics_declare(m, "session_controller_objects_invalid",
+                          METRIC_GAUGE, "Objects the last list of every "
+                          "namespace left out because they do not decode.",
+                          NULL, 0);
+  return err;
+}
+
+/* true when key was not logged with this reason within the interval; the
+ * table then says it was, now */
+static bool skip_due(store *st, const char *key, const char *reason)
+{
+  int64_t now = sctime_mono_ms();
+  store_skip_seen *e = NULL;
+  size_t i, oldest = 0;
+  for(i = 0; i < st->n_seen; i++) {
+    if(!strcmp(st->seen[i].key, key)) {
+      e = &st->seen[i];
+      break;
+    }
+    if(st->seen[i].at_ms < st->seen[oldest].at_ms)
+      oldest = i;
+  }
+  if(e && !strcmp(e->reason, reason) && now - e->at_ms < st->skip_interval_ms)
+    return false;
+  if(!e && st->n_seen < STORE_SKIP_SEEN_MAX) {
+    store_skip_seen *n = realloc(st->seen, (st->n_seen + 1) * sizeof(*n));
+    if(!n)
+      return true; /* logged, not remembered */
+    st->seen = n;
+    e = &st->seen[st->n_seen++];
+    e->key = e->reason = NULL;
+  }
+  else if(!e)
+    e = &st->seen[oldest]; /* full: forget the oldest */
+  free(e->key);
+  free(e->reason);
+  e->key = strdup(key);
+  e->reason = strdup(reason);
+  e->at_ms = now;
+  if(!e->key || !e->reason) { /* out of memory: drop the entry */
+    free(e->key);
+    free(e->reason);
+    *e = st->seen[--st->n_seen];
+  }
+  return true;
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+  char *d;
+  if(!s)
+    return NULL;
+  d = strdup(s);
+  if(!d)
+    *oom = true;
+  return d;
+}
+
+sc_err store_skip_report(store *st, store_list_result *res,
+                         const char *where, const char *ns,
+                         const char *name, const char *uid,
+                         const char *reason, bool *logged)
+{
+  char key[2 * STORE_KEY_MAX + 2], labels[96];
+  bool due;
+  if(logged)
+    *logged = false;
+  if(ns && name)
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+  else
+    snprintf(key, sizeof(key), "%s", reason);
+  snprintf(labels, sizeof(labels), "store=\"%s\",where=\"%s\"",
+           st->ops->name, where);
+  metrics_add(st->metrics, "session_controller_objects_skipped_total",
+              labels, 1);
+  due = skip_due(st, key, reason);
+  if(due && st->log) {
+    char every[32];
+    snprintf(every, sizeof(every), "%llds",
+             (long long)(st->skip_interval_ms / 1000));
+    log_kv(st->log, LOG_WARN, "store object skipped: it does not decode, "
+           "so it is not reconciled", "store", store_url(st), "object",
+           ns && name ? key : "(no usable name)", "uid", uid ? uid : "",
+           "seen_in", where, "reason", reason, "repeats_every", every,
+           NULL);
+  }
+  if(logged)
+    *logged = due;
+  if(res) {
+    store_skipped *n = realloc(res->skipped,
+                               (res->n_skipped + 1) * sizeof(*n));
+    bool oom = false;
+    if(!n)
+      return SC_ERR_NOMEM;
+    res->skipped = n;
+    n += res->n_skipped;
+    n->ns = dup_or_null(ns, &oom);
+    n->name = dup_or_null(name, &oom);
+    n->uid = dup_or_null(uid, &oom);
+    n->reason = dup_or_null(reason, &oom);
+    res->n_skipped++; /* freed whole by store_list_result_free */
+    if(oom)
+      return SC_ERR_NOMEM;
+  }
+  return SC_OK;
+}
+
+void store_skip_list_done(store *st, const store_list_result *res)
+{
+  char labels[48];
+  snprintf(labels, sizeof(labels), "store=\"%s\"", st->ops->name);
+  metrics_set(st->metrics, "session_controller_objects_invalid", labels,
+              (double)res->n_skipped);
+}
 
 sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                   sc_errbuf *eb)
@@ -45,6 +194,11 @@ sc_err store_open(const char *url, const store_open_opts *opts, store **out,
                    "kube:CONTEXT)", url);
   if(!err) {
     (*out)->base = opts->base; /* the loop of the asynchronous calls */
+    (*out)->log = opts->log;
+    (*out)->metrics = opts->metrics;
+    (*out)->skip_interval_ms = opts->skip_log_interval_ms > 0
+                               ? opts->skip_log_interval_ms
+                               : STORE_SKIP_LOG_INTERVAL_MS;
     (*out)->url = strdup(url);
     if(!(*out)->url) {
       store_close(*out);
@@ -95,6 +249,7 @@ void store_close(store *st)
     return;
   while(st->deferred)
     deferred_unlink_free(st->deferred);
+  skip_seen_free(st);
   free(st->url);
   st->url = NULL;
   st->ops->close(st);
@@ -216,6 +371,13 @@ void store_list_result_free(store_list_result *r)
     session_free(r->items[i]);
   free(r->items);
   free(r->revision);
+  for(i = 0; i < r->n_skipped; i++) {
+    free(r->skipped[i].ns);
+    free(r->skipped[i].name);
+    free(r->skipped[i].uid);
+    free(r->skipped[i].reason);
+  }
+  free(r->skipped);
   memset(r, 0, sizeof(*r));
 }
 

@@ -32,6 +32,8 @@
 #include "../api/session.h"
 
 struct event_base;
+struct logger;
+struct metrics;
 typedef struct store store;
 typedef struct store_watch store_watch;
 
@@ -64,6 +66,21 @@ typedef struct store_open_opts {
                                [240, 360) */
   const char *user_agent;   /* kube: the User-Agent of the calls; NULL =
                                "session-controller" */
+  /* Objects the store holds but cannot hand out ("Objects that do not
+   * decode" below) are reported here: one log line per object per
+   * skip_log_interval_ms (again at once when the reason changes), and the
+   * counters of store_declare_metrics() (declared on metrics before the
+   * open). NULL: not logged, not counted; they are skipped all the same
+   * and listed in store_list_result.skipped. Borrowed: they must outlive
+   * the store. */
+  struct logger *log;
+  struct metrics *metrics;
+  int skip_log_interval_ms; /* 0 = 10 minutes */
+  /* kube: also mark a skipped object that has a name with the status
+   * condition Ready=False, reason InvalidObject (a best-effort merge
+   * patch of its /status, on the loop of base, at most once per
+   * skip_log_interval_ms per object; docs/store.md). The controller's. */
+  bool mark_invalid;
 } store_open_opts;
 
 /* url "sqlite:PATH" (with opts->create, a missing file is created with
@@ -137,15 +154,46 @@ typedef struct store_list_opts {
   bool include_deleted;     /* also tombstones (deletion_timestamp != 0) */
 } store_list_opts;
 
+/* Objects that do not decode. One object the store holds but cannot
+ * decode (a wrong type, an unknown spec field, more than
+ * STORE_OBJECT_MAX bytes of JSON, a broken SQLite row) never stops the
+ * others: a list leaves it out of items and names it in skipped; a watch
+ * skips its event and goes on (err_cb is not called for it); a get of it
+ * fails (SC_ERR_PROTOCOL from kube, SC_ERR_INVALID from SQLite). Each is
+ * also reported through store_open_opts.log/metrics. Fields no decision
+ * reads (labels, annotations, unknown metadata) never make an object
+ * undecodable (SESSION_JSON_LENIENT_METADATA). A consumer that concludes
+ * from absence (the controller's orphan rule) must treat a list with
+ * skipped objects as incomplete. */
+#define STORE_OBJECT_MAX (1024 * 1024)
+
+typedef struct store_skipped {
+  char *ns, *name;          /* NULL when the object does not say */
+  char *uid;                /* NULL when unknown */
+  char *reason;             /* what is wrong, naming the field */
+} store_skipped;
+
 typedef struct store_list_result {
   session **items;          /* sorted by namespace, then name */
   size_t n;
   char *revision;           /* the store revision the list reflects */
+  store_skipped *skipped;   /* objects held but not decoded, in store
+                               order (tombstones included whatever
+                               include_deleted says: they cannot be told
+                               apart) */
+  size_t n_skipped;
 } store_list_result;
 
 sc_err store_list(store *st, const store_list_opts *opts,
                   store_list_result *out, sc_errbuf *eb);
 void store_list_result_free(store_list_result *r);
+
+/* The metric families the store reports skipped objects with (on the
+ * metrics given to store_open()): the counter
+ * session_controller_objects_skipped_total{store,where} (where: list,
+ * watch, get) and the gauge session_controller_objects_invalid{store}
+ * (objects skipped by the last list of every namespace). */
+sc_err store_declare_metrics(struct metrics *m);
 
 /* SC_ERR_NOT_FOUND when absent (tombstones are returned, deleted). */
 sc_err store_get(store *st, const char *ns, const char *name, session **out,
@@ -221,9 +269,10 @@ typedef struct store_event {
  * "" means "from now". ev->obj->meta.resource_version == ev->revision.
  *
  * Other errors reach err_cb (may be NULL) without stopping the watch: a
- * failed poll (SC_ERR_BUSY, SC_ERR_IO: once per run of failures, retried)
- * or a history entry that does not decode (message names the revision;
- * that revision is skipped). A stopped or expired watch is still freed
+ * failed poll (SC_ERR_BUSY, SC_ERR_IO: once per run of failures, retried).
+ * An event whose object does not decode is skipped and reported ("Objects
+ * that do not decode" above), never given to err_cb: the watch goes on
+ * with the next one. A stopped or expired watch is still freed
  * with store_watch_stop(); the callbacks may call it on their own watch
  * and may call any other store function except store_close(). */
 typedef void (*store_watch_cb)(const store_event *ev, void *ud);

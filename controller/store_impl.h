@@ -76,6 +76,13 @@ struct store {
   size_t n_deferred;
   char *url;            /* set by store_open(): the URL, for messages */
   bool created;         /* set by the backend: this open created it */
+  /* set by store_open(): where skipped objects are reported
+   * (store_skip_report) and what was reported when */
+  struct logger *log;
+  struct metrics *metrics;
+  int64_t skip_interval_ms;
+  struct store_skip_seen *seen;
+  size_t n_seen;
 };
 
 struct store_watch {
@@ -101,6 +108,22 @@ void store_rev_format(int64_t rev, char buf[STORE_REV_LEN]);
 /* SC_ERR_INVALID unless s is a plain decimal number (no sign, no spaces)
  * that fits an int64. */
 sc_err store_rev_parse(const char *s, int64_t *out);
+
+/* An object the backend holds but cannot hand out (store.h, "Objects
+ * that do not decode"): appended to res->skipped when res is given (a
+ * list; NULL for a watch event or a get), counted under `where` ("list",
+ * "watch", "get"), and logged unless this object was logged with the
+ * same reason less than skip_interval_ms ago. ns, name and uid may be
+ * NULL. *logged (may be NULL) is true when this call logged it: the kube
+ * backend then marks the object. SC_ERR_NOMEM only when res could not
+ * take it. */
+sc_err store_skip_report(store *st, store_list_result *res,
+                         const char *where, const char *ns,
+                         const char *name, const char *uid,
+                         const char *reason, bool *logged);
+/* A list of every namespace ended with res: the gauge of undecodable
+ * objects. */
+void store_skip_list_done(store *st, const store_list_result *res);
 
 /* Backends. */
 sc_err store_sqlite_open(const char *path, const store_open_opts *opts,

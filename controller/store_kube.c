@@ -11,6 +11,8 @@
 #include "store_kube_name.h"
 #include "curlev.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +26,25 @@
 #include "../lib/sctime.h"
 #include "kube_http.h"
 #include "kubeconfig.h"
+#include "log.h"
 
 #define GROUP_PATH "/apis/lea.io/v1alpha1"
 #define FINALIZER "lea.io/sandbox-cleanup"
 #define RESP_MAX (64 * 1024 * 1024)
 #define LINE_MAX_ (4 * 1024 * 1024)
+#define KJSON_DEPTH 64          /* levels of a body (managedFields nest) */
+/* lists are read in pages (limit + continue, as client-go's pager):
+ * PAGE_LIMIT objects per page, fewer when a page body passes PAGE_BYTES
+ * (the limit is divided by 4 and the page asked again, down to 1, whose
+ * cap is RESP_MAX), so a list of any length holds one page body at a
+ * time; its objects are decoded as they come */
+#define PAGE_LIMIT 500
+#define PAGE_BYTES (8 * 1024 * 1024)
+#define PAGES_MAX 100000        /* pages followed by one list */
+#define LIST_ITEMS_MAX 1000000  /* objects in one list */
+#define CONTINUE_MAX 600        /* bytes of a continue token */
+#define RELISTS_MAX 3           /* 410 on a continue: relists per list */
+#define MARK_MSG_MAX 900        /* bytes of the InvalidObject message */
 /* each call: 4 more attempts after a 429, a 5xx or a lost connection,
  * waiting 100 ms doubling or the server's Retry-After (at most 5 s,
  * KUBE_HTTP_RETRY_AFTER_MAX_MS) on a timer of the loop */
@@ -58,6 +74,9 @@ typedef struct kube_store {
    * failing every watch is not asked again in a tight loop */
   int watch_backoff_ms;
   int watch_retry_after_ms;  /* the server's last Retry-After on a watch */
+  bool mark_invalid;       /* store_open_opts.mark_invalid */
+  int page_limit;          /* objects asked per list page (adapts) */
+  char why[160];           /* why the last 2xx body is not JSON */
 } kube_store;
 
 struct kube_watch {
@@ -71,6 +90,9 @@ struct kube_watch {
   struct curl_slist *hdrs;
   kube_auth auth;          /* the credential of the running request */
   dynbuf line;             /* bytes of the stream not yet a whole line */
+  size_t cur_line;         /* of them, the bytes after the last newline */
+  bool skipping;           /* dropping an event over LINE_MAX_ */
+  unsigned oversized;      /* events dropped so, not reported yet */
   long code;               /* HTTP status of the running request */
   char errbuf[CURL_ERROR_SIZE];
   bool expired, stopped, failing, in_cb;
@@ -116,6 +138,208 @@ static const char *status_msg(json_object *o)
   return "";
 }
 
+/* ------------------------------------------------------------------ */
+/* bodies and objects, strictly */
+
+/* Parse a body of the API server as controller/cube_json.c parses Cube's:
+ * strict JSON (RFC 8259, no comments or single quotes), UTF-8 checked, at
+ * most KJSON_DEPTH levels, nothing after the value but white space, no
+ * raw NUL byte (an escaped \u0000 inside a string is JSON; the decoder
+ * decides about it). why says what is wrong. */
+static sc_err kjson_parse(const char *body, size_t len, json_object **out,
+                          char *why, size_t whylen)
+{
+  json_tokener *tok;
+  json_object *o;
+  enum json_tokener_error jerr;
+  const char *nul;
+  size_t end;
+  *out = NULL;
+  if(len > INT32_MAX) {
+    snprintf(why, whylen, "%zu bytes", len);
+    return SC_ERR_TOO_LARGE;
+  }
+  if((nul = memchr(body, '\0', len)) != NULL) {
+    snprintf(why, whylen, "a NUL byte at offset %zu",
+             (size_t)(nul - body));
+    return SC_ERR_PROTOCOL;
+  }
+  tok = json_tokener_new_ex(KJSON_DEPTH);
+  if(!tok)
+    return SC_ERR_NOMEM;
+  json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+                                JSON_TOKENER_ALLOW_TRAILING_CHARS |
+                                JSON_TOKENER_VALIDATE_UTF8);
+  o = json_tokener_parse_ex(tok, body, (int)len);
+  jerr = json_tokener_get_error(tok);
+  end = json_tokener_get_parse_end(tok);
+  if(!o && jerr == json_tokener_continue && len) {
+    o = json_tokener_parse_ex(tok, "", 1); /* a top-level literal */
+    jerr = json_tokener_get_error(tok);
+  }
+  json_tokener_free(tok);
+  if(jerr != json_tokener_success) {
+    json_object_put(o);
+    if(jerr == json_tokener_continue || jerr == json_tokener_error_parse_eof)
+      snprintf(why, whylen, "truncated JSON (%zu bytes)", len);
+    else
+      snprintf(why, whylen, "invalid JSON at offset %zu: %s", end,
+               json_tokener_error_desc(jerr));
+    return SC_ERR_PROTOCOL;
+  }
+  for(; end < len; end++)
+    if(body[end] != ' ' && body[end] != '\t' && body[end] != '\r' &&
+       body[end] != '\n') {
+      json_object_put(o);
+      snprintf(why, whylen, "data after the JSON value at offset %zu", end);
+      return SC_ERR_PROTOCOL;
+    }
+  *out = o;
+  return SC_OK;
+}
+
+/* The JSON text o stands for, at least (strings, keys, numbers and the
+ * punctuation, without escapes), counted up to a little past stop; *bad
+ * is set on a number json-c could not hold (1e999, an integer past
+ * int64). */
+static size_t json_size(json_object *o, size_t stop, bool *bad)
+{
+  size_t n = 0;
+  switch(json_object_get_type(o)) {
+  case json_type_null:
+    return 4;
+  case json_type_boolean:
+    return 5;
+  case json_type_double:
+    if(!isfinite(json_object_get_double(o)))
+      *bad = true;
+    return 8;
+  case json_type_int: {
+    int64_t v = json_object_get_int64(o);
+    if(v == INT64_MAX || v == INT64_MIN)
+      *bad = true;
+    return 8;
+  }
+  case json_type_string:
+    return (size_t)json_object_get_string_len(o) + 2;
+  case json_type_array: {
+    size_t i, len = json_object_array_length(o);
+    n = 2;
+    for(i = 0; i < len && n <= stop && !*bad; i++)
+      n += json_size(json_object_array_get_idx(o, i), stop - n, bad) + 1;
+    return n;
+  }
+  case json_type_object: {
+    struct json_object_iterator it = json_object_iter_begin(o);
+    struct json_object_iterator e = json_object_iter_end(o);
+    n = 2;
+    for(; !json_object_iter_equal(&it, &e) && n <= stop && !*bad;
+        json_object_iter_next(&it))
+      n += strlen(json_object_iter_peek_name(&it)) + 4 +
+           json_size(json_object_iter_peek_value(&it), stop - n, bad);
+    return n;
+  }
+  }
+  return n;
+}
+
+/* metadata.FIELD of a raw object when it is a string without NUL */
+static const char *raw_meta(json_object *o, const char *field)
+{
+  json_object *m, *v;
+  if(!json_object_object_get_ex(o, "metadata", &m) ||
+     !json_object_object_get_ex(m, field, &v) ||
+     !json_object_is_type(v, json_type_string) ||
+     strlen(json_object_get_string(v)) !=
+       (size_t)json_object_get_string_len(v))
+    return NULL;
+  return json_object_get_string(v);
+}
+
+/* The namespace, name and uid of a raw object, as far as they are usable
+ * (a key store_check_key accepts; NULL otherwise). */
+static void raw_ident(json_object *o, const char **ns, const char **name,
+                      const char **uid)
+{
+  sc_errbuf e;
+  *ns = raw_meta(o, "namespace");
+  *name = raw_meta(o, "name");
+  *uid = raw_meta(o, "uid");
+  if(!*ns || !*name || store_check_key(*ns, *name, "", &e))
+    *ns = *name = NULL;
+}
+
+/* Check and decode one object of the API server: a JSON object of at most
+ * STORE_OBJECT_MAX bytes, numbers in range, a Session the strict decoder
+ * takes (SESSION_JSON_IGNORE_UNKNOWN_METADATA | _LENIENT_METADATA: labels,
+ * annotations and metadata we do not read never refuse it), with a usable
+ * namespace and name and a resourceVersion. why (no prefix) says what is
+ * wrong: "spec.state: expected a string, got an integer". */
+static sc_err obj_decode(json_object *o, session **out, char *why,
+                         size_t whylen)
+{
+  sc_errbuf e2;
+  bool bad = false;
+  size_t size;
+  sc_err err;
+  *out = NULL;
+  if(!json_object_is_type(o, json_type_object)) {
+    snprintf(why, whylen, "not a JSON object");
+    return SC_ERR_PROTOCOL;
+  }
+  size = json_size(o, STORE_OBJECT_MAX, &bad);
+  if(size > STORE_OBJECT_MAX) {
+    snprintf(why, whylen, "the object is more than %d bytes of JSON (the "
+             "store's cap on one object, STORE_OBJECT_MAX)",
+             STORE_OBJECT_MAX);
+    return SC_ERR_PROTOCOL;
+  }
+  if(bad) {
+    snprintf(why, whylen, "a number out of range");
+    return SC_ERR_PROTOCOL;
+  }
+  e2.msg[0] = '\0';
+  err = session_from_json_object_flags(o,
+                                       SESSION_JSON_IGNORE_UNKNOWN_METADATA |
+                                         SESSION_JSON_LENIENT_METADATA,
+                                       out, &e2);
+  if(err == SC_ERR_NOMEM)
+    return err;
+  if(!err && (err = store_check_key((*out)->meta.namespace_,
+                                    (*out)->meta.name, "the object",
+                                    &e2)) == SC_OK &&
+     (!(*out)->meta.resource_version || !*(*out)->meta.resource_version))
+    err = sc_errf(&e2, SC_ERR_PROTOCOL, "metadata.resourceVersion: "
+                  "required field missing");
+  if(err) {
+    session_free(*out);
+    *out = NULL;
+    snprintf(why, whylen, "%s", !strncmp(e2.msg, "the object: ", 12)
+                                ? e2.msg + 12 : e2.msg);
+    return SC_ERR_PROTOCOL;
+  }
+  return SC_OK;
+}
+
+/* The body of a finished call, parsed strictly (kjson_parse): a 2xx body
+ * comes raw from kube_http (call_opts.raw_2xx), others parsed for their
+ * Status. r is *res with body set; *own is the caller's to put. k->why
+ * says why a 2xx body is not JSON (reply_err names it). */
+static void strict_body(kube_store *k, const kube_http_result *res,
+                        kube_http_result *r, json_object **own)
+{
+  *r = *res;
+  *own = NULL;
+  k->why[0] = '\0';
+  if(r->body || r->err || r->status < 200 || r->status > 299 ||
+     !r->body_len || !r->raw)
+    return;
+  if(kjson_parse(r->raw, r->body_len, own, k->why, sizeof(k->why)) ==
+     SC_ERR_NOMEM)
+    snprintf(k->why, sizeof(k->why), "out of memory");
+  r->body = *own;
+}
+
 /* The error of a finished call that no status code of the operation
  * explains: no answer, 429/5xx after the retries, 401, 403, a 2xx body
  * that is not JSON. SC_OK otherwise. */
@@ -136,12 +360,14 @@ static sc_err reply_err(const kube_store *k, const kube_http_result *res,
                    method, k->conn.server, path, status_msg(res->body));
   if(res->status < 300 && res->body_len && !res->body)
     return sc_errf(eb, SC_ERR_PROTOCOL, "kube %s %s%s: HTTP %ld with a body "
-                   "that is not JSON", method, k->conn.server, path,
-                   res->status);
+                   "that is not JSON%s%s%s", method, k->conn.server, path,
+                   res->status, k->why[0] ? " (" : "", k->why,
+                   k->why[0] ? ")" : "");
   return SC_OK;
 }
 
-static const kube_http_opts call_opts = {CALL_TIMEOUT_MS, RESP_MAX, RETRIES};
+static const kube_http_opts call_opts = {CALL_TIMEOUT_MS, RESP_MAX, RETRIES,
+                                         true};
 
 /* Run the private loop of the synchronous calls until *done. false when
  * the loop ran dry first (a bug): what it had in flight is dropped. */
@@ -157,7 +383,7 @@ static bool sync_run(kube_store *k, const bool *done)
 }
 
 typedef struct kwait {
-  const kube_store *k;
+  kube_store *k;
   const char *method, *path;
   bool done;
   sc_err err;
@@ -166,14 +392,18 @@ typedef struct kwait {
   sc_errbuf eb;
 } kwait;
 
-static void on_kwait(const kube_http_result *res, void *ud)
+static void on_kwait(const kube_http_result *raw, void *ud)
 {
   kwait *w = ud;
+  kube_http_result r, *res = &r;
+  json_object *own;
+  strict_body(w->k, raw, &r, &own);
   w->done = true;
   w->code = res->status;
   w->err = reply_err(w->k, res, w->method, w->path, &w->eb);
   if(!w->err && res->body)
     w->resp = json_object_get(res->body);
+  json_object_put(own);
 }
 
 /* One synchronous call (sessionctl's apply, update spec, delete): sent on
@@ -226,15 +456,13 @@ static void obj_path(char *buf, size_t len, const char *ns, const char *name,
 static sc_err decode(json_object *o, const char *what, session **out,
                      sc_errbuf *eb)
 {
-  sc_errbuf e2;
-  sc_err err;
-  e2.msg[0] = 0;
-  err = session_from_json_object_flags(o,
-                                       SESSION_JSON_IGNORE_UNKNOWN_METADATA,
-                                       out, &e2);
+  char why[SC_ERRBUF_SIZE];
+  sc_err err = obj_decode(o, out, why, sizeof(why));
+  if(err == SC_ERR_NOMEM)
+    return sc_errf(eb, err, "out of memory");
   if(err)
     return sc_errf(eb, SC_ERR_PROTOCOL, "kube: %s does not decode: %s", what,
-                   e2.msg);
+                   why);
   return SC_OK;
 }
 
@@ -362,7 +590,7 @@ struct kop {
   kube_http *h;
   kop_step step;
   const char *method;      /* of the request in flight, for messages */
-  char path[1200];
+  char path[2048];
   char *ns, *name, *version;
   store_reply_cb cb;       /* the caller's; NULL for a sub-operation */
   void *ud;
@@ -370,6 +598,12 @@ struct kop {
   session *cur;            /* get, purge: the object */
   store_list_result list;  /* list */
   size_t fin_next;         /* list: next item to look at */
+  char base[600];          /* list: the path without the query */
+  char *cont;              /* list: the continue token of the next page */
+  int limit;               /* list: objects asked per page */
+  size_t pages;            /* list: pages read */
+  int relists;             /* list: relists after a 410 on a continue */
+  bool whole;              /* list: of every namespace the store sees */
   int fin_running;         /* finalizer sub-operations in flight */
   void (*after_fin)(kop *o);
   kop *parent;             /* a finalizer sub-operation's */
@@ -399,6 +633,7 @@ static void kop_free(kop *o)
   free(o->ns);
   free(o->name);
   free(o->version);
+  free(o->cont);
   free(o);
 }
 
@@ -424,16 +659,148 @@ static kop *kop_new(kube_store *k, kube_http *h, kop *parent,
 static void on_kop_reply(const kube_http_result *res, void *ud)
 {
   kop *o = ud;
-  o->step(o, res);
+  kube_http_result r;
+  json_object *own;
+  strict_body(o->k, res, &r, &own);
+  o->step(o, &r);
+  json_object_put(own); /* o may be gone: only the body is left */
+}
+
+static sc_err kop_send_ex(kop *o, const char *method, const char *ctype,
+                          const char *body, const kube_http_opts *ho,
+                          kop_step step, sc_errbuf *eb)
+{
+  o->method = method;
+  o->step = step;
+  return kube_http_request_ex(o->h, method, o->path, ctype, body, ho,
+                              on_kop_reply, o, eb);
 }
 
 static sc_err kop_send(kop *o, const char *method, const char *ctype,
                        const char *body, kop_step step, sc_errbuf *eb)
 {
-  o->method = method;
-  o->step = step;
-  return kube_http_request_ex(o->h, method, o->path, ctype, body,
-                              &call_opts, on_kop_reply, o, eb);
+  return kop_send_ex(o, method, ctype, body, &call_opts, step, eb);
+}
+
+/* --- objects that do not decode (store.h) --- */
+
+static void on_marked(const kube_http_result *res, void *ud)
+{
+  kube_store *k = ud;
+  if(res->err || res->status < 200 || res->status > 299)
+    log_kv(k->base.log, LOG_WARN, "could not mark a skipped object "
+           "InvalidObject", "store", store_url(&k->base), "error",
+           res->message && *res->message ? res->message : "no answer", NULL);
+}
+
+/* Does raw already carry our Ready=False/InvalidObject with msg? */
+static bool marked_already(json_object *raw, const char *msg)
+{
+  json_object *st, *cs;
+  size_t i, n;
+  if(!json_object_object_get_ex(raw, "status", &st) ||
+     !json_object_object_get_ex(st, "conditions", &cs) ||
+     !json_object_is_type(cs, json_type_array))
+    return false;
+  n = json_object_array_length(cs);
+  for(i = 0; i < n; i++) {
+    json_object *c = json_object_array_get_idx(cs, i), *v;
+    const char *f[4][2] = {{"type", "Ready"}, {"status", "False"},
+                           {"reason", "InvalidObject"}, {"message", msg}};
+    size_t j;
+    for(j = 0; j < 4; j++)
+      if(!json_object_object_get_ex(c, f[j][0], &v) ||
+         !json_object_is_type(v, json_type_string) ||
+         strcmp(json_object_get_string(v), f[j][1]))
+        break;
+    if(j == 4)
+      return true;
+  }
+  return false;
+}
+
+/* Tell the object's owner (kubectl describe, sessionctl describe of a
+ * fixed object) why the controller does not reconcile it: a PUT of its
+ * /status with the condition Ready=False/InvalidObject in place of the
+ * others, sent on the controller's loop and not waited for (a failure,
+ * a 409 included, is logged; the next report tries again). Only
+ * with store_open_opts.mark_invalid, for an object with a usable name,
+ * when store_skip_report() logged it (so at most once per object per
+ * interval: the write's own watch event does not loop). */
+static void mark_invalid(kube_store *k, json_object *raw, const char *ns,
+                         const char *name, const char *why)
+{
+  char path[1200], msg[MARK_MSG_MAX + 1], now[SCTIME_RFC3339_MAX];
+  json_object *p, *st = NULL, *cs, *c, *m, *old;
+  const char *rv = raw_meta(raw, "resourceVersion");
+  sc_errbuf eb;
+  if(!k->mark_invalid || !k->http || !ns || !name || !rv)
+    return;
+  snprintf(msg, sizeof(msg), "the controller cannot read this object and "
+           "does not reconcile it: %s", why);
+  if(marked_already(raw, msg))
+    return;
+  sctime_format_rfc3339(sctime_wall_ms(), now, sizeof(now));
+  /* a PUT of the /status subresource (the verb the controller already
+   * has, deploy/rbac.yaml), guarded by the version read: the status as
+   * it is, its conditions replaced by the one */
+  p = json_object_new_object();
+  json_object_object_add(p, "apiVersion",
+                         json_object_new_string(SESSION_API_VERSION));
+  json_object_object_add(p, "kind", json_object_new_string(SESSION_KIND));
+  m = json_object_new_object();
+  json_object_object_add(m, "name", json_object_new_string(name));
+  json_object_object_add(m, "namespace", json_object_new_string(ns));
+  json_object_object_add(m, "resourceVersion", json_object_new_string(rv));
+  json_object_object_add(p, "metadata", m);
+  if(json_object_object_get_ex(raw, "status", &old) &&
+     json_object_is_type(old, json_type_object))
+    json_object_deep_copy(old, &st, NULL);
+  if(!st)
+    st = json_object_new_object();
+  cs = json_object_new_array();
+  c = json_object_new_object();
+  json_object_object_add(c, "type", json_object_new_string("Ready"));
+  json_object_object_add(c, "status", json_object_new_string("False"));
+  json_object_object_add(c, "reason", json_object_new_string("InvalidObject"));
+  json_object_object_add(c, "message", json_object_new_string(msg));
+  json_object_object_add(c, "lastTransitionTime", json_object_new_string(now));
+  json_object_array_add(cs, c);
+  json_object_object_add(st, "conditions", cs);
+  json_object_object_add(p, "status", st);
+  obj_path(path, sizeof(path), ns, name, "/status");
+  eb.msg[0] = '\0';
+  {
+    /* the answer (the whole object) is not read: not parsed */
+    static const kube_http_opts mo = {CALL_TIMEOUT_MS, RESP_MAX, 0, true};
+    if(kube_http_request_ex(k->http, "PUT", path, "application/json",
+                            json_object_to_json_string_ext(
+                              p, JSON_C_TO_STRING_PLAIN),
+                            &mo, on_marked, k, &eb))
+      log_kv(k->base.log, LOG_WARN, "could not mark a skipped object "
+             "InvalidObject", "store", store_url(&k->base), "error", eb.msg,
+             NULL);
+  }
+  json_object_put(p);
+}
+
+/* One object of an answer did not decode (why): reported, and marked. */
+static sc_err skip_obj(kube_store *k, store_list_result *res,
+                       const char *where, json_object *raw, const char *what,
+                       const char *why)
+{
+  const char *ns, *name, *uid;
+  char buf[SC_ERRBUF_SIZE];
+  bool logged = false;
+  sc_err err;
+  raw_ident(raw, &ns, &name, &uid);
+  if(!name)
+    snprintf(buf, sizeof(buf), "%s: %s", what, why);
+  err = store_skip_report(&k->base, res, where, ns, name, uid,
+                          name ? why : buf, &logged);
+  if(logged)
+    mark_invalid(k, raw, ns, name, why);
+  return err;
 }
 
 static void fin_end(kop *f, sc_err err);
@@ -623,8 +990,21 @@ static void get_got(kop *o, const kube_http_result *res)
   sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
   if(!err && res->status != 200)
     err = http_err(res->status, res->body, "get", o->ns, o->name, &o->eb);
-  if(!err)
-    err = kop_decode(o, res->body, "the object", &o->cur);
+  if(!err) {
+    char why[SC_ERRBUF_SIZE];
+    err = obj_decode(res->body, &o->cur, why, sizeof(why));
+    if(err == SC_ERR_PROTOCOL) {
+      /* reported as any skipped object; the get fails with the reason */
+      if(skip_obj(o->k, NULL, "get", res->body, "the object", why) ==
+         SC_ERR_NOMEM)
+        err = sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+      else
+        sc_errf(&o->eb, err, "kube %s %s%s: the object does not decode: "
+                "%s", o->method, o->k->conn.server, o->path, why);
+    }
+    else if(err)
+      sc_errf(&o->eb, err, "out of memory");
+  }
   if(err) {
     kop_finish(o, err);
     return;
@@ -716,44 +1096,171 @@ static void list_fins(kop *o)
   kop_finish(o, SC_OK);
 }
 
+static void list_got(kop *o, const kube_http_result *res);
+
+/* ask for the next page (o->cont NULL: the first) */
+static sc_err list_send(kop *o, sc_errbuf *eb)
+{
+  kube_http_opts ho = call_opts;
+  char *ec = NULL;
+  if(o->cont && !(ec = curl_easy_escape(NULL, o->cont, 0)))
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  if(snprintf(o->path, sizeof(o->path), "%s?limit=%d%s%s", o->base,
+              o->limit, ec ? "&continue=" : "", ec ? ec : "") >=
+     (int)sizeof(o->path)) {
+    curl_free(ec);
+    return sc_errf(eb, SC_ERR_PROTOCOL, "kube GET %s%s: the continue token "
+                   "makes the URL too long", o->k->conn.server, o->base);
+  }
+  curl_free(ec);
+  /* a page of one object may be as large as any answer */
+  ho.body_max = o->limit > 1 ? PAGE_BYTES : RESP_MAX;
+  return kop_send_ex(o, "GET", NULL, NULL, &ho, list_got, eb);
+}
+
+/* the list starts again from its first page (a 410 on a continue token) */
+static void list_restart(kop *o)
+{
+  store_list_result_free(&o->list);
+  free(o->cont);
+  o->cont = NULL;
+  o->pages = 0;
+}
+
+/* the objects of one page: decoded, or skipped and reported */
+static sc_err list_items(kop *o, json_object *items)
+{
+  size_t i, n = json_object_array_length(items);
+  session **v;
+  if(n > LIST_ITEMS_MAX - o->list.n - o->list.n_skipped)
+    return sc_errf(&o->eb, SC_ERR_TOO_LARGE, "kube GET %s%s: more than %d "
+                   "objects in one list: giving up", o->k->conn.server,
+                   o->path, LIST_ITEMS_MAX);
+  v = realloc(o->list.items, (o->list.n + n + 1) * sizeof(*v));
+  if(!v)
+    return sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+  o->list.items = v;
+  for(i = 0; i < n; i++) {
+    json_object *it = json_object_array_get_idx(items, i);
+    char why[SC_ERRBUF_SIZE], what[64];
+    sc_err err = obj_decode(it, &o->list.items[o->list.n], why, sizeof(why));
+    if(!err) {
+      o->list.n++;
+      continue;
+    }
+    if(err == SC_ERR_PROTOCOL) {
+      snprintf(what, sizeof(what), "list page %zu item %zu", o->pages + 1,
+               i);
+      err = skip_obj(o->k, &o->list, "list", it, what, why);
+    }
+    if(err)
+      return sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+  }
+  return SC_OK;
+}
+
 static void list_got(kop *o, const kube_http_result *res)
 {
-  json_object *items, *meta, *rv;
-  size_t i, n;
-  sc_err err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  json_object *items, *meta, *rv = NULL, *cv = NULL;
+  const char *cont = NULL;
+  sc_err err;
+  if(res->err == SC_ERR_TOO_LARGE && o->limit > 1) {
+    /* a page over PAGE_BYTES: the same page in smaller pieces */
+    o->limit = o->limit / 4 > 1 ? o->limit / 4 : 1;
+    o->k->page_limit = o->limit;
+    err = list_send(o, &o->eb);
+    if(err)
+      kop_finish(o, err);
+    return;
+  }
+  err = reply_err(o->k, res, o->method, o->path, &o->eb);
+  if(!err && res->status == 410 && o->cont) {
+    /* the continue token expired (the snapshot it stands for was
+     * compacted): the list starts again from scratch, as a new list */
+    if(++o->relists > RELISTS_MAX)
+      err = sc_errf(&o->eb, SC_ERR_UNAVAILABLE, "kube GET %s%s: the continue "
+                    "token expired %d times (410): %s",
+                    o->k->conn.server, o->path, o->relists,
+                    status_msg(res->body));
+    else {
+      list_restart(o);
+      err = list_send(o, &o->eb);
+    }
+    if(err)
+      kop_finish(o, err);
+    return;
+  }
   if(!err && res->status != 200)
     err = http_err(res->status, res->body, "list", o->ns ? o->ns : "*", "*",
                    &o->eb);
   if(!err && (!json_object_object_get_ex(res->body, "items", &items) ||
               !json_object_is_type(items, json_type_array) ||
               !json_object_object_get_ex(res->body, "metadata", &meta) ||
-              !json_object_object_get_ex(meta, "resourceVersion", &rv) ||
-              !json_object_is_type(rv, json_type_string)))
+              (o->pages == 0 &&
+               (!json_object_object_get_ex(meta, "resourceVersion", &rv) ||
+                !json_object_is_type(rv, json_type_string))) ||
+              (json_object_object_get_ex(meta, "continue", &cv) && cv &&
+               !json_object_is_type(cv, json_type_string))))
     err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube GET %s%s: not a list (no "
-                  "items array or metadata.resourceVersion string)",
+                  "items array or metadata.resourceVersion string, or a "
+                  "metadata.continue that is not a string)",
                   o->k->conn.server, o->path);
   if(err) {
     kop_finish(o, err);
     return;
   }
-  n = json_object_array_length(items);
-  o->list.items = calloc(n + 1, sizeof(*o->list.items));
-  o->list.revision = strdup(json_object_get_string(rv));
-  if(!o->list.items || !o->list.revision) {
-    kop_finish(o, sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory"));
-    return;
-  }
-  for(i = 0; i < n; i++) {
-    char what[64];
-    snprintf(what, sizeof(what), "list item %zu", i);
-    err = kop_decode(o, json_object_array_get_idx(items, i), what,
-                     &o->list.items[o->list.n]);
-    if(err) {
-      kop_finish(o, err);
+  if(o->pages == 0) {
+    /* the version of the list is its first page's: the continued pages
+     * are of the same snapshot (client-go's pager keeps the first's) */
+    o->list.revision = strdup(json_object_get_string(rv));
+    if(!o->list.revision) {
+      kop_finish(o, sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory"));
       return;
     }
-    o->list.n++;
   }
+  err = list_items(o, items);
+  if(err) {
+    kop_finish(o, err);
+    return;
+  }
+  o->pages++;
+  if(cv && *json_object_get_string(cv))
+    cont = json_object_get_string(cv);
+  if(cont) {
+    size_t clen = strlen(cont);
+    if(clen > CONTINUE_MAX || clen != (size_t)json_object_get_string_len(cv))
+      err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube GET %s%s: a continue token "
+                    "of %zu bytes (at most %d, no NUL)", o->k->conn.server,
+                    o->path, (size_t)json_object_get_string_len(cv),
+                    CONTINUE_MAX);
+    else if(o->cont && !strcmp(o->cont, cont))
+      err = sc_errf(&o->eb, SC_ERR_PROTOCOL, "kube GET %s%s: the continue "
+                    "token repeats the previous one: paging loop",
+                    o->k->conn.server, o->path);
+    else if(o->pages >= PAGES_MAX)
+      err = sc_errf(&o->eb, SC_ERR_TOO_LARGE, "kube GET %s%s: more than %d "
+                    "pages: giving up", o->k->conn.server, o->path,
+                    PAGES_MAX);
+    if(!err) {
+      free(o->cont);
+      o->cont = strdup(cont);
+      if(!o->cont)
+        err = sc_errf(&o->eb, SC_ERR_NOMEM, "out of memory");
+    }
+    if(!err) {
+      /* pages well under the cap: ask for more objects at a time again */
+      if(res->body_len < PAGE_BYTES / 8 && o->limit < PAGE_LIMIT) {
+        o->limit = o->limit * 2 < PAGE_LIMIT ? o->limit * 2 : PAGE_LIMIT;
+        o->k->page_limit = o->limit;
+      }
+      err = list_send(o, &o->eb);
+    }
+    if(err)
+      kop_finish(o, err);
+    return;
+  }
+  if(o->whole)
+    store_skip_list_done(&o->k->base, &o->list);
   o->after_fin = list_fins;
   list_fins(o);
 }
@@ -768,11 +1275,13 @@ static sc_err list_start(kube_store *k, kube_http *h,
   if(err)
     return err;
   o->include_deleted = opts->include_deleted;
+  o->whole = !opts->namespace_;
+  o->limit = k->page_limit > 0 ? k->page_limit : PAGE_LIMIT;
   if(ns)
-    obj_path(o->path, sizeof(o->path), ns, NULL, NULL);
+    obj_path(o->base, sizeof(o->base), ns, NULL, NULL);
   else
-    snprintf(o->path, sizeof(o->path), GROUP_PATH "/sessions");
-  err = kop_send(o, "GET", NULL, NULL, list_got, eb);
+    snprintf(o->base, sizeof(o->base), GROUP_PATH "/sessions");
+  err = list_send(o, eb);
   if(err)
     kop_free(o);
   return err;
@@ -1314,23 +1823,26 @@ static bool deleted_seen(kube_watch *w, const char *uid, bool add,
 }
 
 /* one line of the stream */
-static void watch_line(kube_watch *w, const char *line)
+static void watch_line(kube_watch *w, const char *line, size_t len)
 {
-  json_object *ev = json_tokener_parse(line), *t, *o, *m, *rv;
+  json_object *ev = NULL, *t, *o, *m, *rv;
   const char *type;
-  char typebuf[32];
+  char typebuf[32], why[SC_ERRBUF_SIZE];
   session *s = NULL;
-  sc_errbuf eb;
   store_event se;
   char msg[SC_ERRBUF_SIZE + 256];
-  eb.msg[0] = 0;
-  if(!ev || !json_object_object_get_ex(ev, "type", &t) ||
+  why[0] = '\0';
+  if(kjson_parse(line, len, &ev, why, sizeof(why)) ||
+     !json_object_object_get_ex(ev, "type", &t) ||
+     !json_object_is_type(t, json_type_string) ||
      !json_object_object_get_ex(ev, "object", &o)) {
     json_object_put(ev);
+    snprintf(msg, sizeof(msg), "kube watch %s: a line that is not a watch "
+             "event%s%s%s", w->k->conn.server, why[0] ? " (" : "", why,
+             why[0] ? ")" : "");
     if(w->err_cb) {
       w->in_cb = true;
-      w->err_cb(SC_ERR_PROTOCOL, "kube watch: a line that is not a watch "
-                "event", w->ud);
+      w->err_cb(SC_ERR_PROTOCOL, msg, w->ud);
       w->in_cb = false;
     }
     return;
@@ -1365,14 +1877,24 @@ static void watch_line(kube_watch *w, const char *line)
     json_object_put(ev);
     return;
   }
-  if(decode(o, "a watch event", &s, &eb)) {
-    snprintf(msg, sizeof(msg), "revision %.200s: %s", w->pos, eb.msg);
+  if(obj_decode(o, &s, why, sizeof(why)) == SC_ERR_NOMEM) {
     json_object_put(ev);
     if(w->err_cb) {
       w->in_cb = true;
-      w->err_cb(SC_ERR_PROTOCOL, msg, w->ud);
+      w->err_cb(SC_ERR_NOMEM, "kube watch: out of memory decoding an event",
+                w->ud);
       w->in_cb = false;
     }
+    return;
+  }
+  if(!s) {
+    /* skipped and reported; the watch goes on with the next event (the
+     * position moved past this one above) */
+    char what[64];
+    snprintf(what, sizeof(what), "the %.16s event at %.24s", type,
+             w->pos ? w->pos : "?");
+    (void)skip_obj(w->k, NULL, "watch", o, what, why);
+    json_object_put(ev);
     return;
   }
   json_object_put(ev);
@@ -1421,27 +1943,68 @@ static void watch_drain(kube_watch *w)
         (nl = memchr(buf + off, '\n', len - off))) {
     *nl = 0;
     if(nl > buf + off)
-      watch_line(w, buf + off);
+      watch_line(w, buf + off, (size_t)(nl - (buf + off)));
     off = (size_t)(nl - buf) + 1;
   }
   if(off < len && !w->stopped && !w->expired)
     (void)dynbuf_add(&w->line, buf + off, len - off);
   free(buf);
+  w->cur_line = dynbuf_len(&w->line);
 }
 
+/* events over LINE_MAX_ that on_stream dropped: reported */
+static void watch_report_oversized(kube_watch *w)
+{
+  char why[160];
+  if(!w->oversized || w->stopped)
+    return;
+  snprintf(why, sizeof(why), "%u watch event%s of more than %d bytes (the "
+           "line cap) after %.24s: skipped", w->oversized,
+           w->oversized > 1 ? "s" : "", LINE_MAX_, w->pos ? w->pos : "?");
+  w->oversized = 0;
+  (void)store_skip_report(&w->k->base, NULL, "watch", NULL, NULL, NULL, why,
+                          NULL);
+}
+
+/* The bytes of the stream. A line (one event) longer than LINE_MAX_ is
+ * dropped as it comes, to its end, and reported: the watch goes on with
+ * the next event. */
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
   kube_watch *w = ud;
+  size_t len = sz * n, off = 0;
   if(!w->code) {
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->code);
     if(w->code == 200) /* the server is watching again */
       w->k->watch_backoff_ms = w->k->watch_retry_after_ms = 0;
   }
   if(w->code != 200)
-    return sz * n; /* a Status body; the code says it all */
-  if(dynbuf_add(&w->line, p, sz * n))
-    return 0; /* a line over the cap: fail the transfer */
-  return sz * n;
+    return len; /* a Status body; the code says it all */
+  while(off < len) {
+    const char *nl = memchr(p + off, '\n', len - off);
+    size_t seg = nl ? (size_t)(nl - (p + off)) + 1 : len - off;
+    if(w->skipping) {
+      w->skipping = !nl;
+      off += seg;
+      continue;
+    }
+    if(w->cur_line + seg > LINE_MAX_ + (nl ? 1 : 0)) {
+      /* this event is over the cap: forget what we have of it */
+      w->line.len -= w->cur_line;
+      if(w->line.mem)
+        w->line.mem[w->line.len] = '\0';
+      w->cur_line = 0;
+      w->oversized++;
+      w->skipping = !nl;
+      off += seg;
+      continue;
+    }
+    if(dynbuf_add(&w->line, p + off, seg))
+      return 0; /* more whole lines than the buffer holds: fail */
+    w->cur_line = nl ? 0 : w->cur_line + seg;
+    off += seg;
+  }
+  return len;
 }
 
 static void drain_all(kube_store *k)
@@ -1452,6 +2015,7 @@ static void drain_all(kube_store *k)
     if(w->stopped)
       continue;
     watch_drain(w);
+    watch_report_oversized(w);
   }
   for(w = k->watches; w; w = next) {
     next = w->next;
@@ -1467,6 +2031,7 @@ static void watch_done(kube_watch *w, CURLcode cc)
   if(!code)
     curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
   watch_drain(w);
+  watch_report_oversized(w);
   if(w->stopped || w->expired)
     return;
   if(cc == CURLE_OK && code == 200) {
@@ -1550,6 +2115,8 @@ static void watch_begin(kube_watch *w)
   curl_slist_free_all(w->hdrs);
   w->hdrs = watch_headers(&w->auth);
   dynbuf_reset(&w->line);
+  w->cur_line = 0;
+  w->skipping = false;
   w->code = 0;
   w->errbuf[0] = 0;
   curl_easy_reset(w->easy);
@@ -1638,7 +2205,7 @@ static sc_err k_watch_start(store *st, const char *from_revision,
   w->cb = cb;
   w->err_cb = err_cb;
   w->ud = ud;
-  dynbuf_init(&w->line, LINE_MAX_);
+  dynbuf_init(&w->line, 2 * LINE_MAX_ + 2);
   w->easy = curl_easy_init();
   w->retry = evtimer_new(k->evbase, on_retry, w);
   if(from_revision && *from_revision)
@@ -1740,6 +2307,8 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
     }
   }
   k->add_finalizer = opts->add_finalizer;
+  k->mark_invalid = opts->mark_invalid;
+  k->page_limit = PAGE_LIMIT;
   k->watch_timeout_s = opts->watch_timeout_s;
   k->evbase = opts->base;
   k->sbase = event_base_new();

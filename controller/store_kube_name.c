@@ -61,7 +61,10 @@ static sc_err run(kube_http *h, struct event_base *base, const char *method,
                   const char *ctype, const char *body, call *c,
                   sc_errbuf *eb)
 {
-  kube_http_opts o = {10000, 0, 3};
+  kube_http_opts o;
+  memset(&o, 0, sizeof(o));
+  o.timeout_ms = 10000;
+  o.retries = 3;
   sc_err err;
   memset(c, 0, sizeof(*c));
   c->base = base;

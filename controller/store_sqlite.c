@@ -218,30 +218,25 @@ static sc_err kv_to_json(const sc_kvlist *l, char **out)
   return *out ? SC_OK : SC_ERR_NOMEM;
 }
 
-static sc_err kv_from_json(const char *txt, sc_kvlist *out,
-                           const char *field, sc_errbuf *eb)
+/* Labels and annotations, which no decision reads, never make a row
+ * unreadable (store.h, "Objects that do not decode"): as the kube store
+ * reads them (SESSION_JSON_LENIENT_METADATA), a column that is not a JSON
+ * object reads as empty, and an entry that is not a string or holds an
+ * escaped NUL (which would silently cut the value short) is left out. */
+static sc_err kv_from_json(const char *txt, sc_kvlist *out)
 {
-  json_object *o = json_tokener_parse(txt);
+  json_object *o = json_tokener_parse(txt ? txt : "");
   sc_err err = SC_OK;
   if(!o || json_object_get_type(o) != json_type_object) {
     json_object_put(o);
-    return sc_errf(eb, SC_ERR_INVALID, "metadata.%s: not a JSON object",
-                   field);
+    return SC_OK;
   }
   json_object_object_foreach(o, key, v)
   {
-    if(json_object_get_type(v) != json_type_string) {
-      err = sc_errf(eb, SC_ERR_INVALID,
-                    "metadata.%s.%s: not a string", field, key);
-      break;
-    }
-    if(strlen(json_object_get_string(v)) !=
-       (size_t)json_object_get_string_len(v)) {
-      /* an escaped NUL would silently cut the value short */
-      err = sc_errf(eb, SC_ERR_INVALID,
-                    "metadata.%s.%s: contains a NUL character", field, key);
-      break;
-    }
+    if(json_object_get_type(v) != json_type_string ||
+       strlen(json_object_get_string(v)) !=
+         (size_t)json_object_get_string_len(v))
+      continue;
     err = sc_kvlist_set(out, key, json_object_get_string(v));
     if(err)
       break;
@@ -254,7 +249,7 @@ static sc_err kv_from_json(const char *txt, sc_kvlist *out,
 
 /* The object of the current row of q (columns OBJ_COLS). */
 static sc_err row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
-                             sc_errbuf *eb)
+                             char *why, size_t whylen, sc_errbuf *eb)
 {
   session *o = session_new();
   char rev[STORE_REV_LEN];
@@ -281,13 +276,22 @@ static sc_err row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
   }
   o->meta.creation_timestamp = sqlite3_column_int64(q, 5);
   o->meta.deletion_timestamp = sqlite3_column_int64(q, 6);
+  if((size_t)sqlite3_column_bytes(q, 7) + sqlite3_column_bytes(q, 8) +
+     sqlite3_column_bytes(q, 9) + sqlite3_column_bytes(q, 10) >
+     STORE_OBJECT_MAX) {
+    part = "the row";
+    err = sc_errf(&e, SC_ERR_INVALID, "labels, annotations, spec and status "
+                  "are more than %d bytes (the store's cap on one object, "
+                  "STORE_OBJECT_MAX)", STORE_OBJECT_MAX);
+    goto out;
+  }
   part = "labels";
   err = kv_from_json((const char *)sqlite3_column_text(q, 7),
-                     &o->meta.labels, "labels", &e);
+                     &o->meta.labels);
   if(!err) {
     part = "annotations";
     err = kv_from_json((const char *)sqlite3_column_text(q, 8),
-                       &o->meta.annotations, "annotations", &e);
+                       &o->meta.annotations);
   }
   if(!err) {
     part = "spec";
@@ -303,10 +307,13 @@ out:
   if(err) {
     if(err == SC_ERR_NOMEM)
       sc_errf(eb, err, "%s: out of memory reading an object", s->label);
-    else
+    else {
       sc_errf(eb, err, "%s: stored object %s/%s: %s: %s", s->label,
               o->meta.namespace_ ? o->meta.namespace_ : "?",
               o->meta.name ? o->meta.name : "?", part, e.msg);
+      if(why)
+        snprintf(why, whylen, "%s: %s", part, e.msg);
+    }
     session_free(o);
     return err;
   }
@@ -315,8 +322,20 @@ out:
 }
 
 /* Read ns/name; *out NULL (and SC_OK) when there is no row. */
+static sc_err load_why(sq_store *s, const char *ns, const char *name,
+                       session **out, char *why, size_t whylen,
+                       sc_errbuf *eb);
+
 static sc_err load(sq_store *s, const char *ns, const char *name,
                    session **out, sc_errbuf *eb)
+{
+  return load_why(s, ns, name, out, NULL, 0, eb);
+}
+
+/* the same; a row that does not decode says why (no prefix) */
+static sc_err load_why(sq_store *s, const char *ns, const char *name,
+                       session **out, char *why, size_t whylen,
+                       sc_errbuf *eb)
 {
   sqlite3_stmt *q;
   sc_err err;
@@ -330,7 +349,7 @@ static sc_err load(sq_store *s, const char *ns, const char *name,
   sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(q);
   if(rc == SQLITE_ROW)
-    err = row_to_session(s, q, out, eb);
+    err = row_to_session(s, q, out, why, whylen, eb);
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
   sqlite3_finalize(q);
@@ -763,7 +782,7 @@ static sc_err sq_list(store *base, const store_list_opts *opts,
 {
   sq_store *s = (sq_store *)base;
   sqlite3_stmt *q = NULL;
-  char rev[STORE_REV_LEN];
+  char rev[STORE_REV_LEN], why[SC_ERRBUF_SIZE];
   int64_t revision = 0;
   size_t alloc = 0;
   sc_err err;
@@ -796,7 +815,22 @@ static sc_err sq_list(store *base, const store_list_opts *opts,
       out->items = items;
       alloc = na;
     }
-    err = row_to_session(s, q, &o, eb);
+    why[0] = '\0';
+    err = row_to_session(s, q, &o, why, sizeof(why), eb);
+    if(err && why[0]) {
+      /* another tool wrote a row we cannot read: skipped and reported,
+       * the others listed (store.h, "Objects that do not decode") */
+      err = store_skip_report(base, out, "list",
+                              (const char *)sqlite3_column_text(q, 0),
+                              (const char *)sqlite3_column_text(q, 1),
+                              (const char *)sqlite3_column_text(q, 2), why,
+                              NULL);
+      if(err) {
+        err = sc_errf(eb, err, "%s: out of memory", s->label);
+        goto out;
+      }
+      continue;
+    }
     if(err)
       goto out;
     out->items[out->n++] = o;
@@ -812,6 +846,8 @@ out:
     if(!out->revision)
       err = SC_ERR_NOMEM;
   }
+  if(!err && !opts->namespace_)
+    store_skip_list_done(base, out);
   if(err)
     store_list_result_free(out);
   return err;
@@ -821,7 +857,12 @@ static sc_err sq_get(store *base, const char *ns, const char *name,
                      session **out, sc_errbuf *eb)
 {
   sq_store *s = (sq_store *)base;
-  sc_err err = load(s, ns, name, out, eb);
+  char why[SC_ERRBUF_SIZE];
+  sc_err err;
+  why[0] = '\0';
+  err = load_why(s, ns, name, out, why, sizeof(why), eb);
+  if(err && why[0]) /* reported as any skipped row; the get fails */
+    (void)store_skip_report(base, NULL, "get", ns, name, NULL, why, NULL);
   if(!err && !*out)
     err = not_found(s, "get", ns, name, eb);
   return err;
@@ -1209,11 +1250,27 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
       err = sc_errf(&eb, SC_ERR_INVALID, "unknown event type");
     else
       err = session_from_json(r->object, strlen(r->object), &o, &eb);
+    if(err == SC_ERR_NOMEM) {
+      watch_report(w, err, "out of memory decoding a history entry");
+      continue;
+    }
     if(err) {
-      /* Reported and skipped: the watch goes on with the next revision. */
-      snprintf(msg, sizeof(msg), "%s: history revision %lld: %s", s->label,
+      /* Skipped and reported (store.h, "Objects that do not decode"),
+       * not given to err_cb: the watch goes on with the next revision. */
+      json_object *raw = json_tokener_parse(r->object);
+      json_object *m = NULL, *v;
+      const char *f[2] = {NULL, NULL};
+      size_t k;
+      for(k = 0; k < 2 && json_object_object_get_ex(raw, "metadata", &m);
+          k++)
+        if(json_object_object_get_ex(m, k ? "name" : "namespace", &v) &&
+           json_object_is_type(v, json_type_string))
+          f[k] = json_object_get_string(v);
+      snprintf(msg, sizeof(msg), "history revision %lld: %s",
                (long long)r->revision, eb.msg);
-      watch_report(w, err, msg);
+      (void)store_skip_report(&s->base, NULL, "watch", f[0], f[1], NULL,
+                              msg, NULL);
+      json_object_put(raw);
       continue;
     }
     store_rev_format(r->revision, rv);

@@ -489,6 +489,8 @@ typedef struct route {
   int fv;              /* FV_* */
   char fv_text[32];    /* as given, for the error of a bad one */
   bool dry_run;        /* ?dryRun= given (refused: not modelled) */
+  long limit;          /* list: ?limit= (0 = all) */
+  char cont[600];      /* list: ?continue= */
 } route;
 
 static int split(char *path, char **seg, int max)
@@ -573,6 +575,12 @@ static bool parse_route(struct evhttp_request *req, route *rt)
     if(v)
       rt->timeout_s = strtol(v, NULL, 10);
     rt->dry_run = qget(&q, "dryRun") != NULL;
+    v = qget(&q, "limit");
+    if(v)
+      rt->limit = strtol(v, NULL, 10);
+    v = qget(&q, "continue");
+    if(v)
+      snprintf(rt->cont, sizeof(rt->cont), "%s", v);
     v = qget(&q, "fieldValidation");
     if(v) {
       snprintf(rt->fv_text, sizeof(rt->fv_text), "%s", v);
@@ -971,49 +979,6 @@ static json_object *table_of(kf_server *s, int res, json_object **v,
   return t;
 }
 
-static void serve_list(kf_server *s, struct evhttp_request *req,
-                       const route *rt)
-{
-  kf_obj **v = calloc(s->n_objs + 1, sizeof(*v));
-  size_t i, n = 0;
-  json_object *o, *items, *m;
-  const kf_res *r = &resources[rt->res];
-  char rv[32], kind[64], av[64];
-  /* rt->name: the Table of that one object (kubectl get KIND NAME) */
-  for(i = 0; i < s->n_objs; i++)
-    if(s->objs[i].res == rt->res && (!rt->ns[0] ||
-                                     !strcmp(s->objs[i].ns, rt->ns)) &&
-       (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)))
-      v[n++] = &s->objs[i];
-  qsort(v, n, sizeof(*v), cmp_obj);
-  if(rt->table) {
-    json_object **jv = calloc(n + 1, sizeof(*jv));
-    for(i = 0; jv && i < n; i++)
-      jv[i] = v[i]->o;
-    o = table_of(s, rt->res, jv, jv ? n : 0);
-    free(jv);
-  }
-  else {
-    o = json_object_new_object();
-    snprintf(kind, sizeof(kind), "%sList", r->kind);
-    snprintf(av, sizeof(av), "%s%s%s", r->group, *r->group ? "/" : "",
-             r->version);
-    set_str(o, "kind", kind);
-    set_str(o, "apiVersion", av);
-    m = json_object_new_object();
-    snprintf(rv, sizeof(rv), "%" PRId64, s->rv);
-    set_str(m, "resourceVersion", rv);
-    json_object_object_add(o, "metadata", m);
-    items = json_object_new_array();
-    for(i = 0; i < n; i++)
-      json_object_array_add(items, json_object_get(v[i]->o));
-    json_object_object_add(o, "items", items);
-  }
-  reply_json(req, 200, o);
-  json_object_put(o);
-  free(v);
-}
-
 static bool parse_rv(const char *s, int64_t *out)
 {
   char *end;
@@ -1024,6 +989,113 @@ static bool parse_rv(const char *s, int64_t *out)
     return false;
   *out = v;
   return true;
+}
+
+/* A continue token: "RV/NS/NAME", the list's version and the last
+ * object of the page (names hold no '/'). false when malformed. */
+static bool parse_cont(const char *t, int64_t *rv, char *ns, size_t nslen,
+                       char *name, size_t namelen)
+{
+  const char *a = strchr(t, '/'), *b = a ? strchr(a + 1, '/') : NULL;
+  char num[32];
+  if(!a || !b || (size_t)(a - t) >= sizeof(num) ||
+     (size_t)(b - a - 1) >= nslen || strlen(b + 1) >= namelen ||
+     strchr(b + 1, '/'))
+    return false;
+  memcpy(num, t, (size_t)(a - t));
+  num[a - t] = '\0';
+  memcpy(ns, a + 1, (size_t)(b - a - 1));
+  ns[b - a - 1] = '\0';
+  snprintf(name, namelen, "%s", b + 1);
+  return parse_rv(num, rv);
+}
+
+/* A list, by the API's chunking rules: ?limit=N gives at most N objects
+ * and, when more are left, metadata.continue and remainingItemCount;
+ * ?continue=T the objects after the token's, with the version of the
+ * first page (a real API server serves the continued pages from that
+ * snapshot; the fake from what it holds now, which a watch from that
+ * version makes good). A token older than the kept history (after
+ * /_fake/compact) is 410 Expired, a malformed one 400. */
+static void serve_list(kf_server *s, struct evhttp_request *req,
+                       const route *rt)
+{
+  kf_obj **v = calloc(s->n_objs + 1, sizeof(*v));
+  size_t i, n = 0, from = 0, cnt;
+  json_object *o, *items, *m;
+  const kf_res *r = &resources[rt->res];
+  char rv[32], kind[64], av[64], cns[256] = "", cname[256] = "";
+  char cont[600] = "";
+  int64_t list_rv = s->rv;
+  if(rt->cont[0]) {
+    if(!parse_cont(rt->cont, &list_rv, cns, sizeof(cns), cname,
+                   sizeof(cname))) {
+      reply_status(req, 400, "BadRequest", "continue key is not valid: %s",
+                   rt->cont);
+      free(v);
+      return;
+    }
+    if(list_rv < s->compacted) {
+      reply_status(req, 410, "Expired", "The provided continue parameter is "
+                   "too old to display a consistent list result. You can "
+                   "start a new list without the continue parameter.");
+      free(v);
+      return;
+    }
+  }
+  /* rt->name: the Table of that one object (kubectl get KIND NAME) */
+  for(i = 0; i < s->n_objs; i++)
+    if(s->objs[i].res == rt->res && (!rt->ns[0] ||
+                                     !strcmp(s->objs[i].ns, rt->ns)) &&
+       (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)))
+      v[n++] = &s->objs[i];
+  qsort(v, n, sizeof(*v), cmp_obj);
+  if(rt->cont[0])
+    while(from < n) {
+      int c = strcmp(v[from]->ns, cns);
+      if(c > 0 || (c == 0 && strcmp(v[from]->name, cname) > 0))
+        break;
+      from++;
+    }
+  cnt = n - from;
+  if(rt->limit > 0 && (size_t)rt->limit < cnt) {
+    cnt = (size_t)rt->limit;
+    snprintf(cont, sizeof(cont), "%" PRId64 "/%s/%s", list_rv,
+             v[from + cnt - 1]->ns, v[from + cnt - 1]->name);
+  }
+  snprintf(rv, sizeof(rv), "%" PRId64, list_rv);
+  if(rt->table) {
+    json_object **jv = calloc(cnt + 1, sizeof(*jv));
+    for(i = 0; jv && i < cnt; i++)
+      jv[i] = v[from + i]->o;
+    o = table_of(s, rt->res, jv, jv ? cnt : 0);
+    free(jv);
+    m = jobj(o, "metadata");
+    set_str(m, "resourceVersion", rv);
+  }
+  else {
+    o = json_object_new_object();
+    snprintf(kind, sizeof(kind), "%sList", r->kind);
+    snprintf(av, sizeof(av), "%s%s%s", r->group, *r->group ? "/" : "",
+             r->version);
+    set_str(o, "kind", kind);
+    set_str(o, "apiVersion", av);
+    m = json_object_new_object();
+    set_str(m, "resourceVersion", rv);
+    json_object_object_add(o, "metadata", m);
+    items = json_object_new_array();
+    for(i = 0; i < cnt; i++)
+      json_object_array_add(items, json_object_get(v[from + i]->o));
+    json_object_object_add(o, "items", items);
+  }
+  if(cont[0] && m) {
+    set_str(m, "continue", cont);
+    json_object_object_add(m, "remainingItemCount",
+                           json_object_new_int64((int64_t)(n - from - cnt)));
+  }
+  reply_json(req, 200, o);
+  json_object_put(o);
+  free(v);
 }
 
 static void serve_watch(kf_server *s, struct evhttp_request *req,

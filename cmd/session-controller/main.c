@@ -337,7 +337,7 @@ int main(int argc, char **argv)
   m = metrics_new();
   a.m = m;
   if(!a.lg || !a.base || !m || reconciler_declare_metrics(m) ||
-     kube_events_declare_metrics(m) ||
+     kube_events_declare_metrics(m) || store_declare_metrics(m) ||
      metrics_declare(m, "session_controller_leader", METRIC_GAUGE,
                      "1 when this replica may act on Cube (the Lease holder, "
                      "or no leader election), else 0.", NULL, 0)) {
@@ -364,6 +364,9 @@ int main(int argc, char **argv)
   so.add_finalizer = true; /* the controller: deletion waits for it */
   so.watch_timeout_s = (int)(cfg.watch_timeout_ms / 1000);
   so.create = cfg.create_store;
+  so.log = a.lg;       /* objects that do not decode are reported */
+  so.metrics = m;
+  so.mark_invalid = true;
   {
     sc_err err = store_open(cfg.store, &so, &st, &eb);
     if(err) {

@@ -168,6 +168,11 @@ check "crd: envVars CEL rule refuses all $(echo $denied | wc -w) C-denied names$
 cmax=$(sed -n 's/^#define META_MAX_ENTRIES \([0-9]*\)$/\1/p' api/manifest.c)
 check "crd: sandboxMetadata maxProperties = C META_MAX_ENTRIES ($cmax)" \
   [ "$(prop sandboxMetadata maxProperties)" = "$cmax" ]
+emax=$(sed -n 's/^#define ENV_MAX_ENTRIES \([0-9]*\) .*$/\1/p' api/manifest.c)
+check "crd: envVars maxProperties = C ENV_MAX_ENTRIES ($emax)" \
+  [ -n "$emax" ] && [ "$(prop envVars maxProperties)" = "$emax" ]
+check "crd: envVars CEL bounds the names to 1-128 (C ID_MAX_LEN $(sed -n 's/^#define ID_MAX_LEN //p' api/manifest.c))" \
+  sh -c "sed -n '/^ *envVars:\$/,/^ *sandboxMetadata:\$/p' $CRD | grep -q 'self.all(k, size(k) >= 1 && size(k) <= 128)'"
 check "crd: sandboxMetadata CEL refuses the lea. prefix" has "$CRD" \
   "self.all\(k, !k.startsWith\('lea\.'\)\)"
 # values of envVars and sandboxMetadata: no control characters (C: U+0000-

@@ -299,7 +299,8 @@ typedef enum raw_mode {
   RAW_BODY,    /* a complete 200 with the given body */
   RAW_STALL,   /* headers and half the declared body, then nothing */
   RAW_SILENT,  /* reads the request, never answers */
-  RAW_FLOOD    /* a 200 whose body never ends */
+  RAW_FLOOD,   /* a 200 whose body never ends */
+  RAW_PAGES    /* pages of 100 rows, each with a new X-Next-Token */
 } raw_mode;
 
 typedef struct raw_srv {
@@ -310,6 +311,7 @@ typedef struct raw_srv {
   const char *body;        /* RAW_BODY */
   size_t body_len;
   size_t flooded;          /* bytes written in RAW_FLOOD */
+  int served;              /* pages answered in RAW_PAGES */
   struct bufferevent *bev[16];
   int nbev;
 } raw_srv;
@@ -352,6 +354,21 @@ static void raw_read(struct bufferevent *bev, void *arg)
     break;
   case RAW_SILENT:
     break;
+  case RAW_PAGES: {
+    struct evbuffer *b = evbuffer_new();
+    int i;
+    evbuffer_add(b, "[", 1);
+    for(i = 0; i < 100; i++)
+      evbuffer_add(b, flood_row, sizeof(flood_row) - (i < 99 ? 1 : 2));
+    evbuffer_add(b, "]", 1);
+    evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
+                        "application/json\r\nX-Next-Token: t%d\r\n"
+                        "Content-Length: %zu\r\n\r\n", ++s->served,
+                        evbuffer_get_length(b));
+    evbuffer_add_buffer(out, b);
+    evbuffer_free(b);
+    break;
+  }
   case RAW_FLOOD:
     evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
                              "application/json\r\nConnection: close\r\n\r\n[");
@@ -583,6 +600,42 @@ TEST(cube_list_larger_than_cap)
   event_base_free(base);
 }
 
+/* A Cube that pages for ever, each page within the page cap and with a
+ * new token: the list stops at the total cap across its pages (rows, or
+ * bytes of page bodies) with a clear error and no rows, instead of
+ * growing until CUBE_MAX_PAGES (1000 pages of up to 64 MiB). */
+TEST(cube_list_total_cap_across_pages)
+{
+  int k;
+  for(k = 0; k < 2; k++) {
+    struct event_base *base = event_base_new();
+    raw_srv s;
+    cube_client_opts o;
+    cube_client *c;
+    hres h = {0};
+    CHECK(base != NULL);
+    CHECK_OK(raw_start(&s, base, RAW_PAGES));
+    cube_client_opts_init(&o);
+    if(k == 0)
+      o.list_max_rows = 1000;
+    else
+      o.list_max_bytes = 200000; /* a page is about 12 kB */
+    c = client_for(base, s.port, &o);
+    CHECK(c != NULL);
+    CHECK_OK(cube_list(c, NULL, "running", on_res, &h));
+    CHECK(run_until(base, &h.n, 1, 20000));
+    CHECK_MSG(h.err == SC_ERR_TOO_LARGE, "err %d: %s", h.err, h.msg);
+    CHECK_MSG(strstr(h.msg, k == 0 ? "passed 1000 rows" : "200000 bytes"),
+              "%s", h.msg);
+    CHECK_MSG(strstr(h.msg, "across its pages"), "%s", h.msg);
+    CHECK_INT(h.nrows, 0);
+    CHECK_MSG(s.served <= (k == 0 ? 11 : 20), "%d pages", s.served);
+    cube_client_free(c);
+    raw_stop(&s);
+    event_base_free(base);
+  }
+}
+
 /* Stalls mid-body and a server that never answers: timeouts, and other
  * calls of the same client are not held up behind them. */
 TEST(cube_stall_and_silence_time_out)
@@ -639,6 +692,7 @@ TEST_LIST = {
   T(yaml_crlf_and_nul_in_names_and_values),
   T(cube_hostile_bodies),
   T(cube_list_larger_than_cap),
+  T(cube_list_total_cap_across_pages),
   T(cube_stall_and_silence_time_out),
   {0}};
 

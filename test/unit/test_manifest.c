@@ -669,6 +669,28 @@ TEST(validate_table)
   }
 }
 
+/* envVars: at most 128 (deploy/crd.yaml maxProperties), for objects from a
+ * store too */
+TEST(validate_env_entry_cap)
+{
+  session *s = valid_session();
+  char **errs = NULL;
+  size_t n = 0, k;
+  int i;
+  for(i = 0; i < 129; i++) {
+    char key[16];
+    snprintf(key, sizeof(key), "V%03d", i);
+    sc_kvlist_set(&s->spec.env_vars, key, "v");
+  }
+  CHECK_INT(session_validate(s, &errs, &n), SC_ERR_INVALID);
+  CHECK_INT(n, 1);
+  CHECK_STR(errs[0], "spec.envVars: 129 entries, at most 128 are allowed");
+  for(k = 0; k < n; k++)
+    free(errs[k]);
+  free(errs);
+  session_free(s);
+}
+
 TEST(validate_metadata_entry_cap)
 {
   session *s = valid_session();
@@ -732,7 +754,7 @@ TEST_LIST = {T(bad_manifests_give_exact_errors),
              T(error_flood_is_capped),
              T(manifest_json_round_trip),
              T(validate_table),
-             T(validate_metadata_entry_cap),
+             T(validate_env_entry_cap), T(validate_metadata_entry_cap),
              T(garbage_never_crashes),
              {0}};
 TEST_MAIN()

@@ -272,6 +272,96 @@ TEST(lenient_metadata_flag)
   json_object_put(o);
 }
 
+/* What an API server may hold in labels and annotations (issue 12): any
+ * string, a NUL escaped as \u0000 (the API server accepts it), and on a
+ * server without the CRD anything at all. The controller reads none of
+ * it, so under LENIENT_METADATA such entries never refuse the object:
+ * those a C string cannot hold are left out (and counted), the rest kept
+ * byte for byte; the spec stays strict. Without the flag (sessionctl's
+ * manifests) they are still refused. */
+TEST(lenient_labels_and_annotations)
+{
+  static const char txt[] =
+    HEAD "\"metadata\":{\"name\":\"a\",\"annotations\":{\"x\":\"a\\u0000b\","
+         "\"note\":\"line1\\nline2\\ttab \\u00e9 \\ud83d\\ude00 \\u0001\","
+         "\"num\":42,\"obj\":{\"k\":\"v\"},\"empty\":\"\"},"
+         "\"labels\":{\"team\":[1],\"app\":\"web\"}},"
+         "\"spec\":{\"template\":\"t\"}}";
+  static const char notobj[] =
+    HEAD "\"metadata\":{\"name\":\"a\",\"annotations\":\"nope\","
+         "\"labels\":7},\"spec\":{\"template\":\"t\"}}";
+  static const char badspec[] =
+    HEAD "\"metadata\":{\"name\":\"a\",\"annotations\":{\"x\":\"a\\u0000\"}},"
+         "\"spec\":{\"template\":\"t\",\"state\":42}}";
+  json_object *o = json_tokener_parse(txt);
+  session *s = NULL;
+  sc_errbuf eb = {""};
+  size_t dropped = 99;
+  char *big;
+  size_t i;
+  CHECK(o);
+  CHECK_INT(session_from_json_object(o, &s, &eb), SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "contains a NUL character") ||
+            strstr(eb.msg, "expected a string"), "%s", eb.msg);
+  CHECK_MSG(session_from_json_object_ex(o, SESSION_JSON_LENIENT_METADATA, &s,
+                                        &dropped, &eb) == SC_OK,
+            "%s", eb.msg);
+  CHECK_INT(dropped, 4); /* x, num, obj, team */
+  CHECK_INT(s->meta.annotations.n, 2);
+  CHECK_STR(sc_kvlist_get(&s->meta.annotations, "note"),
+            "line1\nline2\ttab \xc3\xa9 \xf0\x9f\x98\x80 \x01");
+  CHECK_STR(sc_kvlist_get(&s->meta.annotations, "empty"), "");
+  CHECK_INT(s->meta.labels.n, 1);
+  CHECK_STR(sc_kvlist_get(&s->meta.labels, "app"), "web");
+  session_free(s);
+  json_object_put(o);
+
+  o = json_tokener_parse(notobj);
+  CHECK(o);
+  CHECK_MSG(session_from_json_object_ex(o, SESSION_JSON_LENIENT_METADATA, &s,
+                                        &dropped, &eb) == SC_OK,
+            "%s", eb.msg);
+  CHECK_INT(dropped, 2);
+  CHECK_INT(s->meta.annotations.n + s->meta.labels.n, 0);
+  session_free(s);
+  json_object_put(o);
+
+  /* the spec is not metadata: still strict */
+  o = json_tokener_parse(badspec);
+  CHECK(o);
+  CHECK_INT(session_from_json_object_flags(o, SESSION_JSON_LENIENT_METADATA,
+                                           &s, &eb), SC_ERR_INVALID);
+  CHECK_STR(eb.msg, "spec.state: expected a string, got an integer");
+  json_object_put(o);
+
+  /* the size cap: 300 annotations of 1000 bytes, about 300 KB: those
+   * past SESSION_JSON_META_KV_MAX (256 KiB) are left out */
+  o = json_tokener_parse(HEAD "\"metadata\":{\"name\":\"a\"},"
+                         "\"spec\":{\"template\":\"t\"}}");
+  CHECK(o);
+  {
+    json_object *m = NULL, *an = json_object_new_object();
+    big = malloc(1001);
+    memset(big, 'v', 1000);
+    big[1000] = '\0';
+    for(i = 0; i < 300; i++) {
+      char k[16];
+      snprintf(k, sizeof(k), "k%03zu", i);
+      json_object_object_add(an, k, json_object_new_string(big));
+    }
+    free(big);
+    json_object_object_get_ex(o, "metadata", &m);
+    json_object_object_add(m, "annotations", an);
+  }
+  CHECK_MSG(session_from_json_object_ex(o, SESSION_JSON_LENIENT_METADATA, &s,
+                                        &dropped, &eb) == SC_OK,
+            "%s", eb.msg);
+  CHECK_INT(s->meta.annotations.n, SESSION_JSON_META_KV_MAX / 1004);
+  CHECK_INT(dropped, 300 - SESSION_JSON_META_KV_MAX / 1004);
+  session_free(s);
+  json_object_put(o);
+}
+
 TEST(spec_part_round_trip)
 {
   session *s = full_session();
@@ -372,6 +462,7 @@ TEST(pretty_is_same_object)
 TEST_LIST = {T(full_round_trip),     T(exact_minimal_encoding),
              T(unset_reclaim_stays_unset), T(nulls_read_as_unset), T(trailing_whitespace_ok),
              T(strict_decoding_table),     T(lenient_metadata_flag),
+             T(lenient_labels_and_annotations),
              T(spec_part_round_trip),      T(spec_part_errors),
              T(status_part_round_trip),    T(pretty_is_same_object),
              T(null_inputs_are_refused),
