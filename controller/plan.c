@@ -1842,6 +1842,20 @@ static sc_err plan_session_one(planner *pl, sess_rec *r)
 
 /* ---------- orphans and the guard ---------- */
 
+/* Is an orphan of this tenant held, an object of it undecodable? */
+static bool tenant_held(const planner *pl, const char *tenant)
+{
+  size_t i;
+  if(!pl->in->n_hold_tenants)
+    return false;
+  if(!tenant)
+    return true;
+  for(i = 0; i < pl->in->n_hold_tenants; i++)
+    if(streq0(pl->in->hold_tenants[i], tenant))
+      return true;
+  return false;
+}
+
 static sc_err plan_orphans(planner *pl)
 {
   size_t i, first = pl->p->n_actions;
@@ -1865,6 +1879,8 @@ static sc_err plan_orphans(planner *pl)
     }
     if(!pl->in->list_complete)
       continue; /* rule 2: no orphan from a list that may be short */
+    if(tenant_held(pl, sb->tenant))
+      continue; /* its session may be an object the store could not read */
     {
       char te[SCTIME_RFC3339_MAX], tn[SCTIME_RFC3339_MAX], age[32];
       char t1[TAG_SHOWN], t2[TAG_SHOWN];

@@ -105,6 +105,13 @@ typedef struct plan_input {
    * still protects its sandbox. An invalid Ended one or a tombstone is
    * still ended (deleting is what its object asks). */
   const char *const *invalid;
+  /* Tenants with an object the store could not decode this pass (its
+   * namespace; its sessionID is unknown): an orphan tagged with one of
+   * them, or with no tenant tag, is not deleted, since its session may be
+   * that object (rule 2: absence is not evidence). Orphans of every other
+   * tenant are. NULL/0: none. */
+  const char *const *hold_tenants;
+  size_t n_hold_tenants;
 } plan_input;
 
 typedef enum plan_action_type {

@@ -1279,6 +1279,31 @@ static char **check_objects(reconciler *r, session **ss, size_t n)
   return why;
 }
 
+/* The namespaces of the objects a list skipped (pointers into it), whose
+ * tenant's orphans the planner holds. *all: they cannot be narrowed (an
+ * object with no namespace, or out of memory): hold every orphan. */
+static const char **held_tenants(const store_list_result *l, size_t *n,
+                                 bool *all)
+{
+  const char **v;
+  size_t i;
+  *n = 0;
+  *all = false;
+  if(!l->n_skipped)
+    return NULL;
+  if(!(v = calloc(l->n_skipped, sizeof(*v)))) {
+    *all = true;
+    return NULL;
+  }
+  for(i = 0; i < l->n_skipped; i++) {
+    if(!l->skipped[i].ns)
+      *all = true;
+    else
+      v[(*n)++] = l->skipped[i].ns;
+  }
+  return v;
+}
+
 static void free_invalid(char **why, size_t n)
 {
   size_t i;
@@ -1355,6 +1380,9 @@ static void on_observed(observation *obs, void *ud)
   size_t n, i;
   session **ss = pass_sessions(ps, &n);
   char **invalid;
+  const char **held;
+  size_t n_held;
+  bool held_all;
   sc_err err;
 
   ps->obs = obs;
@@ -1382,7 +1410,15 @@ static void on_observed(observation *obs, void *ud)
   in.n_gone = ps->obs->n_gone;
   /* an object the store could not decode is absent from the list, not
    * gone: its sandbox must not look like an orphan */
-  in.list_complete = ps->full && !ps->obs->truncated && !ps->list.n_skipped;
+  /* an object the store could not decode holds the orphans of its tenant
+   * (its namespace, as --tenant-binding namespace makes it); with free
+   * binding its tenant is unknown: no orphan at all this pass */
+  held = held_tenants(&ps->list, &n_held, &held_all);
+  in.list_complete = ps->full && !ps->obs->truncated &&
+                     (!ps->list.n_skipped ||
+                      (r->o.plan.bind_tenant_to_namespace && !held_all));
+  in.hold_tenants = held;
+  in.n_hold_tenants = n_held;
   in.cube_now = ps->cube_now;
   invalid = check_objects(r, ss, n);
   in.invalid = (const char *const *)invalid;
@@ -1390,6 +1426,7 @@ static void on_observed(observation *obs, void *ud)
     r->scratch = plan_scratch_new();
   err = plan_compute_ex(&in, &r->o.plan, r->scratch, &ps->p);
   free_invalid(invalid, n);
+  free(held);
   if(err) {
     pass_fail(ps, "planning failed (out of memory)", -1);
     pass_finish(ps);

@@ -1832,6 +1832,34 @@ TEST(rule4_untagged_link_needs_its_proof)
   w_del(w);
 }
 
+/* An object the store could not decode may be the session of an orphan
+ * of its tenant: those orphans (and tag-less-tenant ones) are held, the
+ * orphans of other tenants are deleted as usual. */
+TEST(undecodable_object_holds_only_its_tenants_orphans)
+{
+  static const char *const held[] = {"t1"};
+  world *w = w_new();
+  plan_input in;
+  plan *p = NULL;
+  w_sb(w, "o-t1", SBP, NOW - HOUR_MS, "t1", "gone");
+  w_sb(w, "o-t2", SBP, NOW - HOUR_MS, "t2", "gone");
+  memset(&in, 0, sizeof(in));
+  in.sessions = w->s;
+  in.n_sessions = w->ns;
+  in.sandboxes = w->b;
+  in.n_sandboxes = w->nb;
+  in.list_complete = true;
+  in.cube_now = w->now;
+  in.hold_tenants = held;
+  in.n_hold_tenants = 1;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p);
+  CHECK(!p_find(p, PLAN_DELETE, "o-t1"));
+  CHECK(p_find(p, PLAN_DELETE, "o-t2") != NULL);
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1889,6 +1917,7 @@ TEST_LIST = {
   T(adopted_names_are_ours),
   T(invalid_object_gets_no_action_and_keeps_its_sandbox),
   T(rule4_untagged_link_needs_its_proof),
+  T(undecodable_object_holds_only_its_tenants_orphans),
   {0},
 };
 
