@@ -283,6 +283,7 @@ static int get_once(ctl_env *env, ctl_get *g)
     rc = ctl_store_error(err, &eb);
     goto out;
   }
+  ctl_warn_skipped(&res);
   /* the store hides tombstones unless asked; filter anyway */
   for(i = 0; i < res.n; i++)
     if(!res.items[i]->meta.deletion_timestamp)

@@ -340,6 +340,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     ctl_store_error(err, &eb);
     goto out;
   }
+  ctl_warn_skipped(&pr.list);
   base = event_base_new();
   if(!base)
     goto out;

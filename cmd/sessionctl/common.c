@@ -9,6 +9,7 @@
 #include "../../api/manifest.h"
 #include "../../controller/cube.h" /* SC_VERSION */
 #include "../../controller/store.h"
+#include "print.h"
 
 size_t ctl_read_manifests(const char *const *paths, size_t n,
                           manifest_set *set)
@@ -143,4 +144,21 @@ bool ctl_check_namespace(const char *ns)
     }
   }
   return true;
+}
+
+void ctl_warn_skipped(const store_list_result *res)
+{
+  size_t i;
+  for(i = 0; res && i < res->n_skipped; i++) {
+    const store_skipped *k = &res->skipped[i];
+    char *ns = ctl_text_dup(k->ns ? k->ns : "?");
+    char *name = ctl_text_dup(k->name ? k->name : "?");
+    char *why = ctl_text_dup(k->reason ? k->reason : "");
+    fprintf(stderr, "warning: session %s/%s is left out: it does not decode "
+            "(%s); the controller does nothing for it until it is fixed\n",
+            ns ? ns : "?", name ? name : "?", why ? why : "");
+    free(ns);
+    free(name);
+    free(why);
+  }
 }

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "../../lib/sc_err.h"
+#include "../../controller/store.h"
 
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAIL 1
@@ -112,5 +113,9 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv);
 
 /* The text of `sessionctl --help`. */
 extern const char ctl_usage_text[];
+
+/* One stderr line per object a list left out because it does not decode
+ * (store_list_result.skipped), so `get` never hides one silently. */
+void ctl_warn_skipped(const store_list_result *res);
 
 #endif

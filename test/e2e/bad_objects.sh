@@ -75,6 +75,9 @@ check "the bad object carries Ready=False/InvalidObject" wait_eq 10 \
 check "the condition names the field" sh -c \
   "curl -sf '$API$GP/namespaces/tenant-b/sessions/bad42' | jq -r '.status.conditions[0].message' | grep -q 'spec.state: expected a string'"
 sleep 3 # three more resyncs (--resync 1s): still one line
+"$BINDIR/sessionctl" --store kube get sessions -A >"$T/get.out" 2>"$T/get.err"
+check "sessionctl get says it left the bad one out" grep -q '^warning: session tenant-b/bad42 is left out: it does not decode (.*spec.state' "$T/get.err"
+check "and lists the others" grep -q 'nul' "$T/get.out"
 check "one log line, not one per resync" test \
   "$(grep -c 'object=tenant-b/bad42' "$T/bad.log")" = 1
 check "the NUL annotation never made a skip" test \
