@@ -132,19 +132,25 @@ static inline cube_sandbox *w_sb(world *w, const char *id, cube_sb_state st,
   return w_sb_mb(w, id, st, end_at, tenant, sid, NULL);
 }
 
+/* The planner input of w, for a test that sets more of it. */
+static inline void w_input(world *w, plan_input *in)
+{
+  memset(in, 0, sizeof(*in));
+  in->sessions = w->s;
+  in->n_sessions = w->ns;
+  in->sandboxes = w->b;
+  in->n_sandboxes = w->nb;
+  in->gone = w->gone;
+  in->n_gone = w->ngone;
+  in->list_complete = w->complete;
+  in->cube_now = w->now;
+}
+
 static inline plan *w_plan(world *w)
 {
   plan_input in;
   plan *p = NULL;
-  memset(&in, 0, sizeof(in));
-  in.sessions = w->s;
-  in.n_sessions = w->ns;
-  in.sandboxes = w->b;
-  in.n_sandboxes = w->nb;
-  in.gone = w->gone;
-  in.n_gone = w->ngone;
-  in.list_complete = w->complete;
-  in.cube_now = w->now;
+  w_input(w, &in);
   if(plan_compute(&in, &w->cfg, &p))
     return NULL;
   return p;
