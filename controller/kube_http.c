@@ -506,7 +506,7 @@ sc_err kube_http_request_ex(kube_http *h, const char *method,
     h->reqs->prev = q;
   h->reqs = q;
   h->n_reqs++;
-  h->active++; /* undone by req_unlink_free() when it has to wait */
+  h->active++; /* its slot: handed back below if it must wait */
   if(oom || !q->method || !q->path) {
     req_unlink_free(q);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
