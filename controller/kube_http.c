@@ -18,8 +18,11 @@ struct kube_http {
   kube_conn conn;
   char *user_agent;
   curlev *ev;              /* the multi handle on the loop */
-  kreq *reqs;
+  kreq *reqs;              /* every call: on the wire, retrying, waiting */
   int n_reqs;
+  int active;              /* calls started (an easy handle each) */
+  kreq *wait_head, *wait_tail; /* calls waiting for a slot, oldest first */
+  int n_waiting;
 };
 
 struct kreq {
@@ -37,7 +40,11 @@ struct kreq {
   dynbuf resp;
   kube_http_cb cb;
   void *ud;
-  kreq *next;
+  int64_t queued_ms;       /* when it was asked for (sctime_mono_ms) */
+  long waited_ms;          /* of it, in the wait queue: off the 1st attempt */
+  bool waiting;            /* in the wait queue, no easy handle yet */
+  kreq *wnext;             /* the wait queue */
+  kreq *prev, *next;       /* h->reqs */
 };
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -68,15 +75,30 @@ static struct curl_slist *add_hdr(struct curl_slist *h, const char *name,
 
 static void req_unlink_free(kreq *q)
 {
-  kreq **pp;
-  for(pp = &q->h->reqs; *pp; pp = &(*pp)->next)
-    if(*pp == q) {
-      *pp = q->next;
-      q->h->n_reqs--;
-      break;
+  kube_http *h = q->h;
+  if(q->prev)
+    q->prev->next = q->next;
+  else
+    h->reqs = q->next;
+  if(q->next)
+    q->next->prev = q->prev;
+  h->n_reqs--;
+  if(q->waiting) {
+    /* the oldest, or one dropped by kube_http_abort_all() */
+    kreq **pp, *last = NULL;
+    for(pp = &h->wait_head; *pp && *pp != q; pp = &(*pp)->wnext)
+      last = *pp;
+    if(*pp) {
+      *pp = q->wnext;
+      if(h->wait_tail == q)
+        h->wait_tail = last;
+      h->n_waiting--;
     }
+  }
+  else
+    h->active--;
   if(q->easy) {
-    curlev_remove(q->h->ev, q->easy);
+    curlev_remove(h->ev, q->easy);
     curl_easy_cleanup(q->easy);
   }
   if(q->retry)
@@ -96,7 +118,9 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
 {
   kube_http *h = q->h;
   char url[2400];
+  long tmo = q->timeout_ms - q->waited_ms;
   sc_err err;
+  q->waited_ms = 0; /* only the first attempt waited */
   kube_auth_clear(&q->auth);
   err = kube_conn_auth(&h->conn, h->base, &q->auth, eb);
   if(err)
@@ -126,8 +150,8 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
   curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->ebuf);
   curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                   q->timeout_ms < 5000 ? q->timeout_ms : 5000L);
-  curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, q->timeout_ms);
+                   tmo < 5000 ? tmo : 5000L);
+  curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
   curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
   if(q->body) {
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
@@ -195,9 +219,61 @@ void kube_http_curl_detail(const kube_conn *c, CURLcode cc, const char *ebuf,
   }
 }
 
+/* Give q its easy handle and put it on the wire (q holds a slot: it is
+ * counted in h->active). A call that waited its whole timeout for a
+ * slot fails without a request. */
+static sc_err req_start(kreq *q, sc_errbuf *eb)
+{
+  kube_http *h = q->h;
+  q->waited_ms = (long)(sctime_mono_ms() - q->queued_ms);
+  if(q->waited_ms < 0)
+    q->waited_ms = 0;
+  if(q->waited_ms >= q->timeout_ms)
+    return sc_errf(eb, SC_ERR_TIMEOUT, "kube %s %s%s: timed out after %ld "
+                   "ms waiting for one of the %d connections (%d calls "
+                   "waiting)", q->method, h->conn.server, q->path,
+                   q->waited_ms, KUBE_HTTP_ACTIVE_MAX, kube_http_waiting(h));
+  if(!q->easy)
+    q->easy = curl_easy_init();
+  if(!q->easy)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  return req_begin(q, eb);
+}
+
+/* Start waiting calls while slots are free, oldest first. From the loop
+ * only: a call that cannot start gets its callback here. */
+static void pump(kube_http *h)
+{
+  while(h->wait_head && h->active < KUBE_HTTP_ACTIVE_MAX) {
+    kreq *q = h->wait_head;
+    kube_http_result res;
+    sc_errbuf eb;
+    sc_err err;
+    h->wait_head = q->wnext;
+    if(!h->wait_head)
+      h->wait_tail = NULL;
+    h->n_waiting--;
+    q->wnext = NULL;
+    q->waiting = false;
+    h->active++;
+    eb.msg[0] = '\0';
+    err = req_start(q, &eb);
+    if(!err)
+      continue;
+    memset(&res, 0, sizeof(res));
+    res.raw = "";
+    res.err = err == SC_ERR_TIMEOUT ? SC_ERR_TIMEOUT : SC_ERR_UNAVAILABLE;
+    res.message = eb.msg;
+    res.attempts = q->attempt;
+    q->cb(&res, q->ud);
+    req_unlink_free(q);
+  }
+}
+
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
   kreq *q = arg;
+  kube_http *h = q->h;
   kube_http_result res;
   sc_errbuf eb;
   (void)fd;
@@ -212,6 +288,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
   res.attempts = q->attempt;
   q->cb(&res, q->ud);
   req_unlink_free(q);
+  pump(h);
 }
 
 /* another attempt after the backoff (100 ms doubling) or the server's
@@ -319,6 +396,12 @@ static void on_transfer(CURL *e, CURLcode cc, void *ud)
   req_done(q, cc);
 }
 
+/* after each batch of finished transfers: their slots are free */
+static void on_batch(void *ud)
+{
+  pump(ud);
+}
+
 kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
                          const char *user_agent, sc_errbuf *eb)
 {
@@ -336,11 +419,16 @@ kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
   h->conn = *conn;
   memset(conn, 0, sizeof(*conn));
   h->user_agent = strdup(user_agent ? user_agent : "session-controller");
-  h->ev = curlev_new(base, on_transfer, NULL, h, eb);
+  h->ev = curlev_new(base, on_transfer, on_batch, h, eb);
   if(!h->ev) {
     kube_http_free(h);
     return NULL;
   }
+  /* the calls on the wire share these connections (kept alive) */
+  curl_multi_setopt(curlev_multi(h->ev), CURLMOPT_MAX_HOST_CONNECTIONS,
+                    (long)KUBE_HTTP_ACTIVE_MAX);
+  curl_multi_setopt(curlev_multi(h->ev), CURLMOPT_MAXCONNECTS,
+                    (long)KUBE_HTTP_ACTIVE_MAX);
   if(!h->user_agent || !h->conn.server) {
     sc_errf(eb, SC_ERR_NOMEM, "kube: cannot set up the HTTP client");
     kube_http_free(h);
@@ -351,6 +439,8 @@ kube_http *kube_http_new(struct event_base *base, kube_conn *conn,
 
 void kube_http_abort_all(kube_http *h)
 {
+  while(h && h->wait_head)
+    req_unlink_free(h->wait_head);
   while(h && h->reqs)
     req_unlink_free(h->reqs);
 }
@@ -410,15 +500,30 @@ sc_err kube_http_request_ex(kube_http *h, const char *method,
   q->path = dup_or_null(path, &oom);
   q->ctype = dup_or_null(ctype, &oom);
   q->body = dup_or_null(body, &oom);
-  q->easy = curl_easy_init();
+  q->queued_ms = sctime_mono_ms();
   q->next = h->reqs;
+  if(h->reqs)
+    h->reqs->prev = q;
   h->reqs = q;
   h->n_reqs++;
-  if(oom || !q->easy || !q->method || !q->path) {
+  h->active++; /* its slot: handed back below if it must wait */
+  if(oom || !q->method || !q->path) {
     req_unlink_free(q);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   }
-  err = req_begin(q, eb);
+  if(h->active > KUBE_HTTP_ACTIVE_MAX || h->wait_head) {
+    /* every slot taken, or older calls wait: after them (pump()) */
+    h->active--;
+    q->waiting = true;
+    if(h->wait_tail)
+      h->wait_tail->wnext = q;
+    else
+      h->wait_head = q;
+    h->wait_tail = q;
+    h->n_waiting++;
+    return SC_OK;
+  }
+  err = req_start(q, eb);
   if(err)
     req_unlink_free(q);
   return err;
@@ -427,6 +532,11 @@ sc_err kube_http_request_ex(kube_http *h, const char *method,
 int kube_http_inflight(const kube_http *h)
 {
   return h ? h->n_reqs : 0;
+}
+
+int kube_http_waiting(const kube_http *h)
+{
+  return h ? h->n_waiting : 0;
 }
 
 const char *kube_http_server(const kube_http *h)

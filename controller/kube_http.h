@@ -32,6 +32,14 @@
 struct event_base;
 typedef struct kube_http kube_http;
 
+/* Calls on the wire at once, per client (and its connections to the
+ * server, kept alive). More wait in a queue, oldest first, holding only
+ * their request (no curl handle, no buffers): a burst of thousands of
+ * status writes costs their bodies, not 20 KB of curl state and a
+ * connection each. The wait counts against the first attempt's timeout;
+ * a call that waited its whole timeout fails (SC_ERR_TIMEOUT) unsent. */
+#define KUBE_HTTP_ACTIVE_MAX 32
+
 /* Response bodies larger than this fail the call (SC_ERR_TOO_LARGE). */
 #define KUBE_HTTP_BODY_MAX (4 * 1024 * 1024)
 
@@ -94,8 +102,10 @@ void kube_http_curl_detail(const kube_conn *c, CURLcode cc,
 /* Failures another attempt will not cure (TLS setup, URL, body cap). */
 bool kube_http_curl_permanent(CURLcode cc);
 
-/* Calls in flight. */
+/* Calls in flight (on the wire, waiting for a retry or for a slot). */
 int kube_http_inflight(const kube_http *h);
+/* Of them, those waiting for a slot (KUBE_HTTP_ACTIVE_MAX). */
+int kube_http_waiting(const kube_http *h);
 
 /* Drop every call in flight without calling its callback (for a caller
  * that stops waiting). */
