@@ -8,7 +8,7 @@
  * "never" for reclaimAfter). A sign is refused: durations here are never
  * negative.
  */
-#include "duration.h"
+#include "api/duration.h"
 
 #include <stdbool.h>
 #include <stdio.h>

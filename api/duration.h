@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../lib/sc_err.h"
+#include "lib/sc_err.h"
 
 /* Units h, m, s, ms (and us or "\u00b5s", ns: the total is rounded UP
  * to whole ms, so a non-zero duration never becomes 0). A sign is

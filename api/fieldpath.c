@@ -1,5 +1,5 @@
 /* fieldpath.c - field paths and quoted values for error messages. */
-#include "fieldpath.h"
+#include "api/fieldpath.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
  * Scalars are typed as in the YAML 1.2 core schema: a plain 123, 1.5,
  * true or null is not a string (quote it), as kubectl would say.
  */
-#include "manifest.h"
+#include "api/manifest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,9 +27,9 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "../lib/dynbuf.h"
-#include "duration.h"
-#include "fieldpath.h"
+#include "lib/dynbuf.h"
+#include "api/duration.h"
+#include "api/fieldpath.h"
 
 #define MANIFEST_MAX_DEPTH 64
 #define MANIFEST_MAX_ERRORS 100 /* per file */

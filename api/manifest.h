@@ -33,7 +33,7 @@
 #define SC_MANIFEST_H
 
 #include <stdio.h>
-#include "session.h"
+#include "api/session.h"
 
 #define MANIFEST_DEFAULT_MAX_BYTES (1024 * 1024)
 

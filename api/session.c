@@ -1,6 +1,6 @@
 /* session.c - the Session struct: lifetime, copies, comparisons, defaults. */
-#include "session.h"
-#include "../lib/scstr.h"
+#include "api/session.h"
+#include "lib/scstr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * session.h - the Session resource (DESIGN.md section 3) in C.
+ * session.h - the Session resource (docs/session-api.md) in C.
  *
  * A session is a plain struct: the planner, the stores and the CLI read its
  * fields directly. Every string is a heap copy owned by the session (or by
@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../lib/sc_err.h"
-#include "../lib/sctime.h"
+#include "lib/sc_err.h"
+#include "lib/sctime.h"
 
 #define SESSION_API_VERSION "lea.io/v1alpha1"
 #define SESSION_KIND "Session"

@@ -8,7 +8,7 @@
  * wrong JSON types, bad enums, durations and times are errors naming the
  * field path. A JSON null reads as "unset".
  */
-#include "session_json.h"
+#include "api/session_json.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "duration.h"
-#include "fieldpath.h"
+#include "api/duration.h"
+#include "api/fieldpath.h"
 
 #define JSON_OUT_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 

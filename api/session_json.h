@@ -19,7 +19,7 @@
 #define SC_SESSION_JSON_H
 
 #include <json-c/json.h>
-#include "session.h"
+#include "api/session.h"
 
 /* The whole object. *out is a NUL-terminated string; free() it. */
 sc_err session_to_json(const session *s, char **out);

@@ -1,4 +1,4 @@
-#include "dynbuf.h"
+#include "lib/dynbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

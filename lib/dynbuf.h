@@ -12,7 +12,7 @@
 #define SC_DYNBUF_H
 
 #include <stddef.h>
-#include "sc_err.h"
+#include "lib/sc_err.h"
 
 typedef struct dynbuf {
   char *mem;

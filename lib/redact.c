@@ -1,5 +1,5 @@
 /* redact.c - see redact.h */
-#include "redact.h"
+#include "lib/redact.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
-#include "sc_err.h"
-#include "sctext.h"
+#include "lib/sc_err.h"
+#include "lib/sctext.h"
 
 #include <stdarg.h>
 #include <stdio.h>

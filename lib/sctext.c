@@ -1,5 +1,5 @@
 /* sctext.c - see sctext.h */
-#include "sctext.h"
+#include "lib/sctext.h"
 
 #include <stdio.h>
 #include <string.h>

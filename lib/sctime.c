@@ -1,4 +1,4 @@
-#include "sctime.h"
+#include "lib/sctime.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sc_err.h"
+#include "lib/sc_err.h"
 
 typedef int64_t sc_time;
 

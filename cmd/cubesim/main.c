@@ -10,7 +10,7 @@
 #include <string.h>
 #include <event2/event.h>
 #include "lib/sctime.h"
-#include "sim_server.h"
+#include "cmd/cubesim/sim_server.h"
 
 static void usage(FILE *f)
 {

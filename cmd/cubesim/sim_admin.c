@@ -1,6 +1,6 @@
 /* sim_admin.c - the /_sim/ admin API: clock, truth, traffic, audit, faults,
  * reset (see sim_server.h and docs/cubesim.md). Never behind auth. */
-#include "sim_server.h"
+#include "cmd/cubesim/sim_server.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim_json.h"
-#include "sim_query.h"
+#include "cmd/cubesim/sim_json.h"
+#include "cmd/cubesim/sim_query.h"
 
 static void write_now(sim_req *r, size_t fired)
 {

@@ -1,5 +1,5 @@
 /* sim_api.c - the E2B / Cube sandbox API handlers (see sim_server.h). */
-#include "sim_server.h"
+#include "cmd/cubesim/sim_server.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim_json.h"
-#include "sim_query.h"
+#include "cmd/cubesim/sim_json.h"
+#include "cmd/cubesim/sim_query.h"
 
 #define SIM_ENVD_VERSION "0.4.2"
 #define SIM_CLIENT_ID "cubesim"

@@ -1,11 +1,11 @@
 /* sim_audit.c - the audit trail (see sim_audit.h). */
-#include "sim_audit.h"
+#include "cmd/cubesim/sim_audit.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim_json.h"
+#include "cmd/cubesim/sim_json.h"
 
 struct sim_audit {
   dynbuf lines;     /* every kept line, '\n'-terminated */

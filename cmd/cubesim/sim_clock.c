@@ -1,5 +1,5 @@
 /* sim_clock.c - the virtual clock (see sim_clock.h). */
-#include "sim_clock.h"
+#include "cmd/cubesim/sim_clock.h"
 
 #include <math.h>
 

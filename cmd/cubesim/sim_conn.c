@@ -1,5 +1,5 @@
 /* sim_conn.c - request framing in front of evhttp (see sim_conn.h). */
-#include "sim_conn.h"
+#include "cmd/cubesim/sim_conn.h"
 
 #include <errno.h>
 #include <inttypes.h>

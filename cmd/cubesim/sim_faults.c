@@ -1,5 +1,5 @@
 /* sim_faults.c - fault spec parsing and seeded dice (see sim_faults.h). */
-#include "sim_faults.h"
+#include "cmd/cubesim/sim_faults.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* sim_http.c - cubesim's HTTP plumbing: the evhttp server, routing, auth,
  * fault application, audit lines and reply sending (see sim_server.h). */
-#include "sim_server.h"
+#include "cmd/cubesim/sim_server.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,7 +16,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
-#include "sim_json.h"
+#include "cmd/cubesim/sim_json.h"
 
 struct sim_pending {
   sim_server *srv;

@@ -1,5 +1,5 @@
 /* sim_json.c - JSON writer and strict parser (see sim_json.h). */
-#include "sim_json.h"
+#include "cmd/cubesim/sim_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* sim_query.c - query strings and the metadata filter (see sim_query.h). */
-#include "sim_query.h"
+#include "cmd/cubesim/sim_query.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -19,11 +19,11 @@
 #include "lib/dynbuf.h"
 #include "lib/sc_err.h"
 #include "lib/sctime.h"
-#include "sim_audit.h"
-#include "sim_clock.h"
-#include "sim_conn.h"
-#include "sim_faults.h"
-#include "sim_state.h"
+#include "cmd/cubesim/sim_audit.h"
+#include "cmd/cubesim/sim_clock.h"
+#include "cmd/cubesim/sim_conn.h"
+#include "cmd/cubesim/sim_faults.h"
+#include "cmd/cubesim/sim_state.h"
 
 #define SIM_BODY_CAP (1 << 20)        /* JSON bodies: 413 past this */
 #define SIM_HARD_BODY_CAP (8 << 20)   /* evhttp's own (HTML) 413 past this */

@@ -1,9 +1,9 @@
 /* sim_state.c - sandboxes, lifecycle and the timer heap (see sim_state.h). */
-#include "sim_state.h"
+#include "cmd/cubesim/sim_state.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include "sim_faults.h"
+#include "cmd/cubesim/sim_faults.h"
 
 struct sim_state {
   sim_state_config cfg;

@@ -1,6 +1,6 @@
 /* kf_crd.c - the sessions.lea.io CustomResourceDefinition: checks, status,
  * and the OpenAPI v3 documents built from it (kf_crd.h). */
-#include "kf_crd.h"
+#include "cmd/kube-apiserver-fake/kf_crd.h"
 
 #include <stdbool.h>
 #include <stdio.h>

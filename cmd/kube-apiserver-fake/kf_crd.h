@@ -16,7 +16,7 @@
 #define KF_CRD_H
 
 #include <json-c/json.h>
-#include "kf_schema.h"
+#include "cmd/kube-apiserver-fake/kf_schema.h"
 
 #define KF_CRD_NAME "sessions.lea.io"
 

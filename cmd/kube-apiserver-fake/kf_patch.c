@@ -1,5 +1,5 @@
 /* kf_patch.c - RFC 7386 JSON merge patch (application/merge-patch+json). */
-#include "kf.h"
+#include "cmd/kube-apiserver-fake/kf.h"
 
 json_object *kf_merge_patch(json_object *target, json_object *patch)
 {

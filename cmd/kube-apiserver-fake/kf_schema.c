@@ -2,7 +2,7 @@
  * the API server applies a CRD's schema to its objects (kf_schema.h). The
  * messages are the API server's (k8s.io/apimachinery field errors over
  * kube-openapi's validation errors). */
-#include "kf_schema.h"
+#include "cmd/kube-apiserver-fake/kf_schema.h"
 
 #include <regex.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* kf_server.c - the fake API server's routes, objects, history and
  * watches (see kf.h and docs/kube-apiserver-fake.md). */
-#include "kf.h"
+#include "cmd/kube-apiserver-fake/kf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,8 +17,8 @@
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/rand.h>
-#include "kf_crd.h"
-#include "kf_schema.h"
+#include "cmd/kube-apiserver-fake/kf_crd.h"
+#include "cmd/kube-apiserver-fake/kf_schema.h"
 #include "lib/dynbuf.h"
 #include "lib/sc_err.h"
 #include "lib/sctime.h"

@@ -1,7 +1,7 @@
 /* kf_tls.c - HTTPS for the fake API server: an OpenSSL server context
  * and the evhttp bufferevent callback that wraps every accepted
  * connection in a bufferevent_openssl (see kf.h). */
-#include "kf.h"
+#include "cmd/kube-apiserver-fake/kf.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <event2/event.h>
-#include "kf.h"
+#include "cmd/kube-apiserver-fake/kf.h"
 
 static void usage(FILE *f)
 {

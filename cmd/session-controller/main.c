@@ -1,7 +1,7 @@
 /*
  * session-controller - keeps Cube sandboxes in step with Session objects.
  * Wiring only: settings, logger, store, Cube client, reconciler, the
- * operator endpoints and signals. See DESIGN.md and docs/controller.md.
+ * operator endpoints and signals. See docs/architecture.md and docs/controller.md.
  */
 #include <event2/event.h>
 #include <openssl/crypto.h>
@@ -14,18 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../controller/audit.h"
-#include "../../controller/config.h"
-#include "../../controller/cube.h"
-#include "../../controller/httpd.h"
-#include "../../controller/kube_events.h"
-#include "../../controller/kube_http.h"
-#include "../../controller/kube_leader.h"
-#include "../../controller/log.h"
-#include "../../controller/metrics.h"
-#include "../../controller/plan.h"
-#include "../../controller/reconciler.h"
-#include "../../controller/store.h"
+#include "controller/act/audit.h"
+#include "controller/ops/config.h"
+#include "controller/cube/cube.h"
+#include "controller/ops/httpd.h"
+#include "controller/kube/events.h"
+#include "controller/kube/http.h"
+#include "controller/kube/leader.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
+#include "controller/plan/plan.h"
+#include "controller/loop/reconciler.h"
+#include "controller/store/store.h"
 
 #define SHUTDOWN_GRACE_MS 8000
 
@@ -218,7 +218,7 @@ static void no_core_dumps(void)
 
 /* Descriptors are Cube's, the store's and the metrics port's: the soft
  * limit goes up to the hard one (the metrics port takes at most a quarter,
- * controller/httpd.h). */
+ * controller/ops/httpd.h). */
 static void raise_nofile(logger *lg)
 {
   struct rlimit rl;

@@ -1,5 +1,5 @@
 /* args.c - sessionctl's option parser and usage-error helpers. */
-#include "ctl.h"
+#include "cmd/sessionctl/ctl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

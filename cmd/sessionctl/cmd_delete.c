@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../api/manifest.h"
-#include "../../controller/store.h"
-#include "ctl.h"
+#include "api/manifest.h"
+#include "controller/store/store.h"
+#include "cmd/sessionctl/ctl.h"
 
 #define MAX_ARGS 256
 #define WAKE_ATTEMPTS 5

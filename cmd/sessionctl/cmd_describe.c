@@ -1,9 +1,9 @@
 /* cmd_describe.c - `sessionctl describe session NAME...`. */
 #include <stdio.h>
 #include <string.h>
-#include "../../controller/store.h"
-#include "describe.h"
-#include "print.h"
+#include "controller/store/store.h"
+#include "cmd/sessionctl/describe.h"
+#include "cmd/sessionctl/print.h"
 
 static const char describe_help[] =
   "Show one session in a readable layout: metadata, spec, status and the\n"

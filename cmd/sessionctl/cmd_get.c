@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../api/session_json.h"
-#include "../../controller/store.h"
-#include "get.h"
-#include "jsonpath.h"
+#include "api/session_json.h"
+#include "controller/store/store.h"
+#include "cmd/sessionctl/get.h"
+#include "cmd/sessionctl/jsonpath.h"
 
 #define MAX_NAMES 256
 

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../api/duration.h"
-#include "../../api/manifest.h"
-#include "../../controller/config.h"
-#include "../../controller/cube.h"
-#include "../../controller/observe.h"
-#include "../../controller/plan.h"
-#include "../../controller/store.h"
-#include "ctl.h"
+#include "api/duration.h"
+#include "api/manifest.h"
+#include "controller/ops/config.h"
+#include "controller/cube/cube.h"
+#include "controller/observe/observe.h"
+#include "controller/plan/plan.h"
+#include "controller/store/store.h"
+#include "cmd/sessionctl/ctl.h"
 
 static const char plan_help[] =
   "Print what the controller would do now, and why (read-only).\n"

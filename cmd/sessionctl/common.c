@@ -1,15 +1,15 @@
 /* common.c - helpers shared by sessionctl's commands: reading manifests,
  * opening the store, printing errors the same way everywhere. */
-#include "ctl.h"
+#include "cmd/sessionctl/ctl.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../api/manifest.h"
-#include "../../controller/cube.h" /* SC_VERSION */
-#include "../../controller/store.h"
-#include "print.h"
+#include "api/manifest.h"
+#include "controller/cube/cube.h" /* SC_VERSION */
+#include "controller/store/store.h"
+#include "cmd/sessionctl/print.h"
 
 size_t ctl_read_manifests(const char *const *paths, size_t n,
                           manifest_set *set)

@@ -16,8 +16,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "../../lib/sc_err.h"
-#include "../../controller/store.h"
+#include "lib/sc_err.h"
+#include "controller/store/store.h"
 
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAIL 1

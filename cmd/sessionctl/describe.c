@@ -1,12 +1,12 @@
 /* describe.c - the text of `sessionctl describe session NAME`: a kubectl
  * describe-like layout of metadata, spec, status and conditions. */
-#include "describe.h"
+#include "cmd/sessionctl/describe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../api/duration.h"
-#include "print.h"
+#include "api/duration.h"
+#include "cmd/sessionctl/print.h"
 
 /* One line "  Key:   value" with the value column at `width`. */
 static sc_err kv(dynbuf *b, int indent, int width, const char *key,

@@ -5,9 +5,9 @@
 #ifndef SC_CTL_DESCRIBE_H
 #define SC_CTL_DESCRIBE_H
 
-#include "../../api/session.h"
-#include "../../lib/dynbuf.h"
-#include "ctl.h"
+#include "api/session.h"
+#include "lib/dynbuf.h"
+#include "cmd/sessionctl/ctl.h"
 
 /* Append the kubectl-describe-like layout of s (Name, Namespace, Labels,
  * ..., Spec:, Status:, Conditions:) to b. */

@@ -11,10 +11,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "../../api/session.h"
-#include "../../lib/dynbuf.h"
-#include "ctl.h"
-#include "print.h"
+#include "api/session.h"
+#include "lib/dynbuf.h"
+#include "cmd/sessionctl/ctl.h"
+#include "cmd/sessionctl/print.h"
 
 #define CTL_GET_OUT_CAP (64u * 1024 * 1024)
 

@@ -1,7 +1,7 @@
 /* jsonpath.c - the `-o jsonpath=TEMPLATE` subset described in jsonpath.h:
  * a parser into a flat list of nodes (text, expression, range, end) and
  * an evaluator over json-c objects. */
-#include "jsonpath.h"
+#include "cmd/sessionctl/jsonpath.h"
 
 #include <errno.h>
 #include <stdarg.h>

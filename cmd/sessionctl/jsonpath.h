@@ -39,7 +39,7 @@
 
 #include <stddef.h>
 #include <json-c/json.h>
-#include "../../lib/dynbuf.h"
+#include "lib/dynbuf.h"
 
 typedef struct ctl_jsonpath ctl_jsonpath;
 

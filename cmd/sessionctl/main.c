@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ctl.h"
+#include "cmd/sessionctl/ctl.h"
 
 const char ctl_usage_text[] =
   "sessionctl manages Session objects in a session-controller store.\n"

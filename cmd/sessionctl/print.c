@@ -1,13 +1,13 @@
 /* print.c - tables, JSON and YAML output for sessionctl. */
-#include "print.h"
-#include "../../lib/sctext.h"
+#include "cmd/sessionctl/print.h"
+#include "lib/sctext.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-#include "../../api/session_json.h"
+#include "api/session_json.h"
 
 struct ctl_table {
   size_t ncols;

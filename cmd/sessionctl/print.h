@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <json-c/json.h>
-#include "../../api/session.h"
-#include "../../lib/dynbuf.h"
+#include "api/session.h"
+#include "lib/dynbuf.h"
 
 #define CTL_TABLE_MINWIDTH 6
 #define CTL_TABLE_PADDING 3

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../controller/store.h"
-#include "get.h"
+#include "controller/store/store.h"
+#include "cmd/sessionctl/get.h"
 
 #define WATCH_RETRY_MS 500
 #define WATCH_PIPE_CHECK_MS 200

@@ -27,9 +27,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../../api/session.h"
-#include "../../controller/plan.h"
-#include "../../controller/sandbox.h"
+#include "api/session.h"
+#include "controller/plan/plan.h"
+#include "controller/cube/sandbox.h"
 
 /* plan_compute_ex() and its scratch, when the library has them (weak: the
  * same bench_plan.c builds against older versions of plan.c, which lack

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include "api/session.h"
-#include "controller/store.h"
+#include "controller/store/store.h"
 #include "lib/dynbuf.h"
 
 typedef struct rng {

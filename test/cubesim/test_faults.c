@@ -1,6 +1,6 @@
 /* Tests of cubesim's fault grammar and seeded dice. */
-#include "../harness.h"
-#include "../../cmd/cubesim/sim_faults.h"
+#include "test/harness.h"
+#include "cmd/cubesim/sim_faults.h"
 
 static const char *const good[] = {
   "",

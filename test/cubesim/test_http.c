@@ -2,7 +2,7 @@
  * over Content-Length, pipelined keep-alive, a slow client, the body cap,
  * JSON errors for malformed requests, big `Connection: close` replies, the
  * connection-reset fault. The server runs in a forked child. */
-#include "../harness.h"
+#include "test/harness.h"
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 #include <event2/event.h>
-#include "../../cmd/cubesim/sim_server.h"
+#include "cmd/cubesim/sim_server.h"
 
 static void on_term(evutil_socket_t s, short w, void *arg)
 {

@@ -1,9 +1,9 @@
 /* Tests of cubesim's query decoding (the E2B metadata filter), the JSON
  * writer and parser, and the audit trail. */
-#include "../harness.h"
-#include "../../cmd/cubesim/sim_audit.h"
-#include "../../cmd/cubesim/sim_json.h"
-#include "../../cmd/cubesim/sim_query.h"
+#include "test/harness.h"
+#include "cmd/cubesim/sim_audit.h"
+#include "cmd/cubesim/sim_json.h"
+#include "cmd/cubesim/sim_query.h"
 
 /* the metadata parameter as it reaches E2B after the query is decoded once */
 static const struct {

@@ -1,8 +1,8 @@
 /* Tests of cubesim's model on a virtual clock: lifecycle per dialect,
  * endAt/startedAt, the pausing window, auto-resume, the timer heap. */
-#include "../harness.h"
-#include "../../cmd/cubesim/sim_state.h"
-#include "../../cmd/cubesim/sim_clock.h"
+#include "test/harness.h"
+#include "cmd/cubesim/sim_state.h"
+#include "cmd/cubesim/sim_clock.h"
 
 #define T0 ((sc_time)1800000000000LL)
 #define S(x) ((sc_time)(x) * 1000)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end: the Session lifecycle of DESIGN.md section 3 against cubesim,
+# End-to-end: the Session lifecycle of docs/session-api.md against cubesim,
 # in both dialects, on cubesim's virtual clock (moved by the test).
 . "$(dirname "$0")/lib/common.sh"
 

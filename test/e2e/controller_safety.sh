@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end: the safety rules of DESIGN.md section 4 against cubesim:
+# End-to-end: the safety rules of docs/architecture.md "Safety rules" against cubesim:
 # orphans and their grace, the blast-radius guard, dry-run, duplicates
 # resolved alike by two replicas, metadata lost on pause, injected faults,
 # and a controller whose local clock is hours off.

@@ -194,10 +194,10 @@ check "crd: value maxLength 4096 (C VALUE_MAX_LEN $(sed -n 's/^#define VALUE_MAX
   [ "$(sed -n '/^ *envVars:$/,/^ *wake:$/p' "$CRD" | grep -c 'maxLength: 4096')" = 2 ]
 
 # ---- 5. RBAC: the grants equal the calls the controller makes: through
-# the kube store (controller/store_kube.c: list/watch/get of Sessions, a
+# the kube store (controller/store/kube.c: list/watch/get of Sessions, a
 # merge PATCH of metadata.finalizers, PUT of /status), its Events
-# (controller/kube_events.c: POST, merge PATCH) and its leader election
-# (controller/kube_leader.c: GET, POST, PUT of a Lease). When the sources
+# (controller/kube/events.c: POST, merge PATCH) and its leader election
+# (controller/kube/leader.c: GET, POST, PUT of a Lease). When the sources
 # are in the tree, each call is also looked for in its file (grep-level:
 # the path and the HTTP method appear), each file uses no HTTP method
 # beyond its grants, and a call to Events, Leases or a /finalizers
@@ -220,10 +220,10 @@ check "rbac: grants = the controller's calls ($(echo $granted))" \
   [ "$granted" = "$(printf '%s\n' $calls | sort)" ]
 check "rbac: bound to the controller's ServiceAccount only" sh -c \
   "[ \"\$(grep -c '^- kind: ServiceAccount' $D/rbac.yaml)\" = 1 ] && ! grep -q '^kind: Role\$' $D/rbac.yaml"
-kube_src=${KUBE_SRC:-$(ls controller/store_kube.c 2>/dev/null || true)}   # KUBE_SRC=FILE: another copy
-ev_src=${EVENTS_SRC:-$(ls controller/kube_events.c 2>/dev/null || true)}
-le_src=${LEADER_SRC:-$(ls controller/kube_leader.c 2>/dev/null || true)}
-nm_src=${NAME_SRC:-$(ls controller/store_kube_name.c 2>/dev/null || true)}
+kube_src=${KUBE_SRC:-$(ls controller/store/kube.c 2>/dev/null || true)}   # KUBE_SRC=FILE: another copy
+ev_src=${EVENTS_SRC:-$(ls controller/kube/events.c 2>/dev/null || true)}
+le_src=${LEADER_SRC:-$(ls controller/kube/leader.c 2>/dev/null || true)}
+nm_src=${NAME_SRC:-$(ls controller/store/kube_name.c 2>/dev/null || true)}
 # methods FILE: the HTTP methods a source names, sorted, on one line
 methods() { grep -oE '"(GET|POST|PUT|PATCH|DELETE)"' "$1" | tr -d '"' | sort -u | tr '\n' ' '; }
 if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
@@ -255,7 +255,7 @@ if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
   check "rbac: the CRD grant names sessions.lea.io only" \
     grep -q 'resources: \[customresourcedefinitions\], resourceNames: \[sessions.lea.io\],' "$D/rbac.yaml"
 else
-  echo "skip rbac calls in controller/store_kube.c, kube_events.c, kube_leader.c: not in this tree"
+  echo "skip rbac calls in controller/store/kube.c, kube_events.c, kube_leader.c: not in this tree"
 fi
 
 # ---- 6. the NetworkPolicy

@@ -1,6 +1,6 @@
 #!/bin/sh
 # http_guard.sh - the controller's operator port (--metrics-addr) is no way
-# in and no way to starve the loop (controller/httpd.h):
+# in and no way to starve the loop (controller/ops/httpd.h):
 #  1. GET and HEAD of /metrics answer; PUT and POST get 405 with
 #     "Allow: GET, HEAD"; a request head over 8 KiB gets 431;
 #  2. a 64 MiB POST streamed to /metrics (with a Content-Length, and

@@ -1,6 +1,6 @@
 /*
  * fuzz_cube_list.c - libFuzzer target for the parser of Cube's list
- * response (cube_parse_list, controller/cube_json.c). Checks the parser's
+ * response (cube_parse_list, controller/cube/json.c). Checks the parser's
  * promises: on error no rows and a one-line message; on success every row
  * has a valid ID, a known state and string metadata.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/cube.h"
+#include "controller/cube/cube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

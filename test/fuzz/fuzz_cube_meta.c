@@ -1,6 +1,6 @@
 /*
  * fuzz_cube_meta.c - libFuzzer target for the metadata filter encoder and
- * decoder (controller/cube_meta.c).
+ * decoder (controller/cube/meta.c).
  *  - the input as a URL value: cube_meta_decode must not crash; what it
  *    accepts must encode and decode back to the same list;
  *  - the input as a list (key NUL value NUL key NUL value ...): whatever
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/cube.h"
+#include "controller/cube/cube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /*
  * fuzz_cube_sandbox.c - libFuzzer target for the parsers of Cube's get
  * and create responses and of its error bodies (cube_parse_sandbox,
- * cube_parse_created, cube_parse_error_body; controller/cube_json.c).
+ * cube_parse_created, cube_parse_error_body; controller/cube/json.c).
  * The same bytes go through all three: they are all JSON objects from the
  * same peer.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/cube.h"
+#include "controller/cube/cube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 
 #include "cmd/cubesim/sim_json.h"
 #include "cmd/cubesim/sim_query.h"
-#include "controller/cube.h"
+#include "controller/cube/cube.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_store_decode.c - libFuzzer target for the store's object decoder:
- * what controller/store_sqlite.c does with the text of a row or of a
+ * what controller/store/sqlite.c does with the text of a row or of a
  * history entry. The first byte picks the part:
  *   0 a whole object (session_from_json: history rows, watch events)
  *   1 the spec column (session_spec_from_json)
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/store_sqlite.c"
+#include "controller/store/sqlite.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 /* Tests of kube-apiserver-fake's structural schema code (kf_schema.c):
  * unknown fields, defaulting, validation messages, a CRD schema's checks,
  * printer-column JSONPath. */
-#include "../harness.h"
-#include "../../cmd/kube-apiserver-fake/kf_schema.h"
+#include "test/harness.h"
+#include "cmd/kube-apiserver-fake/kf_schema.h"
 
 /* a cut-down Session schema with the shapes that matter */
 static const char *const schema_json =

@@ -4,8 +4,8 @@
  * of each kind of bad template. */
 #include <stdlib.h>
 #include <string.h>
-#include "../../cmd/sessionctl/jsonpath.h"
-#include "../harness.h"
+#include "cmd/sessionctl/jsonpath.h"
+#include "test/harness.h"
 
 static const char obj_json[] =
   "{\"apiVersion\":\"lea.io/v1alpha1\",\"kind\":\"Session\","

@@ -3,12 +3,12 @@
  * emission, describe text, argument parsing. */
 #include <stdlib.h>
 #include <string.h>
-#include "../../cmd/sessionctl/ctl.h"
-#include "../../cmd/sessionctl/describe.h"
-#include "../../cmd/sessionctl/print.h"
-#include "../../api/manifest.h"
-#include "../../api/session_json.h"
-#include "../harness.h"
+#include "cmd/sessionctl/ctl.h"
+#include "cmd/sessionctl/describe.h"
+#include "cmd/sessionctl/print.h"
+#include "api/manifest.h"
+#include "api/session_json.h"
+#include "test/harness.h"
 
 /* 2026-11-29T10:00:00Z */
 #define T0 1795946400000LL

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../api/session.h"
-#include "../../controller/plan.h"
-#include "../../controller/sandbox.h"
-#include "../../lib/dynbuf.h"
+#include "api/session.h"
+#include "controller/plan/plan.h"
+#include "controller/cube/sandbox.h"
+#include "lib/dynbuf.h"
 
 #define W_MAX_SESS 4096
 #define W_MAX_SB 4096

@@ -1,8 +1,8 @@
 /* Tests of the daemon's settings: defaults, precedence, errors. */
 #include <stdlib.h>
 #include <unistd.h>
-#include "../harness.h"
-#include "../../controller/config.h"
+#include "test/harness.h"
+#include "controller/ops/config.h"
 
 static int parse(config *c, sc_errbuf *eb, char **argv)
 {

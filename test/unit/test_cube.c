@@ -3,8 +3,8 @@
  * parsing, and the transport against an in-test HTTP server (evhttp on
  * 127.0.0.1 port 0, in the client's own event_base) that scripts answers.
  */
-#include "../harness.h"
-#include "../../controller/cube.h"
+#include "test/harness.h"
+#include "controller/cube/cube.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>

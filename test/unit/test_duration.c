@@ -1,6 +1,6 @@
 /* Tests of api/duration.c: Go-style parsing, rounding, shortest format. */
-#include "../harness.h"
-#include "../../api/duration.h"
+#include "test/harness.h"
+#include "api/duration.h"
 
 static const struct {
   const char *in;

@@ -9,9 +9,9 @@
  * without end) on 127.0.0.1 port 0, in the client's own event_base. The
  * well-behaved evhttp server of test_cube.c covers the normal protocol.
  */
-#include "../harness.h"
-#include "../../api/manifest.h"
-#include "../../controller/cube.h"
+#include "test/harness.h"
+#include "api/manifest.h"
+#include "controller/cube/cube.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>

@@ -1,5 +1,5 @@
 /*
- * The operator endpoints (controller/httpd.c): the answers, and the guards
+ * The operator endpoints (controller/ops/httpd.c): the answers, and the guards
  * against whoever reaches the port: methods other than GET and HEAD, a body
  * that is never read, an oversized head, idle and dribbling connections, a
  * flood of idle connections past the descriptor limit, and accept() failing
@@ -11,8 +11,8 @@
  * memory from /proc and count its log lines, while this process is the
  * client with plain blocking sockets.
  */
-#include "../harness.h"
-#include "../../controller/httpd.h"
+#include "test/harness.h"
+#include "controller/ops/httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/sctime.h"
+#include "lib/sctime.h"
 
 typedef struct srv_opts {
   int nofile;          /* the child's RLIMIT_NOFILE (soft and hard); 0: ours */

@@ -1,4 +1,4 @@
-/* Tests of controller/kube_exec.c and controller/kube_cred.c: exec
+/* Tests of controller/kube/exec.c and controller/kube/cred.c: exec
  * credential plugins written as sh scripts in a temporary directory. The
  * ExecCredential checks, what the plugin is given (args, env,
  * KUBERNETES_EXEC_INFO, stdin, no descriptor of ours), its failures
@@ -16,11 +16,11 @@
 #include <unistd.h>
 #include <event2/event.h>
 #include <json-c/json.h>
-#include "../harness.h"
-#include "../../controller/kube_cred.h"
-#include "../../controller/kube_exec.h"
-#include "../../controller/kubeconfig.h"
-#include "../../lib/sctime.h"
+#include "test/harness.h"
+#include "controller/kube/cred.h"
+#include "controller/kube/exec.h"
+#include "controller/kube/config.h"
+#include "lib/sctime.h"
 
 static char dir[256];
 

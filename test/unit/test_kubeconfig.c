@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "../harness.h"
-#include "../../controller/kubeconfig.h"
+#include "test/harness.h"
+#include "controller/kube/config.h"
 
 /* the temporary directory with the certificates (made once) */
 static char dir[256];

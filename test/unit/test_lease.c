@@ -1,8 +1,8 @@
-/* Tests of the leader-election state machine (controller/lease.c), driven
+/* Tests of the leader-election state machine (controller/kube/lease.c), driven
  * by an injected monotonic time: each scenario is a table of steps. */
 #include <string.h>
-#include "../harness.h"
-#include "../../controller/lease.h"
+#include "test/harness.h"
+#include "controller/kube/lease.h"
 
 enum op { GET, GET404, WRITTEN, FAILED, CHECK_, RELEASE };
 

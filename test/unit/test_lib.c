@@ -1,9 +1,9 @@
 /* Tests of lib/: dynbuf caps, RFC 3339 and HTTP dates, kubectl ages. */
-#include "../harness.h"
-#include "../../lib/redact.h"
-#include "../../lib/sctext.h"
-#include "../../lib/dynbuf.h"
-#include "../../lib/sctime.h"
+#include "test/harness.h"
+#include "lib/redact.h"
+#include "lib/sctext.h"
+#include "lib/dynbuf.h"
+#include "lib/sctime.h"
 
 TEST(dynbuf_grows_and_caps)
 {

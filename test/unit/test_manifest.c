@@ -4,7 +4,7 @@
  * file beside it. Then sources (buffer, directory, stdin, size caps),
  * session_validate() and a few invariants. Run from the repository root
  * (make does), or set TEST_DATA_DIR. */
-#include "../harness.h"
+#include "test/harness.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../api/manifest.h"
-#include "../../api/session_json.h"
-#include "../../lib/dynbuf.h"
+#include "api/manifest.h"
+#include "api/session_json.h"
+#include "lib/dynbuf.h"
 
 static const char *data_dir(void)
 {

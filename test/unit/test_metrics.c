@@ -1,7 +1,7 @@
 /* Tests of the Prometheus registry and the logger's escaping. */
-#include "../harness.h"
-#include "../../controller/log.h"
-#include "../../controller/metrics.h"
+#include "test/harness.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
 
 TEST(counter_gauge_histogram_render)
 {

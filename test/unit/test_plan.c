@@ -1,7 +1,7 @@
-/* Table-driven tests of the planner: one or more per rule of DESIGN.md
- * section 4 and per state of section 3, each named after what it proves. */
-#include "../harness.h"
-#include "plan_world.h"
+/* Table-driven tests of the planner: one or more per safety rule of
+ * docs/architecture.md and per state of docs/session-api.md, each named after what it proves. */
+#include "test/harness.h"
+#include "test/unit/plan_world.h"
 
 #define NOW W_NOW
 #define SBP CUBE_SB_PAUSED
@@ -583,7 +583,7 @@ TEST(rule9_force_overrides)
   w_del(w);
 }
 
-/* ---------- section 3: Active ---------- */
+/* ---------- state Active (docs/session-api.md) ---------- */
 
 TEST(state_active_creates_with_rounded_timeout)
 {
@@ -793,7 +793,7 @@ TEST(set_timeout_on_idle_change)
   }
 }
 
-/* ---------- section 3: Running ---------- */
+/* ---------- state Running (docs/session-api.md) ---------- */
 
 TEST(state_running_keepalive_before_endat)
 {
@@ -846,7 +846,7 @@ TEST(state_running_resumes_and_creates_never_reclaims)
   w_del(w);
 }
 
-/* ---------- section 3: Paused ---------- */
+/* ---------- state Paused (docs/session-api.md) ---------- */
 
 TEST(state_paused_pauses)
 {

@@ -2,12 +2,12 @@
  * of its one-pass join (docs/planner.md, "Third round"): equal hashes
  * must fall back to the strings, and a guess proved wrong by a later
  * session must give the plan the input order would not change. The
- * collisions are built from the real hash (plan_hash.h), and each test
+ * collisions are built from the real hash (lib/schash.h), and each test
  * first checks that its strings do collide, so it cannot pass vacuously
  * if the hash changes. */
-#include "../harness.h"
-#include "plan_world.h"
-#include "../../controller/plan_hash.h"
+#include "test/harness.h"
+#include "test/unit/plan_world.h"
+#include "lib/schash.h"
 
 #define NOW W_NOW
 #define SBR CUBE_SB_RUNNING
@@ -25,13 +25,13 @@ static bool collide16(uint64_t h, const char *x, char *y)
     return false;
   memcpy(&x1, x, 8);
   memcpy(&x2, x + 8, 8);
-  hx = plan_hash_word(plan_hash_len(h, 16), x1);
+  hx = sc_hash_word(sc_hash_len(h, 16), x1);
   for(k = 0; k < 1000; k++) {
     char p[16];
     bool nul = false;
     snprintf(p, sizeof(p), "alt-%04d", k);
     memcpy(&y1, p, 8);
-    hy = plan_hash_word(plan_hash_len(h, 16), y1);
+    hy = sc_hash_word(sc_hash_len(h, 16), y1);
     y2 = hx ^ hy ^ x2;
     memcpy(y, &y1, 8);
     memcpy(y + 8, &y2, 8);
@@ -51,8 +51,8 @@ TEST(link_hash_collision_falls_back_to_the_id)
   static const char x[] = "sandbox-00000001";
   char y[17];
   int order;
-  CHECK(collide16(PLAN_HASH_INIT, x, y));
-  CHECK(plan_hash_id(x) == plan_hash_id(y));
+  CHECK(collide16(SC_HASH_INIT, x, y));
+  CHECK(sc_hash_id(x) == sc_hash_id(y));
   for(order = 0; order < 2; order++) {
     world *w = w_new();
     session *a, *b;
@@ -97,8 +97,8 @@ TEST(id_hash_collision_is_not_a_duplicate_report)
   world *w = w_new();
   session *a, *b;
   plan *p;
-  CHECK(collide16(PLAN_HASH_INIT, x, y));
-  CHECK(plan_hash_id(x) == plan_hash_id(y));
+  CHECK(collide16(SC_HASH_INIT, x, y));
+  CHECK(sc_hash_id(x) == sc_hash_id(y));
   a = w_sess(w, "t1", "a", ACT);
   b = w_sess(w, "t1", "b", ACT);
   w_link(a, x);
@@ -136,8 +136,8 @@ TEST(pair_hash_collision_is_not_a_shared_pair)
   static const char t1[] = "tenant-000000001";
   char t2[17];
   int order;
-  CHECK(collide16(PLAN_HASH_INIT, t1, t2));
-  CHECK(plan_hash_pair(t1, "chat") == plan_hash_pair(t2, "chat"));
+  CHECK(collide16(SC_HASH_INIT, t1, t2));
+  CHECK(sc_hash_pair(t1, "chat") == sc_hash_pair(t2, "chat"));
   for(order = 0; order < 2; order++) {
     world *w = w_new();
     session *a, *b;

@@ -6,8 +6,8 @@
  *
  * PLAN_PROPS_CASES (environment) overrides the number of worlds;
  * PLAN_PROPS_SEED the first seed. */
-#include "../harness.h"
-#include "plan_world.h"
+#include "test/harness.h"
+#include "test/unit/plan_world.h"
 
 #define N_CASES_DEFAULT 5000
 

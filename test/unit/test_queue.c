@@ -1,6 +1,6 @@
 /* Tests of the work queue: dedup, dirty re-run, backoff, delays. */
-#include "../harness.h"
-#include "../../controller/queue.h"
+#include "test/harness.h"
+#include "controller/loop/queue.h"
 
 TEST(queued_twice_runs_once)
 {

@@ -1,8 +1,8 @@
-/* Tests of the event reasons of action outcomes (controller/recorder.c). */
+/* Tests of the event reasons of action outcomes (controller/status/recorder.c). */
 #include <stdio.h>
 #include <string.h>
-#include "../harness.h"
-#include "../../controller/recorder.h"
+#include "test/harness.h"
+#include "controller/status/recorder.h"
 
 TEST(action_reasons)
 {

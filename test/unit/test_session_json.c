@@ -1,7 +1,7 @@
 /* Tests of api/session_json.c: full round trips, omitted fields, strict
  * decoding with field paths, and the spec/status parts. */
-#include "../harness.h"
-#include "../../api/session_json.h"
+#include "test/harness.h"
+#include "api/session_json.h"
 
 static session *full_session(void)
 {

@@ -1,11 +1,11 @@
 /* Tests of controller/store*.c with the sqlite backend: CRUD, versions,
  * generations, tombstones, watches, compaction, several processes, a
  * process killed mid-write, file modes and foreign files. */
-#include "../harness.h"
-#include "../../controller/store.h"
-#include "../../api/session_json.h"
-#include "../../controller/log.h"
-#include "../../controller/metrics.h"
+#include "test/harness.h"
+#include "controller/store/store.h"
+#include "api/session_json.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
 
 #include <dirent.h>
 #include <errno.h>

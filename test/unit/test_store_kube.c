@@ -1,4 +1,4 @@
-/* Tests of controller/store_kube.c against a hostile API server: bodies
+/* Tests of controller/store/kube.c against a hostile API server: bodies
  * that are not JSON, not a list, too deep, too large, objects that do not
  * decode, a resourceVersion that is not a string, 404 and 409. Each case
  * runs through the synchronous call (sessionctl's) and the asynchronous
@@ -13,11 +13,11 @@
  * pages (limit + continue), a page too large is asked again smaller, an
  * expired continue token (410) relists from scratch, and an object over
  * STORE_OBJECT_MAX is skipped. */
-#include "../harness.h"
-#include "../../controller/log.h"
-#include "../../controller/metrics.h"
-#include "../../controller/store.h"
-#include "../../lib/sctime.h"
+#include "test/harness.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
+#include "controller/store/store.h"
+#include "lib/sctime.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,0 +1,34 @@
+/*
+ * sandbox.h - a sandbox as Cube reported it: what the Cube client produces
+ * and the planner reads.
+ *
+ * Ownership: a cube_sandbox owns its strings and metadata; clear it with
+ * cube_sandbox_clear() (NULL accepted). cube_sandbox_copy() deep-copies.
+ */
+#ifndef SC_SANDBOX_H
+#define SC_SANDBOX_H
+
+#include "api/session.h"
+
+typedef enum cube_sb_state {
+  CUBE_SB_UNKNOWN = 0,
+  CUBE_SB_RUNNING,
+  CUBE_SB_PAUSING, /* cube only; e2b reports pausing as paused */
+  CUBE_SB_PAUSED
+} cube_sb_state;
+
+typedef struct cube_sandbox {
+  char *sandbox_id;
+  char *template_id;
+  cube_sb_state state;
+  sc_time started_at;
+  sc_time end_at;         /* 0 when Cube omits it (never times out) */
+  sc_kvlist metadata;     /* may be empty: Cube loses tags of paused ones */
+} cube_sandbox;
+
+const char *cube_sb_state_name(cube_sb_state s);  /* "running", ... */
+cube_sb_state cube_sb_state_parse(const char *s); /* UNKNOWN if unknown */
+void cube_sandbox_clear(cube_sandbox *sb);
+sc_err cube_sandbox_copy(cube_sandbox *dst, const cube_sandbox *src);
+
+#endif

@@ -1,0 +1,314 @@
+/* observe.c - lists, Cube's clock and confirming GETs (see observe.h). */
+#include "controller/observe/observe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct obs_run {
+  observation *o;
+  cube_client *c;
+  metrics *m;
+  logger *lg;
+  session *const *sessions;
+  size_t n_sessions;
+  observe_cb cb;
+  void *ud;
+  int pending;
+  size_t a_sbs;
+  size_t *slots;    /* open addressing: index+1 into o->sbs, 0 = empty */
+  size_t n_slots;   /* a power of two, at least twice n_sbs */
+} obs_run;
+
+typedef struct obs_call {
+  obs_run *run;
+  int64_t t0;
+  char id[CUBE_ID_MAX + 1];
+} obs_call;
+
+void observe_count_call(metrics *m, cube_op op, const cube_result *res,
+                        int64_t t0)
+{
+  char l[96];
+  if(!m)
+    return;
+  snprintf(l, sizeof(l), "op=\"%s\",code=\"%ld\"", cube_op_name(op),
+           res->http_status);
+  metrics_add(m, "session_controller_cube_requests_total", l, 1);
+  snprintf(l, sizeof(l), "op=\"%s\"", cube_op_name(op));
+  metrics_observe(m, "session_controller_cube_request_duration_seconds", l,
+                  (double)(sctime_mono_ms() - t0) / 1000.0);
+}
+
+void observation_free(observation *o)
+{
+  size_t i;
+  if(!o)
+    return;
+  for(i = 0; i < o->n_sbs; i++)
+    cube_sandbox_clear(&o->sbs[i]);
+  free(o->sbs);
+  for(i = 0; i < o->n_gone; i++)
+    free(o->gone[i]);
+  free(o->gone);
+  free(o->fail_msg);
+  free(o);
+}
+
+static void fail(observation *o, const char *msg, int64_t retry_after_ms)
+{
+  o->failed = true;
+  if(!o->fail_msg)
+    o->fail_msg = strdup(msg);
+  if(retry_after_ms > o->retry_after_ms)
+    o->retry_after_ms = retry_after_ms;
+}
+
+/* The sandbox IDs seen so far, hashed: a 10k-row list must not cost
+ * n^2/2 string comparisons (measured: half the controller's CPU). */
+static uint64_t id_hash(const char *id)
+{
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  while(*id) {
+    h ^= (unsigned char)*id++;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+static bool has(const obs_run *run, const char *id)
+{
+  size_t i, mask = run->n_slots - 1;
+  if(!run->n_slots)
+    return false;
+  for(i = id_hash(id) & mask; run->slots[i]; i = (i + 1) & mask)
+    if(!strcmp(run->o->sbs[run->slots[i] - 1].sandbox_id, id))
+      return true;
+  return false;
+}
+
+static void slot_put(size_t *slots, size_t n_slots, const char *id,
+                     size_t idx)
+{
+  size_t i, mask = n_slots - 1;
+  for(i = id_hash(id) & mask; slots[i]; i = (i + 1) & mask)
+    ;
+  slots[i] = idx + 1;
+}
+
+static bool index_grow(obs_run *run)
+{
+  size_t n = run->n_slots ? run->n_slots * 2 : 256, i;
+  size_t *slots = calloc(n, sizeof(*slots));
+  if(!slots)
+    return false;
+  for(i = 0; i < run->o->n_sbs; i++)
+    slot_put(slots, n, run->o->sbs[i].sandbox_id, i);
+  free(run->slots);
+  run->slots = slots;
+  run->n_slots = n;
+  return true;
+}
+
+static void add(obs_run *run, cube_sandbox *sb)
+{
+  observation *o = run->o;
+  if(!sb->sandbox_id || has(run, sb->sandbox_id)) {
+    /* listed twice: its state changed between the two lists */
+    cube_sandbox_clear(sb);
+    return;
+  }
+  if(o->n_sbs == run->a_sbs) {
+    size_t na = run->a_sbs ? run->a_sbs * 2 : 64;
+    cube_sandbox *n = realloc(o->sbs, na * sizeof(*n));
+    if(!n) {
+      cube_sandbox_clear(sb);
+      fail(o, "out of memory", -1);
+      return;
+    }
+    o->sbs = n;
+    run->a_sbs = na;
+  }
+  if((o->n_sbs + 1) * 2 > run->n_slots && !index_grow(run)) {
+    cube_sandbox_clear(sb);
+    fail(o, "out of memory", -1);
+    return;
+  }
+  o->sbs[o->n_sbs] = *sb;
+  slot_put(run->slots, run->n_slots, sb->sandbox_id, o->n_sbs);
+  o->n_sbs++;
+  memset(sb, 0, sizeof(*sb));
+}
+
+static void finish(obs_run *run)
+{
+  observation *o = run->o;
+  observe_cb cb = run->cb;
+  void *ud = run->ud;
+  free(run->slots);
+  free(run);
+  cb(o, ud);
+}
+
+static void on_get(const cube_result *res, void *ud)
+{
+  obs_call *call = ud;
+  obs_run *run = call->run;
+  observe_count_call(run->m, CUBE_OP_GET, res, call->t0);
+  if(!res->err) {
+    cube_sandbox sb;
+    cube_result_take_sandbox(res, &sb);
+    add(run, &sb);
+  }
+  else if(res->err == SC_ERR_NOT_FOUND) {
+    char **g = realloc(run->o->gone, (run->o->n_gone + 1) * sizeof(*g));
+    if(g) {
+      run->o->gone = g;
+      if((g[run->o->n_gone] = strdup(call->id)) != NULL)
+        run->o->n_gone++;
+    }
+  }
+  else
+    log_kv(run->lg, LOG_WARN, "confirming GET failed", "sandbox", call->id,
+           "error", res->message, NULL);
+  free(call);
+  if(--run->pending == 0)
+    finish(run);
+}
+
+static void confirm(obs_run *run)
+{
+  size_t i;
+  if(run->o->failed) {
+    finish(run);
+    return;
+  }
+  run->pending = 1; /* held while starting */
+  for(i = 0; i < run->n_sessions; i++) {
+    const char *id = run->sessions[i]->status.sandbox_id;
+    obs_call *call;
+    if(!id || has(run, id))
+      continue;
+    call = calloc(1, sizeof(*call));
+    if(!call)
+      continue;
+    call->run = run;
+    call->t0 = sctime_mono_ms();
+    snprintf(call->id, sizeof(call->id), "%s", id);
+    run->pending++;
+    if(cube_get(run->c, id, on_get, call)) {
+      run->pending--;
+      free(call);
+    }
+  }
+  if(--run->pending == 0)
+    finish(run);
+}
+
+static void on_list(const cube_result *res, void *ud)
+{
+  obs_call *call = ud;
+  obs_run *run = call->run;
+  observation *o = run->o;
+  observe_count_call(run->m, CUBE_OP_LIST, res, call->t0);
+  free(call);
+  if(res->err) {
+    fail(o, res->message, res->retry_after_ms);
+    log_kv(run->lg, LOG_WARN, "cube list failed", "error", res->message,
+           NULL);
+  }
+  else {
+    size_t n, i;
+    cube_sandbox *rows = cube_result_take_sandboxes(res, &n);
+    if(res->page_retries)
+      metrics_add(run->m, "session_controller_cube_list_page_retries_total",
+                  NULL, (double)res->page_retries);
+    for(i = 0; i < n; i++)
+      add(run, &rows[i]);
+    free(rows);
+    if(res->truncated_suspect) {
+      o->truncated = true;
+      metrics_add(run->m, "session_controller_list_truncated_total", NULL, 1);
+      log_kv(run->lg, LOG_WARN, "cube list may be truncated: no orphan "
+             "deletion this pass", NULL);
+    }
+    if(!res->cube_now)
+      fail(o, "Cube's list response carried no usable Date header: no "
+              "clock to decide by", -1);
+    else if(!o->cube_now || res->cube_now < o->cube_now)
+      o->cube_now = res->cube_now; /* the earlier: never early */
+  }
+  if(--run->pending == 0)
+    confirm(run);
+}
+
+sc_err observe_start(cube_client *c, metrics *m, logger *lg,
+                     const sc_kvlist *filter, session *const *sessions,
+                     size_t n_sessions, observe_cb cb, void *ud)
+{
+  return observe_start_names(c, m, lg, filter, NULL, 0, sessions,
+                             n_sessions, cb, ud);
+}
+
+sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud)
+{
+  static const char *const states[] = {"running", "paused"};
+  obs_run *run = calloc(1, sizeof(*run));
+  size_t i, k;
+  if(!run)
+    return SC_ERR_NOMEM;
+  run->o = calloc(1, sizeof(*run->o));
+  if(!run->o) {
+    free(run);
+    return SC_ERR_NOMEM;
+  }
+  run->o->retry_after_ms = -1;
+  run->c = c;
+  run->m = m;
+  run->lg = lg;
+  run->sessions = sessions;
+  run->n_sessions = n_sessions;
+  run->cb = cb;
+  run->ud = ud;
+  for(k = 0; k <= n_also; k++) {
+    sc_kvlist other = {0};
+    const sc_kvlist *f = filter;
+    if(k) { /* a former name's sandboxes */
+      if(sc_kvlist_copy(&other, filter) ||
+         sc_kvlist_set(&other, SESSION_TAG_MANAGED_BY,
+                       also_managed_by[k - 1])) {
+        sc_kvlist_clear(&other);
+        fail(run->o, "out of memory", -1);
+        continue;
+      }
+      f = &other;
+    }
+    for(i = 0; i < 2; i++) {
+      obs_call *call = calloc(1, sizeof(*call));
+      if(!call) {
+        fail(run->o, "out of memory", -1);
+        continue;
+      }
+      call->run = run;
+      call->t0 = sctime_mono_ms();
+      run->pending++;
+      if(cube_list(c, f, states[i], on_list, call)) {
+        run->pending--;
+        free(call);
+        fail(run->o, "the Cube client refused the call (closing?)", -1);
+      }
+    }
+    sc_kvlist_clear(&other);
+  }
+  if(run->pending == 0) {
+    /* nothing started: report from the loop, never from inside the call */
+    observation_free(run->o);
+    free(run);
+    return SC_ERR_UNAVAILABLE;
+  }
+  return SC_OK;
+}

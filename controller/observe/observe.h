@@ -1,0 +1,56 @@
+/*
+ * observe.h - one observation of Cube for a reconcile pass: the running and
+ * paused lists filtered by our tags, Cube's clock (the Date of the list
+ * responses), and a GET for every sandbox a session's status links to that
+ * the lists missed (rule 2 of docs/architecture.md: absence is not evidence).
+ *
+ * Used by the reconciler and, read-only, by `sessionctl plan`.
+ *
+ * Ownership: observe_start() borrows the client, the sessions (they must
+ * outlive the observation), the metrics and the logger (both may be NULL).
+ * The callback receives an observation it owns: observation_free() it.
+ */
+#ifndef SC_OBSERVE_H
+#define SC_OBSERVE_H
+
+#include <stdbool.h>
+#include "controller/cube/cube.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
+
+typedef struct observation {
+  cube_sandbox *sbs;      /* listed, plus GET answers for linked ones */
+  size_t n_sbs;
+  char **gone;            /* linked IDs a GET answered 404 for */
+  size_t n_gone;
+  bool failed;            /* a list failed or had no Date: do not plan */
+  bool truncated;         /* a list may be short: no orphan decisions */
+  sc_time cube_now;       /* the earlier Date of the two lists */
+  char *fail_msg;         /* why failed */
+  int64_t retry_after_ms; /* the largest Retry-After seen, -1 none */
+} observation;
+
+typedef void (*observe_cb)(observation *obs, void *ud);
+
+/* The callback runs once, later, from the event loop. */
+sc_err observe_start(cube_client *c, metrics *m, logger *lg,
+                     const sc_kvlist *filter, session *const *sessions,
+                     size_t n_sessions, observe_cb cb, void *ud);
+/* The same, and the same two lists again for each of also_managed_by
+ * (n_also names): filter with its lea.managed-by replaced by that name:
+ * the sandboxes a controller's former names tagged (plan_config.
+ * adopted_names). One observation of 2 + 2 * n_also lists; a sandbox
+ * listed twice counts once. */
+sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud);
+void observation_free(observation *obs);
+
+/* Count one Cube call in session_controller_cube_requests_total and its
+ * latency histogram. */
+void observe_count_call(metrics *m, cube_op op, const cube_result *res,
+                        int64_t t0_mono_ms);
+
+#endif

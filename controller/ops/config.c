@@ -1,0 +1,468 @@
+/* config.c - flags, environment and the YAML config file (see config.h). */
+#include "controller/ops/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "api/duration.h"
+#include "lib/dynbuf.h"
+#include "controller/ops/log.h"
+
+typedef enum opt_type { OPT_STR, OPT_BOOL, OPT_DUR, OPT_INT, OPT_DOUBLE }
+  opt_type;
+
+typedef struct opt {
+  const char *name;
+  opt_type type;
+  size_t off;
+  const char *def;
+  const char *help;
+} opt;
+
+#define O(f) offsetof(config, f)
+static const opt opts[] = {
+  {"store", OPT_STR, O(store), "sqlite:sessions.db",
+   "where sessions live (sqlite:PATH, kube, kube:CONTEXT); env SESSION_STORE "
+   "too"},
+  {"create-store", OPT_BOOL, O(create_store), "false",
+   "sqlite store: create PATH when it does not exist (else the controller "
+   "refuses to start: a mistyped path is not an empty store)"},
+  {"watch-poll", OPT_DUR, O(watch_poll_ms), "25ms",
+   "how often the store watch looks for changes (sqlite store)"},
+  {"kubeconfig", OPT_STR, O(kubeconfig), NULL,
+   "kube store: kubeconfig file (default $KUBECONFIG, in-cluster, "
+   "~/.kube/config)"},
+  {"namespace", OPT_STR, O(namespace_), NULL,
+   "kube store: watch only this namespace (default all)"},
+  {"watch-timeout", OPT_DUR, O(watch_timeout_ms), "0s",
+   "kube store: length of one watch request (0: random 4-6 minutes)"},
+  {"leader-elect", OPT_BOOL, O(leader_elect), "false",
+   "kube store: only the holder of a Lease acts on Cube (an optimisation; "
+   "every replica is safe alone)"},
+  {"leader-elect-namespace", OPT_STR, O(leader_elect_namespace), NULL,
+   "kube store: namespace of the Lease (default the pod's namespace, else "
+   "default)"},
+  {"leader-elect-name", OPT_STR, O(leader_elect_name), "session-controller",
+   "kube store: name of the Lease"},
+  {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
+   "base URL of the Cube (E2B) API"},
+  {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,
+   "file holding the Cube API key (else env CUBE_API_KEY)"},
+  {"cube-ca", OPT_STR, O(cube_ca), NULL,
+   "CA bundle to verify Cube's TLS certificate"},
+  {"cube-insecure-skip-verify", OPT_BOOL, O(cube_insecure_skip_verify),
+   "false", "do not verify Cube's TLS certificate (testing only)"},
+  {"name", OPT_STR, O(name), "session-controller",
+   "controller name: the lea.managed-by tag on sandboxes; one name per "
+   "store (see --adopt-from)"},
+  {"adopt-from", OPT_STR, O(adopt_from), NULL,
+   "rename: VALUE is the --name the store was served by; take the store "
+   "over with the sandboxes tagged lea.managed-by=VALUE (without it, a store "
+   "served by another name is refused)"},
+  {"replica", OPT_STR, O(replica), NULL,
+   "this replica's name in logs and audit (default HOSTNAME-PID)"},
+  {"resync", OPT_DUR, O(resync_ms), "60s", "full reconcile pass period"},
+  {"cube-qps", OPT_DOUBLE, O(cube_qps), "50",
+   "token bucket rate toward Cube (0 = unlimited)"},
+  {"max-inflight", OPT_INT, O(max_inflight), "32",
+   "most Cube calls in flight at once"},
+  {"orphan-grace", OPT_DUR, O(orphan_grace_ms), "10m",
+   "how long an orphan must be paused (Cube's clock) before deletion"},
+  {"max-delete-fraction", OPT_DOUBLE, O(max_delete_fraction), "0.2",
+   "orphan-deletion guard: a pass that has more than this fraction of the "
+   "managed sandboxes due as orphans, and more than 10 (the floor), deletes "
+   "none of them; up to 10 orphans a pass are never held back"},
+  {"force", OPT_BOOL, O(force), "false",
+   "override the orphan-deletion guard"},
+  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
+   "other replicas wait this long by Cube's clock for a claimed create "
+   "(and until each has seen the claim for min(TTL, 40s))"},
+  {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
+   "namespace: a session acts only if spec.tenantID is its namespace; "
+   "free: any tenantID (one trusted writer only)"},
+  {"dry-run", OPT_BOOL, O(dry_run), "false",
+   "plan, log and write status, but call no mutating Cube endpoint"},
+  {"audit-log", OPT_STR, O(audit_log), NULL,
+   "append one JSON line per destructive action to FILE"},
+  {"metrics-addr", OPT_STR, O(metrics_addr), "127.0.0.1:9090",
+   "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off)"},
+  {"metrics-max-connections", OPT_INT, O(metrics_max_connections), "64",
+   "most connections open at once on --metrics-addr (at most a quarter of "
+   "the descriptor limit; over it, the oldest idle one is closed)"},
+  {"log-format", OPT_STR, O(log_format), "logfmt", "logfmt or json"},
+  {"log-level", OPT_STR, O(log_level), "info", "debug, info, warn, error"},
+  {"config", OPT_STR, O(config_file), NULL,
+   "YAML file of settings (keys are flag names)"},
+  {"once", OPT_BOOL, O(once), "false",
+   "run one full pass, wait for its actions, and exit"},
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+static const opt *find_opt(const char *name, size_t len)
+{
+  size_t i;
+  for(i = 0; i < N_OPTS; i++)
+    if(strlen(opts[i].name) == len && !strncmp(opts[i].name, name, len))
+      return &opts[i];
+  return NULL;
+}
+
+static sc_err set_opt(config *c, const opt *o, const char *v,
+                      const char *where, sc_errbuf *eb)
+{
+  char *base = (char *)c + o->off;
+  char *end;
+  switch(o->type) {
+  case OPT_STR: {
+    char **p = (char **)(void *)base;
+    char *d = strdup(v);
+    if(!d)
+      return SC_ERR_NOMEM;
+    free(*p);
+    *p = d;
+    return SC_OK;
+  }
+  case OPT_BOOL: {
+    bool *p = (bool *)(void *)base;
+    if(!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+      *p = true;
+    else if(!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+      *p = false;
+    else
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "%s: --%s: \"%s\" is not a boolean (true or false)",
+                     where, o->name, v);
+    return SC_OK;
+  }
+  case OPT_DUR: {
+    int64_t *p = (int64_t *)(void *)base;
+    if(duration_parse(v, p))
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "%s: --%s: \"%s\" is not a duration (use e.g. 60s, 10m)",
+                     where, o->name, v);
+    return SC_OK;
+  }
+  case OPT_INT: {
+    int *p = (int *)(void *)base;
+    long l;
+    errno = 0;
+    l = strtol(v, &end, 10);
+    if(errno || end == v || *end || l < 1 || l > 100000)
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "%s: --%s: \"%s\" is not a whole number from 1 to 100000",
+                     where, o->name, v);
+    *p = (int)l;
+    return SC_OK;
+  }
+  case OPT_DOUBLE: {
+    double *p = (double *)(void *)base;
+    double d;
+    errno = 0;
+    d = strtod(v, &end);
+    if(errno || end == v || *end || !(d >= 0) || d > 1e9)
+      return sc_errf(eb, SC_ERR_INVALID,
+                     "%s: --%s: \"%s\" is not a non-negative number", where,
+                     o->name, v);
+    *p = d;
+    return SC_OK;
+  }
+  }
+  return SC_ERR_INTERNAL;
+}
+
+static sc_err load_file(config *c, const char *path, sc_errbuf *eb)
+{
+  FILE *f = fopen(path, "rb");
+  yaml_parser_t p;
+  yaml_event_t ev;
+  sc_err err = SC_OK;
+  int depth = 0, done = 0;
+  char *key = NULL;
+  size_t key_line = 0;
+
+  if(!f)
+    return sc_errf(eb, SC_ERR_IO, "--config %s: %s", path, strerror(errno));
+  if(!yaml_parser_initialize(&p)) {
+    fclose(f);
+    return SC_ERR_NOMEM;
+  }
+  yaml_parser_set_input_file(&p, f);
+  while(!done && !err) {
+    if(!yaml_parser_parse(&p, &ev)) {
+      err = sc_errf(eb, SC_ERR_INVALID, "%s:%zu:%zu: %s", path,
+                    p.problem_mark.line + 1, p.problem_mark.column + 1,
+                    p.problem ? p.problem : "YAML syntax error");
+      break;
+    }
+    switch(ev.type) {
+    case YAML_MAPPING_START_EVENT:
+      if(++depth > 1)
+        err = sc_errf(eb, SC_ERR_INVALID,
+                      "%s:%zu:%zu: %s: expected a plain value, not a mapping",
+                      path, ev.start_mark.line + 1, ev.start_mark.column + 1,
+                      key ? key : "(top)");
+      break;
+    case YAML_SEQUENCE_START_EVENT:
+      err = sc_errf(eb, SC_ERR_INVALID,
+                    "%s:%zu:%zu: %s: expected a plain value, not a list", path,
+                    ev.start_mark.line + 1, ev.start_mark.column + 1,
+                    key ? key : "(top)");
+      break;
+    case YAML_ALIAS_EVENT:
+      err = sc_errf(eb, SC_ERR_INVALID, "%s:%zu:%zu: aliases are not allowed",
+                    path, ev.start_mark.line + 1, ev.start_mark.column + 1);
+      break;
+    case YAML_SCALAR_EVENT: {
+      const char *v = (const char *)ev.data.scalar.value;
+      if(depth != 1) {
+        err = sc_errf(eb, SC_ERR_INVALID,
+                      "%s:%zu:%zu: expected a mapping of flag names to values",
+                      path, ev.start_mark.line + 1, ev.start_mark.column + 1);
+      }
+      else if(!key) {
+        key = strdup(v);
+        key_line = ev.start_mark.line + 1;
+        if(!key)
+          err = SC_ERR_NOMEM;
+      }
+      else {
+        const opt *o = find_opt(key, strlen(key));
+        char where[600];
+        snprintf(where, sizeof(where), "%s:%zu", path, key_line);
+        if(!o || !strcmp(key, "config"))
+          err = sc_errf(eb, SC_ERR_INVALID, "%s: %s: unknown setting", where,
+                        key);
+        else
+          err = set_opt(c, o, v, where, eb);
+        free(key);
+        key = NULL;
+      }
+      break;
+    }
+    case YAML_STREAM_END_EVENT:
+      done = 1;
+      break;
+    default:
+      break;
+    }
+    yaml_event_delete(&ev);
+  }
+  free(key);
+  yaml_parser_delete(&p);
+  fclose(f);
+  return err;
+}
+
+sc_err config_read_key_file(const char *path, char **out, sc_errbuf *eb)
+{
+  FILE *f = fopen(path, "rb");
+  dynbuf b;
+  char chunk[512];
+  size_t n;
+  sc_err err = SC_OK;
+  if(!f)
+    return sc_errf(eb, SC_ERR_IO, "--cube-api-key-file %s: %s", path,
+                   strerror(errno));
+  dynbuf_init(&b, 8192);
+  while((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && !err)
+    err = dynbuf_add(&b, chunk, n);
+  fclose(f);
+  if(err) {
+    dynbuf_free(&b);
+    return sc_errf(eb, err, "--cube-api-key-file %s: over 8 KiB", path);
+  }
+  while(b.len && isspace((unsigned char)b.mem[b.len - 1]))
+    b.mem[--b.len] = '\0';
+  if(!b.len || strlen(dynbuf_ptr(&b)) != b.len) {
+    dynbuf_free(&b);
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--cube-api-key-file %s: empty or binary", path);
+  }
+  *out = dynbuf_take(&b);
+  return *out ? SC_OK : SC_ERR_NOMEM;
+}
+
+static void env_name(const opt *o, char *buf, size_t len)
+{
+  size_t i, n = (size_t)snprintf(buf, len, "SESSION_CONTROLLER_");
+  for(i = 0; o->name[i] && n + 1 < len; i++)
+    buf[n++] = o->name[i] == '-' ? '_' : (char)toupper(o->name[i]);
+  buf[n] = '\0';
+}
+
+sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
+{
+  size_t i;
+  int a;
+  sc_err err;
+  const char *v;
+
+  memset(c, 0, sizeof(*c));
+  for(i = 0; i < N_OPTS; i++)
+    if(opts[i].def && (err = set_opt(c, &opts[i], opts[i].def, "default",
+                                     eb)))
+      return err;
+
+  /* --config first, from argv or the environment */
+  v = getenv("SESSION_CONTROLLER_CONFIG");
+  for(a = 1; a < argc; a++) {
+    if(!strcmp(argv[a], "--config") && a + 1 < argc)
+      v = argv[a + 1];
+    else if(!strncmp(argv[a], "--config=", 9))
+      v = argv[a] + 9;
+  }
+  if(v && *v) {
+    err = load_file(c, v, eb);
+    if(err)
+      return err;
+  }
+  /* the environment */
+  for(i = 0; i < N_OPTS; i++) {
+    char name[96];
+    env_name(&opts[i], name, sizeof(name));
+    v = getenv(name);
+    if(!v && !strcmp(opts[i].name, "store"))
+      v = getenv("SESSION_STORE");
+    if(v && (err = set_opt(c, &opts[i], v, name, eb)))
+      return err;
+  }
+  /* flags */
+  for(a = 1; a < argc; a++) {
+    const char *arg = argv[a], *eq;
+    const opt *o;
+    if(!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+      c->help = true;
+      continue;
+    }
+    if(!strcmp(arg, "--version")) {
+      c->version = true;
+      continue;
+    }
+    if(strncmp(arg, "--", 2))
+      return sc_errf(eb, SC_ERR_INVALID, "unexpected argument \"%s\"", arg);
+    arg += 2;
+    eq = strchr(arg, '=');
+    o = find_opt(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+    if(!o) {
+      if(!strncmp(arg, "cube-api-key", 12) && (!arg[12] || arg[12] == '='))
+        return sc_errf(eb, SC_ERR_INVALID,
+                       "--cube-api-key is not a flag: a key on the command "
+                       "line shows in the process list; use "
+                       "--cube-api-key-file or CUBE_API_KEY");
+      return sc_errf(eb, SC_ERR_INVALID, "unknown flag --%.*s",
+                     (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+    }
+    if(eq)
+      v = eq + 1;
+    else if(o->type == OPT_BOOL)
+      v = "true";
+    else if(a + 1 < argc)
+      v = argv[++a];
+    else
+      return sc_errf(eb, SC_ERR_INVALID, "--%s needs a value", o->name);
+    err = set_opt(c, o, v, "flag", eb);
+    if(err)
+      return err;
+  }
+  if(c->help || c->version)
+    return SC_OK;
+  if(c->cube_api_key_file) {
+    free(c->cube_api_key);
+    c->cube_api_key = NULL;
+    err = config_read_key_file(c->cube_api_key_file, &c->cube_api_key, eb);
+    if(err)
+      return err;
+  }
+  else if((v = getenv("CUBE_API_KEY")) && *v) {
+    c->cube_api_key = strdup(v);
+    /* read once; then out of the environment, so a child process (an
+     * exec credential plugin) or /proc/PID/environ does not carry it */
+    unsetenv("CUBE_API_KEY");
+    if(!c->cube_api_key)
+      return SC_ERR_NOMEM;
+  }
+  if(c->leader_elect && strcmp(c->store, "kube") &&
+     strncmp(c->store, "kube:", 5))
+    return sc_errf(eb, SC_ERR_INVALID, "--leader-elect needs --store kube "
+                   "(the Lease lives in the Kubernetes API; the store is "
+                   "\"%s\")", c->store);
+  if(c->leader_elect && c->once)
+    return sc_errf(eb, SC_ERR_INVALID, "--leader-elect and --once do not go "
+                   "together (a --once pass must not wait for a Lease)");
+  if(c->max_delete_fraction > 1)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--max-delete-fraction: %g is more than 1", 
+                   c->max_delete_fraction);
+  if(c->watch_poll_ms < 1 || c->watch_poll_ms > 60000)
+    return sc_errf(eb, SC_ERR_INVALID, "--watch-poll: from 1ms to 1m");
+  if(c->resync_ms < 1000)
+    return sc_errf(eb, SC_ERR_INVALID, "--resync: at least 1s");
+  if(c->create_claim_ttl_ms < 1000 || c->create_claim_ttl_ms > 3600000)
+    return sc_errf(eb, SC_ERR_INVALID, "--create-claim-ttl: from 1s to 1h");
+  if(log_level_parse(c->log_level) < 0)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--log-level: \"%s\" is not debug, info, warn or error",
+                   c->log_level);
+  if(strcmp(c->tenant_binding, "namespace") &&
+     strcmp(c->tenant_binding, "free"))
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--tenant-binding: \"%s\" is not namespace or free",
+                   c->tenant_binding);
+  if(strcmp(c->log_format, "logfmt") && strcmp(c->log_format, "json"))
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "--log-format: \"%s\" is not logfmt or json",
+                   c->log_format);
+  return SC_OK;
+}
+
+void config_clear(config *c)
+{
+  size_t i;
+  if(!c)
+    return;
+  for(i = 0; i < N_OPTS; i++)
+    if(opts[i].type == OPT_STR)
+      free(*(char **)(void *)((char *)c + opts[i].off));
+  if(c->cube_api_key) {
+    /* do not leave the secret in freed memory */
+    volatile char *p = c->cube_api_key;
+    while(*p)
+      *p++ = 0;
+    free(c->cube_api_key);
+  }
+  memset(c, 0, sizeof(*c));
+}
+
+void config_usage(FILE *out, const char *argv0)
+{
+  size_t i;
+  fprintf(out,
+          "Usage: %s [flags]\n\n"
+          "Keeps Cube sandboxes in step with the Session objects in a store.\n"
+          "Every flag --foo-bar may also come from the environment as\n"
+          "SESSION_CONTROLLER_FOO_BAR or from the --config file as foo-bar;\n"
+          "flags win over the environment, which wins over the file.\n"
+          "The Cube API key comes from --cube-api-key-file or CUBE_API_KEY.\n\n"
+          "Flags:\n",
+          argv0);
+  for(i = 0; i < N_OPTS; i++) {
+    char left[64];
+    const char *t = opts[i].type == OPT_BOOL     ? ""
+                    : opts[i].type == OPT_DUR    ? " DURATION"
+                    : opts[i].type == OPT_INT    ? " N"
+                    : opts[i].type == OPT_DOUBLE ? " X"
+                                                 : " VALUE";
+    snprintf(left, sizeof(left), "--%s%s", opts[i].name, t);
+    fprintf(out, "  %-34s %s", left, opts[i].help);
+    if(opts[i].def)
+      fprintf(out, " (default %s)", opts[i].def);
+    fputc('\n', out);
+  }
+  fprintf(out, "  %-34s %s\n  %-34s %s\n", "-h, --help", "show this help",
+          "--version", "print the version");
+}

@@ -1,0 +1,216 @@
+/*
+ * plan.h - the pure planner: (sessions, sandboxes, Cube's clock, config)
+ * -> actions with reasons, and the status each session should show.
+ *
+ * No I/O, no clock, no globals: identical inputs give identical plans, so
+ * every replica decides alike (docs/architecture.md "Safety rules"). The executor (loop.c)
+ * performs the actions, confirming each delete with a GET first.
+ *
+ * Ownership: the input is only read and must outlive the plan (the plan
+ * points at input sessions). plan_compute() gives the caller a plan to
+ * plan_free() (NULL accepted). The actions' strings belong to the plan.
+ * A plan_session's status belongs to the plan only when status_changed:
+ * otherwise it is a shallow view of s->status (the same strings and
+ * conditions, not copied), valid while the input session is unchanged;
+ * copy it with session_status_copy() to keep it. plan_free() relies on
+ * status_changed, so do not modify it.
+ */
+#ifndef SC_PLAN_H
+#define SC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "api/session.h"
+#include "controller/cube/sandbox.h"
+
+typedef struct plan_config {
+  const char *controller_name;   /* the value of lea.managed-by */
+  int64_t orphan_grace_ms;       /* --orphan-grace, default 10m */
+  double max_delete_fraction;    /* --max-delete-fraction, default 0.2 */
+  size_t max_delete_floor;       /* the guard needs more than this: 10 */
+  bool force;                    /* --force: the guard never trips */
+  /* The create claim (status.createIntent). identity names this process
+   * (NULL: it claims nothing of its own); a live session with no sandbox
+   * whose intent belongs to another process and is younger than
+   * create_intent_ttl_ms by Cube's clock gets no CREATE: it waits for that
+   * create to be listed. Default 90 s: over two Cube create timeouts. */
+  const char *identity;
+  int64_t create_intent_ttl_ms;
+  /* --tenant-binding namespace (the default): a session whose tenantID is
+   * not its namespace joins no sandbox by tags and creates none (Failed,
+   * Conflict=True/TenantNotNamespace): writing a Session in one namespace
+   * must not reach another tenant's sandboxes. false: --tenant-binding
+   * free, for a single trusted writer. */
+  bool bind_tenant_to_namespace;
+  /* Former names of this controller (the store's record of renames,
+   * --adopt-from): sandboxes whose lea.managed-by is one of them are ours
+   * as if they carried controller_name (Cube cannot retag them). New
+   * sandboxes carry controller_name. NULL/0: none. */
+  const char *const *adopted_names;
+  size_t n_adopted_names;
+  /* Link proofs (rule 4, "a link alone is not ownership"): a status
+   * writer can set status.sandboxID to any sandbox. When the linked
+   * sandbox carries our tags, they are the evidence; when it carries no
+   * lea.* tag at all (Cube drops them on pause, or it was never ours) the
+   * planner acts on it only if status.sandboxProof equals
+   * plan_link_proof(link_key, metadata.uid, sandboxID), which it writes
+   * itself while the tags are there. link_key: PLAN_LINK_KEY_LEN bytes
+   * only the controller knows (plan_link_key_derive); NULL: proofs are
+   * neither written nor asked for (the planner tests, as before). */
+  const unsigned char *link_key;
+} plan_config;
+
+#define PLAN_LINK_KEY_LEN 32
+#define PLAN_PROOF_LEN 32 /* hex characters: 128 bits of an HMAC-SHA256 */
+
+/* The key of the link proofs: SHA-256 of a label and the Cube API key
+ * (what a status writer does not hold; whoever holds it can do anything
+ * with the sandboxes anyway). Without a key (a test Cube), of the
+ * controller name: documented as no protection. */
+void plan_link_key_derive(const char *cube_api_key, const char *name,
+                          unsigned char out[PLAN_LINK_KEY_LEN]);
+/* hex(HMAC-SHA256(key, uid "\n" sandbox_id))[0..32) into out (33 bytes). */
+void plan_link_proof(const unsigned char *key, const char *uid,
+                     const char *sandbox_id, char out[PLAN_PROOF_LEN + 1]);
+
+#define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
+
+/* The documented defaults (docs/controller.md; controller name "session-controller"). */
+void plan_config_defaults(plan_config *cfg);
+
+/* Is a lea.managed-by value (not NULL) controller_name or one of the
+ * adopted names? */
+bool plan_config_owns(const plan_config *cfg, const char *managed_by);
+
+typedef struct plan_input {
+  /* Live objects and tombstones (meta.deletion_timestamp != 0). */
+  session *const *sessions;
+  size_t n_sessions;
+  /* Every sandbox observed this pass: the running and paused lists, plus
+   * the GET answers for linked sandboxes missing from the lists. */
+  const cube_sandbox *sandboxes;
+  size_t n_sandboxes;
+  /* Sandbox IDs a GET this pass confirmed gone (404). */
+  const char *const *gone;
+  size_t n_gone;
+  /* false when a list failed or may be truncated (rows >= limit with no
+   * next token), or when this is a single-session pass: no orphan is
+   * concluded then (rule 2). */
+  bool list_complete;
+  sc_time cube_now;              /* the Date of the list response */
+  /* Per session (same index), why it is invalid (session_invalid_reason
+   * in api/manifest.h), NULL when valid; the array itself NULL: every
+   * session valid. An invalid live session gets phase Failed and
+   * Ready=False/InvalidSpec with the message and no action; its link
+   * still protects its sandbox. An invalid Ended one or a tombstone is
+   * still ended (deleting is what its object asks). */
+  const char *const *invalid;
+  /* Tenants with an object the store could not decode this pass (its
+   * namespace; its sessionID is unknown): an orphan tagged with one of
+   * them, or with no tenant tag, is not deleted, since its session may be
+   * that object (rule 2: absence is not evidence). Orphans of every other
+   * tenant are. NULL/0: none. */
+  const char *const *hold_tenants;
+  size_t n_hold_tenants;
+} plan_input;
+
+typedef enum plan_action_type {
+  PLAN_CREATE,       /* POST /sandboxes */
+  PLAN_PAUSE,        /* POST /sandboxes/{id}/pause */
+  PLAN_RESUME,       /* POST /sandboxes/{id}/connect: resume a paused one */
+  PLAN_KEEPALIVE,    /* POST /sandboxes/{id}/connect: extend a running one */
+  PLAN_SET_TIMEOUT,  /* POST /sandboxes/{id}/timeout */
+  PLAN_DELETE,       /* GET (confirm), then DELETE /sandboxes/{id} */
+  PLAN_CONFIRM       /* GET /sandboxes/{id}: linked but missing from lists */
+} plan_action_type;
+
+typedef enum plan_delete_kind {
+  PLAN_DEL_NONE = 0,
+  PLAN_DEL_RECLAIM,   /* paused >= reclaimAfter by Cube's clock: intent */
+  PLAN_DEL_ENDED,     /* spec.state Ended: intent */
+  PLAN_DEL_TOMBSTONE, /* the session was deleted: intent */
+  PLAN_DEL_DUPLICATE, /* a second sandbox of one session */
+  PLAN_DEL_ORPHAN     /* absence alone: capped by the guard */
+} plan_delete_kind;
+
+typedef struct plan_action {
+  plan_action_type type;
+  plan_delete_kind del_kind;
+  const session *s;      /* the session (points into the input, like
+                            plan_session.s); NULL for orphans */
+  char *ns;              /* the session's namespace; NULL for orphans */
+  char *name;            /* the session's name; NULL for orphans */
+  char *sandbox_id;      /* NULL for create */
+  int64_t timeout_s;     /* create, resume, keepalive, set-timeout */
+  /* What the confirming GET must still find before a delete (rule 3): */
+  char *expect_tenant;   /* the lea.tenant_id tag, when tags are expected */
+  bool expect_paused;    /* reclaim and orphan: only while still paused */
+  bool expect_managed_by;/* orphan: lea.managed-by must still be ours */
+  sc_time end_at;        /* the facts behind the decision, for the audit */
+  sc_time cube_now;
+  char *reason;          /* one line: why; for logs, audit, `sessionctl plan` */
+} plan_action;
+
+typedef struct plan_session {
+  const session *s;          /* points into the input */
+  session_status status;     /* what the status should say now; when
+                                !status_changed, a shallow view of
+                                s->status (see the top) */
+  bool status_changed;       /* differs from s->status; the plan owns
+                                status only then */
+  sc_time next_due;          /* Cube time when this session next needs a
+                                look (reclaim, keep-alive); 0 = none */
+} plan_session;
+
+typedef struct plan_arena plan_arena;
+
+typedef struct plan {
+  plan_action *actions;
+  size_t n_actions;
+  plan_session *sessions;    /* one per input session, same order */
+  size_t n_sessions;
+  size_t n_managed;          /* sandboxes carrying our managed-by tag */
+  size_t n_orphans;          /* orphan deletions wanted (before the guard) */
+  bool guard_tripped;        /* orphan deletions were withheld (rule 9) */
+  char *guard_message;       /* why, when tripped */
+  sc_time next_orphan_due;   /* Cube time the next paused orphan passes
+                                its grace; 0 = none */
+  struct plan_arena *arena;  /* private: holds the actions' strings */
+} plan;
+
+sc_err plan_compute(const plan_input *in, const plan_config *cfg,
+                    plan **out);
+void plan_free(plan *p);
+
+/* Working memory kept between passes: plan_compute_ex() with the same
+ * scratch reuses its arrays instead of allocating (and faulting in) about
+ * 30 MB per pass at 100k sessions. The scratch holds nothing between
+ * calls that a plan points to: a plan outlives the scratch's next use and
+ * its free. It grows to the largest input seen and stays that size until
+ * plan_scratch_free() (NULL accepted). One scratch serves one call at a
+ * time. plan_compute() is plan_compute_ex() with a scratch of its own. */
+typedef struct plan_scratch plan_scratch;
+plan_scratch *plan_scratch_new(void);          /* NULL: out of memory */
+void plan_scratch_free(plan_scratch *sc);
+/* scratch may be NULL (then one is made and freed for this call) */
+sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
+                       plan_scratch *scratch, plan **out);
+
+/* The status a session should show after action a succeeded; new_id is
+ * the created sandbox's ID for PLAN_CREATE. Pure. st is in/out: it holds
+ * the status before the action (plan_session.status, or the status just
+ * written) and is updated in place; conditions take a->cube_now as their
+ * transition time. s may be NULL only for orphan deletes (no change). */
+sc_err plan_status_after(const session *s, const plan_action *a,
+                         const char *new_id, session_status *st);
+
+const char *plan_action_type_name(plan_action_type t); /* "create", ... */
+const char *plan_delete_kind_name(plan_delete_kind k); /* "reclaim", ... */
+
+/* A canonical, line-per-item text form of the plan (actions in plan order,
+ * then each session's status summary, then the guard): for
+ * `sessionctl plan`, logs and tests. Appends to b. */
+struct dynbuf;
+sc_err plan_format(const plan *p, struct dynbuf *b);
+
+#endif
