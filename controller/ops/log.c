@@ -86,21 +86,15 @@ bool log_enabled(const logger *lg, log_level lvl)
   return lg && lvl >= lg->min;
 }
 
-/* logfmt: quote when the value has a space, '=', '"', or is empty;
- * control characters are escaped in both formats so a line stays a line */
-static void add_logfmt_value(dynbuf *b, const char *v)
+/* A quoted string: '"' and '\\' escaped, newlines as \n, and C0, DEL, C1,
+ * bidi controls and bad UTF-8 escaped so that a line stays a line. The
+ * formats differ only there: logfmt shows a bad byte as \xNN, JSON (which
+ * holds no raw byte) as U+FFFD. */
+static void add_quoted(dynbuf *b, const char *v, bool json)
 {
   const unsigned char *p, *end = (const unsigned char *)v + strlen(v);
   size_t n;
   unsigned cp;
-  bool quote = !*v;
-  for(p = (const unsigned char *)v; *p; p++)
-    if(*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p >= 0x7f)
-      quote = true; /* non-ASCII too: the loop below escapes C1, bidi */
-  if(!quote) {
-    dynbuf_addstr(b, v);
-    return;
-  }
   dynbuf_add(b, "\"", 1);
   for(p = (const unsigned char *)v; *p; p++) {
     if(*p == '"' || *p == '\\') {
@@ -110,11 +104,12 @@ static void add_logfmt_value(dynbuf *b, const char *v)
     else if(*p == '\n')
       dynbuf_addstr(b, "\\n");
     else {
-      /* C0, DEL, C1, bidi controls, bad UTF-8: escaped; the rest whole */
       int unsafe;
       n = sc_text_next((const char *)p, (size_t)(end - p), &cp, &unsafe);
       if(!unsafe)
         dynbuf_add(b, p, n);
+      else if(json)
+        dynbuf_printf(b, "\\u%04x", (cp & 0x100u) ? 0xfffdu : cp);
       else if(cp < 0x80 || (cp & 0x100u))
         dynbuf_printf(b, "\\x%02x", cp & 0xffu);
       else
@@ -125,31 +120,24 @@ static void add_logfmt_value(dynbuf *b, const char *v)
   dynbuf_add(b, "\"", 1);
 }
 
+/* logfmt: quote when the value has a space, '=', '"', or is empty (and
+ * when it is not plain ASCII: add_quoted escapes C1 and bidi controls) */
+static void add_logfmt_value(dynbuf *b, const char *v)
+{
+  const unsigned char *p;
+  bool quote = !*v;
+  for(p = (const unsigned char *)v; *p; p++)
+    if(*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p >= 0x7f)
+      quote = true;
+  if(quote)
+    add_quoted(b, v, false);
+  else
+    dynbuf_addstr(b, v);
+}
+
 static void add_json_string(dynbuf *b, const char *v)
 {
-  const unsigned char *p, *end = (const unsigned char *)v + strlen(v);
-  size_t n;
-  unsigned cp;
-  dynbuf_add(b, "\"", 1);
-  for(p = (const unsigned char *)v; *p; p++) {
-    if(*p == '"' || *p == '\\') {
-      dynbuf_add(b, "\\", 1);
-      dynbuf_add(b, p, 1);
-    }
-    else if(*p == '\n')
-      dynbuf_addstr(b, "\\n");
-    else {
-      /* a bad byte becomes U+FFFD: a JSON string holds no raw byte */
-      int unsafe;
-      n = sc_text_next((const char *)p, (size_t)(end - p), &cp, &unsafe);
-      if(!unsafe)
-        dynbuf_add(b, p, n);
-      else
-        dynbuf_printf(b, "\\u%04x", (cp & 0x100u) ? 0xfffdu : cp);
-      p += n - 1;
-    }
-  }
-  dynbuf_add(b, "\"", 1);
+  add_quoted(b, v, true);
 }
 
 static void add_field(const logger *lg, dynbuf *b, bool first, const char *k,

@@ -1,5 +1,6 @@
 /* metrics.c - Prometheus text exposition of counters, gauges, histograms. */
 #include "controller/ops/metrics.h"
+#include "lib/scarray.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,14 +59,10 @@ sc_err metrics_declare(metrics *m, const char *name, metric_type type,
                        size_t n_buckets)
 {
   family *f;
-  if(m->n_f == m->a_f) {
-    size_t na = m->a_f ? m->a_f * 2 : 16;
-    family *nf = realloc(m->f, na * sizeof(*nf));
-    if(!nf)
-      return SC_ERR_NOMEM;
-    m->f = nf;
-    m->a_f = na;
-  }
+  f = sc_grow(m->f, &m->a_f, m->n_f + 1, sizeof(*f));
+  if(!f)
+    return SC_ERR_NOMEM;
+  m->f = f;
   f = &m->f[m->n_f];
   memset(f, 0, sizeof(*f));
   f->name = strdup(name);
@@ -107,14 +104,10 @@ static series *find_series(family *f, const char *labels, int create)
       return &f->s[i];
   if(!create)
     return NULL;
-  if(f->n_s == f->a_s) {
-    size_t na = f->a_s ? f->a_s * 2 : 8;
-    series *ns = realloc(f->s, na * sizeof(*ns));
-    if(!ns)
-      return NULL;
-    f->s = ns;
-    f->a_s = na;
-  }
+  s = sc_grow(f->s, &f->a_s, f->n_s + 1, sizeof(*s));
+  if(!s)
+    return NULL;
+  f->s = s;
   s = &f->s[f->n_s];
   memset(s, 0, sizeof(*s));
   s->labels = strdup(labels);

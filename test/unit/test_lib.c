@@ -1,5 +1,7 @@
 /* Tests of lib/: dynbuf caps, RFC 3339 and HTTP dates, kubectl ages. */
 #include "test/harness.h"
+#include "lib/scarray.h"
+#include "controller/ops/log.h"
 #include "lib/redact.h"
 #include "lib/sctext.h"
 #include "lib/dynbuf.h"
@@ -179,7 +181,58 @@ TEST(errf_escapes_peer_text)
   CHECK_STR(eb.msg, "peer said: \\x1b]2;title\\x07 \\u202e");
 }
 
+TEST(grow_doubles_and_refuses_overflow)
+{
+  int *v = NULL, *nv;
+  size_t cap = 0, i;
+  for(i = 0; i < 100; i++) {
+    nv = sc_grow(v, &cap, i + 1, sizeof(*v));
+    CHECK(nv != NULL);
+    v = nv;
+    v[i] = (int)i;
+  }
+  CHECK_INT(cap, 128);
+  CHECK_INT(v[99], 99);
+  CHECK(sc_grow(v, &cap, 50, sizeof(*v)) == v); /* room already */
+  CHECK(sc_grow(v, &cap, SIZE_MAX / 2, sizeof(*v)) == NULL);
+  CHECK_INT(cap, 128);                           /* unchanged */
+  free(v);
+}
+
+/* both log formats escape alike but for a bad byte: \xNN in logfmt,
+ * U+FFFD in JSON (which holds no raw byte) */
+static void log_line(log_format fmt, const char *v, char *out, size_t n)
+{
+  FILE *f = tmpfile();
+  logger *lg = log_new(f, fmt, LOG_DEBUG);
+  size_t got;
+  log_kv(lg, LOG_INFO, "m", "k", v, NULL);
+  log_free(lg);
+  rewind(f);
+  got = fread(out, 1, n - 1, f);
+  out[got] = 0;
+  fclose(f);
+}
+
+TEST(log_escapes_in_both_formats)
+{
+  char line[512];
+  const char *v = "a\"b\\c\nd\x1b[31m\xc2\x9b\xe2\x80\xae" "e\xff" " f";
+  log_line(LOG_FORMAT_LOGFMT, v, line, sizeof(line));
+  CHECK_MSG(strstr(line, "k=\"a\\\"b\\\\c\\nd\\x1b[31m\\u009b\\u202ee\\xff f\"") != NULL,
+            "logfmt: %s", line);
+  log_line(LOG_FORMAT_JSON, v, line, sizeof(line));
+  CHECK_MSG(strstr(line, "\"k\":\"a\\\"b\\\\c\\nd\\u001b[31m\\u009b\\u202ee\\ufffd f\"") != NULL,
+            "json: %s", line);
+  log_line(LOG_FORMAT_LOGFMT, "plain", line, sizeof(line));
+  CHECK_MSG(strstr(line, " k=plain") != NULL, "logfmt plain: %s", line);
+  log_line(LOG_FORMAT_LOGFMT, "", line, sizeof(line));
+  CHECK_MSG(strstr(line, " k=\"\"") != NULL, "logfmt empty: %s", line);
+}
+
 TEST_LIST = {
+  T(log_escapes_in_both_formats),
+  T(grow_doubles_and_refuses_overflow),
   T(text_escape_controls_c1_bidi),
   T(errf_escapes_peer_text),
   T(redact_replaces_and_ends),
