@@ -15,11 +15,6 @@
 _Static_assert(sizeof(session_state) == sizeof(int), "enums read as int");
 _Static_assert(sizeof(session_phase) == sizeof(int), "enums read as int");
 
-const char *const sf_state_names[] = {"Active", "Running", "Paused", "Ended",
-                                      NULL};
-const char *const sf_phase_names[] = {"",          "Pending", "Creating",
-                                      "Running",   "Paused",  "Reclaimed",
-                                      "Ended",     "Failed",  NULL};
 static const char *const cond_status_names[] = {"True", "False", "Unknown",
                                                 NULL};
 
@@ -84,10 +79,10 @@ static const sf_field spec_rows[] = {
    .val = ID_RULE("ID")},
   {.name = "envVars", .type = SF_MAP, S(env_vars),
    .key = {SR_ENV_NAME, ID_MAX_LEN, NULL, NULL}, .val = TEXT_VALUE,
-   .max_items = 128},
+   .max_items = SF_ENV_VARS_MAX},
   {.name = "sandboxMetadata", .type = SF_MAP, S(sandbox_metadata),
    .key = {SR_META_KEY, ID_MAX_LEN, "._/-", "sandbox metadata key"},
-   .val = TEXT_VALUE, .max_items = 32},
+   .val = TEXT_VALUE, .max_items = SF_SANDBOX_METADATA_MAX},
   {.name = "wake", .type = SF_INT, .flags = SF_NONNEG, S(wake), .dflt = "0"},
 };
 #undef S

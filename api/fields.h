@@ -115,6 +115,10 @@ extern const sf_table sf_meta, sf_spec, sf_status, sf_intent, sf_condition;
 extern const char *const sf_state_names[];
 extern const char *const sf_phase_names[];
 
+/* The caps on entries of spec.envVars and spec.sandboxMetadata. */
+#define SF_ENV_VARS_MAX 128
+#define SF_SANDBOX_METADATA_MAX 32
+
 /* The longest a duration may be: SESSION_MAX_DURATION_MS, as text. */
 #define SF_MAX_DURATION_TEXT "87600h"
 

@@ -117,7 +117,14 @@ bool sc_kvlist_equal(const sc_kvlist *a, const sc_kvlist *b)
   return true;
 }
 
-/* --- enums (the names are the field table's) --- */
+/* --- enums: the names (the field table's spec.state and status.phase
+ * rows read them too) --- */
+
+const char *const sf_state_names[] = {"Active", "Running", "Paused", "Ended",
+                                      NULL};
+const char *const sf_phase_names[] = {"",        "Pending", "Creating",
+                                      "Running", "Paused",  "Reclaimed",
+                                      "Ended",   "Failed",  NULL};
 
 const char *session_state_name(session_state s)
 {
