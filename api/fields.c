@@ -280,30 +280,52 @@ void sf_free(const sf_table *t, void *base)
   }
 }
 
-/* Forget (do not free) what dst's rows point at. */
-static void detach(const sf_table *t, void *dst)
+/* Forget (do not free) what row f of dst points at. */
+static void detach_row(const sf_field *f, void *dst)
 {
   size_t i;
-  for(i = 0; i < t->n; i++) {
-    const sf_field *f = &t->f[i];
-    switch(f->type) {
-    case SF_STR: *SF_AT(dst, f->off, char *) = NULL; break;
-    case SF_MAP: memset(SF_AT(dst, f->off, sc_kvlist), 0, sizeof(sc_kvlist));
-      break;
-    case SF_STRLIST:
-    case SF_CONDLIST:
-      *SF_AT(dst, f->off, void *) = NULL;
-      *SF_AT(dst, f->off_n, size_t) = 0;
-      break;
-    case SF_OBJECT: detach(f->sub, dst); break;
-    default: break;
-    }
+  switch(f->type) {
+  case SF_STR: *SF_AT(dst, f->off, char *) = NULL; break;
+  case SF_MAP: memset(SF_AT(dst, f->off, sc_kvlist), 0, sizeof(sc_kvlist));
+    break;
+  case SF_STRLIST:
+  case SF_CONDLIST:
+    *SF_AT(dst, f->off, void *) = NULL;
+    *SF_AT(dst, f->off_n, size_t) = 0;
+    break;
+  case SF_OBJECT:
+    for(i = 0; i < f->sub->n; i++)
+      detach_row(&f->sub->f[i], dst);
+    break;
+  default: break;
   }
 }
 
+/* dst's array for a list row as long as src's, each element zeroed; its
+ * count is 0 until the caller copies elements. NULL when src's is empty
+ * (*err SC_OK) or out of memory (*err SC_ERR_NOMEM). */
+static void *list_alloc(const sf_field *f, void *dst, const void *src,
+                        size_t esize, size_t *n, sc_err *err)
+{
+  void *d;
+  *err = SC_OK;
+  *n = *SF_CAT(src, f->off_n, size_t);
+  if(!*n)
+    return NULL;
+  d = calloc(*n, esize);
+  if(!d)
+    *err = SC_ERR_NOMEM;
+  *SF_AT(dst, f->off, void *) = d;
+  return d;
+}
+
+/* Row f of dst (a shallow copy of src) made a deep copy; on SC_ERR_NOMEM
+ * the row owns what it copied so far and nothing of src. */
 static sc_err copy_row(const sf_field *f, void *dst, const void *src)
 {
-  size_t n, i;
+  size_t n, i, *dn = SF_AT(dst, f->off_n, size_t);
+  sc_err err;
+  detach_row(f, dst);
   switch(f->type) {
   case SF_STR: {
     const char *s = *SF_CAT(src, f->off, char *);
@@ -316,38 +338,18 @@ static sc_err copy_row(const sf_field *f, void *dst, const void *src)
                           SF_CAT(src, f->off, sc_kvlist));
   case SF_STRLIST: {
     char *const *v = *SF_CAT(src, f->off, char **);
-    char **d;
-    n = *SF_CAT(src, f->off_n, size_t);
-    if(!n)
-      return SC_OK;
-    d = calloc(n, sizeof(*d));
-    if(!d)
-      return SC_ERR_NOMEM;
-    *SF_AT(dst, f->off, char **) = d;
-    for(i = 0; i < n; i++) {
-      *SF_AT(dst, f->off_n, size_t) = i + 1;
+    char **d = list_alloc(f, dst, src, sizeof(*d), &n, &err);
+    for(i = 0; d && i < n && !err; i++, *dn = i)
       if(!(d[i] = strdup(v[i])))
-        return SC_ERR_NOMEM;
-    }
-    return SC_OK;
+        err = SC_ERR_NOMEM;
+    return err;
   }
   case SF_CONDLIST: {
     const session_condition *v = *SF_CAT(src, f->off, session_condition *);
-    session_condition *d;
-    n = *SF_CAT(src, f->off_n, size_t);
-    if(!n)
-      return SC_OK;
-    d = calloc(n, sizeof(*d));
-    if(!d)
-      return SC_ERR_NOMEM;
-    *SF_AT(dst, f->off, session_condition *) = d;
-    for(i = 0; i < n; i++) {
-
-      *SF_AT(dst, f->off_n, size_t) = i + 1;
-      if(sf_copy(f->sub, &d[i], &v[i]))
-        return SC_ERR_NOMEM;
-    }
-    return SC_OK;
+    session_condition *d = list_alloc(f, dst, src, sizeof(*d), &n, &err);
+    for(i = 0; d && i < n && !err; i++, *dn = i)
+      err = sf_copy(f->sub, &d[i], &v[i]);
+    return err;
   }
   case SF_OBJECT: {
     size_t j;
@@ -363,13 +365,15 @@ static sc_err copy_row(const sf_field *f, void *dst, const void *src)
 
 sc_err sf_copy(const sf_table *t, void *dst, const void *src)
 {
-  size_t i;
+  size_t i, j;
   memcpy(dst, src, t->size);
-  detach(t, dst);
   for(i = 0; i < t->n; i++)
     if(copy_row(&t->f[i], dst, src)) {
+      for(j = i + 1; j < t->n; j++) /* still src's */
+        detach_row(&t->f[j], dst);
       sf_free(t, dst);
-      detach(t, dst);
+      for(j = 0; j < t->n; j++)
+        detach_row(&t->f[j], dst);
       return SC_ERR_NOMEM;
     }
   return SC_OK;

@@ -20,6 +20,13 @@
  * CRD's: they describe what the controller writes, and the API server
  * enforces them; the decoder does not (a store hands back what it holds).
  *
+ * Cost, written down: a walk over rows costs more than hand-written code
+ * (on this machine, a status with two conditions: equal 36 ns against 9,
+ * copy and free 0.3 us against 0.2; session_invalid_reason 0.12 us, less
+ * than before, as paths are made only for errors), about 3 ms a 100k pass
+ * for the comparison: one table the readers cannot disagree on is worth
+ * it.
+ *
  * No ownership: the tables are constants. The sf_* functions work on a
  * struct the caller owns (base points at a session_metadata, spec,
  * status or condition as the table says).
@@ -131,8 +138,8 @@ const sf_field *sf_find(const sf_table *t, const char *name, size_t len);
   ((T const *)(const void *)((const char *)(base) + (off)))
 
 /* The enum value of a row; the name of value v in names ("Unknown" when
- * out of range) and the value of name s (-1: none), and " (use A, B or C)" (or "" without
- * SF_HINT) into buf. */
+ * out of range) and the value of name s (-1: none); the number of names;
+ * " (use A, B or C)" (or "" without SF_HINT) into buf. */
 int sf_enum_get(const sf_field *f, const void *base);
 const char *sf_name_of(const char *const *names, int v);
 int sf_name_parse(const char *const *names, const char *s);

@@ -487,40 +487,50 @@ static void add_session(mwalk *c, session *s, const ynode *m, bool doc_bad)
   }
 }
 
-/* A mapping known to be kind: Session. */
-static void walk_session(mwalk *c, const ynode *m, bool doc_bad)
+/* The top level of a Session (list false) or of a List: apiVersion is
+ * checked (and required), kind skipped (the caller read it), the value
+ * of known[i] put in got[i], any other key an unknown field. */
+static void walk_top(mwalk *c, const ynode *m, bool list,
+                     const char *const *known, const ynode **got)
 {
-  session *s = session_new();
-  const ynode *meta = NULL, *spec = NULL;
-  size_t before = c->e->n, i;
+  size_t i, j;
   bool have_api = false;
-  if(!s) {
-    yerrs_nomem(c->e);
-    return;
-  }
   for(i = 0; i + 1 < m->n; i += 2) {
     const ynode *k = pair_key(c, m, i), *v = m->kids[i + 1];
     if(!k)
       continue;
-    if(!strcmp(k->val, "apiVersion"))
-      {
+    for(j = 0; known[j] && strcmp(known[j], k->val); j++)
+      ;
+    if(!known[j])
+      unknown_field(c, k, known);
+    else if(!strcmp(k->val, "apiVersion")) {
       have_api = true;
-      check_api(c, v, false);
+      check_api(c, v, list);
     }
-    else if(!strcmp(k->val, "kind"))
-      ; /* checked by the caller */
-    else if(!strcmp(k->val, "metadata"))
-      meta = v;
-    else if(!strcmp(k->val, "spec"))
-      spec = v;
-    else if(!strcmp(k->val, "status"))
-      ; /* written by the controller only: ignored in manifests */
     else
-      unknown_field(c, k, top_fields);
+      got[j] = v;
   }
-  if(!have_api)
+  if(!have_api && list)
+    yerrs_field(c->e, m, "apiVersion", "required field missing (use v1)");
+  else if(!have_api)
     yerrs_field(c->e, m, "apiVersion", "required field missing (use %s)",
                 SESSION_API_VERSION);
+}
+
+/* A mapping known to be kind: Session. */
+static void walk_session(mwalk *c, const ynode *m, bool doc_bad)
+{
+  session *s = session_new();
+  /* top_fields: metadata and spec; status is the controller's: ignored */
+  const ynode *got[5] = {NULL}, *meta, *spec;
+  size_t before = c->e->n;
+  if(!s) {
+    yerrs_nomem(c->e);
+    return;
+  }
+  walk_top(c, m, false, top_fields, got);
+  meta = got[2];
+  spec = got[3];
   if(!meta)
     yerrs_field(c->e, m, "metadata", "required field missing");
   else if(ynode_is_null(meta))
@@ -563,29 +573,12 @@ static const char *doc_kind(mwalk *c, const ynode *m, const char *use)
 
 static void walk_list(mwalk *c, const ynode *m, bool doc_bad)
 {
-  const ynode *items = NULL;
+  /* list_fields: items; a list's own metadata (resourceVersion: "")
+   * means nothing here */
+  const ynode *got[4] = {NULL}, *items;
   size_t i;
-  bool have_api = false;
-  for(i = 0; i + 1 < m->n; i += 2) {
-    const ynode *k = pair_key(c, m, i), *v = m->kids[i + 1];
-    if(!k)
-      continue;
-    if(!strcmp(k->val, "apiVersion"))
-      {
-      have_api = true;
-      check_api(c, v, true);
-    }
-    else if(!strcmp(k->val, "kind"))
-      ;
-    else if(!strcmp(k->val, "items"))
-      items = v;
-    else if(!strcmp(k->val, "metadata"))
-      ; /* a list's own metadata (resourceVersion: "") means nothing here */
-    else
-      unknown_field(c, k, list_fields);
-  }
-  if(!have_api)
-    yerrs_field(c->e, m, "apiVersion", "required field missing (use v1)");
+  walk_top(c, m, true, list_fields, got);
+  items = got[2];
   if(!items) {
     yerrs_field(c->e, m, "items", "required field missing");
     return;

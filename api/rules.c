@@ -52,8 +52,9 @@ static bool dns_label_ok(const char *s, size_t len, size_t max)
   return true;
 }
 
-static bool chk_dns_label(const sf_str_rule *r, const char *s, size_t len,
-                          rule_msg *mb)
+/* 1..r->max bytes. */
+static bool chk_size(const sf_str_rule *r, const char *s, size_t len,
+                     rule_msg *mb)
 {
   rule_quoted q;
   if(!len) {
@@ -65,6 +66,15 @@ static bool chk_dns_label(const sf_str_rule *r, const char *s, size_t len,
               rule_quote(&q, s, len), len, r->max);
     return false;
   }
+  return true;
+}
+
+static bool chk_dns_label(const sf_str_rule *r, const char *s, size_t len,
+                          rule_msg *mb)
+{
+  rule_quoted q;
+  if(!chk_size(r, s, len, mb))
+    return false;
   if(!dns_label_ok(s, len, r->max)) {
     rule_msgf(mb, "%s is not a DNS-1123 label (use a-z, 0-9 and '-', "
                   "starting and ending with a letter or digit)",
@@ -93,15 +103,8 @@ static bool chk_charset(const sf_str_rule *r, const char *s, size_t len,
   rule_quoted q;
   char shown[32];
   size_t i, n = 0;
-  if(!len) {
-    rule_msgf(mb, "must not be empty");
+  if(!chk_size(r, s, len, mb))
     return false;
-  }
-  if(len > r->max) {
-    rule_msgf(mb, "%s is %zu characters long, at most %zu are allowed",
-              rule_quote(&q, s, len), len, r->max);
-    return false;
-  }
   if(charset_ok(s, len, r->max, r->charset))
     return true;
   /* "._-" is shown as ". _ -" */

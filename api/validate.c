@@ -43,7 +43,19 @@ static void verr(vctx *v, const char *path, const char *msg)
   e[(*v->n_errs)++] = line;
 }
 
-static void vkv(vctx *v, const char *path, const sf_field *f,
+/* An error on row f of part (the path is made only now: most objects
+ * have none, and the controller asks about every object of every pass). */
+static void verr_row(vctx *v, const char *part, const sf_field *f,
+                     const char *key, const char *msg)
+{
+  char path[FIELDPATH_MAX], p[FIELDPATH_MAX];
+  fieldpath_key(path, sizeof(path), part, f->name);
+  if(key)
+    fieldpath_key(p, sizeof(p), path, key);
+  verr(v, key ? p : path, msg);
+}
+
+static void vkv(vctx *v, const char *part, const sf_field *f,
                 const sc_kvlist *l)
 {
   size_t i;
@@ -51,16 +63,14 @@ static void vkv(vctx *v, const char *path, const sf_field *f,
   if(f->max_items && l->n > f->max_items) {
     rule_msgf(&mb, "%zu entries, at most %zu are allowed", l->n,
               f->max_items);
-    verr(v, path, mb.m);
+    verr_row(v, part, f, NULL, mb.m);
   }
   for(i = 0; i < l->n; i++) {
     const char *k = l->items[i].key, *val = l->items[i].value;
-    char p[FIELDPATH_MAX];
-    fieldpath_key(p, sizeof(p), path, k);
     if(!rule_check(&f->key, k, strlen(k), &mb))
-      verr(v, p, mb.m);
+      verr_row(v, part, f, k, mb.m);
     if(!rule_check(&f->val, val, strlen(val), &mb))
-      verr(v, p, mb.m);
+      verr_row(v, part, f, k, mb.m);
   }
 }
 
@@ -69,7 +79,7 @@ static void vkv(vctx *v, const char *path, const sf_field *f,
 static void vrow(vctx *v, const char *part, const sf_field *f,
                  const void *base)
 {
-  char path[FIELDPATH_MAX], hint[160];
+  char hint[160];
   rule_msg mb;
   if(f->flags & SF_STORE)
     return;
@@ -77,31 +87,30 @@ static void vrow(vctx *v, const char *part, const sf_field *f,
     return;
   if(v->stored && (f->flags & SF_DEFAULTED) && !sf_is_set(f, base))
     return;
-  fieldpath_key(path, sizeof(path), part, f->name);
   switch(f->type) {
   case SF_STR: {
     const char *s = *SF_CAT(base, f->off, char *);
     if(!s)
-      verr(v, path, "required field missing");
+      verr_row(v, part, f, NULL, "required field missing");
     else if(!rule_check(&f->val, s, strlen(s), &mb))
-      verr(v, path, mb.m);
+      verr_row(v, part, f, NULL, mb.m);
     break;
   }
   case SF_ENUM:
     if((size_t)(unsigned)sf_enum_get(f, base) >= sf_enum_count(f)) {
       sf_enum_hint(f, hint, sizeof(hint));
       rule_msgf(&mb, "is not a %s%s", f->what, hint);
-      verr(v, path, mb.m);
+      verr_row(v, part, f, NULL, mb.m);
     }
     break;
   case SF_DURATION:
     if(!rule_duration_ms(f, *SF_CAT(base, f->off, int64_t), &mb))
-      verr(v, path, mb.m);
+      verr_row(v, part, f, NULL, mb.m);
     break;
-  case SF_MAP: vkv(v, path, f, SF_CAT(base, f->off, sc_kvlist)); break;
+  case SF_MAP: vkv(v, part, f, SF_CAT(base, f->off, sc_kvlist)); break;
   case SF_INT:
     if((f->flags & SF_NONNEG) && *SF_CAT(base, f->off, int64_t) < 0)
-      verr(v, path, "must not be negative");
+      verr_row(v, part, f, NULL, "must not be negative");
     break;
   default:
     break; /* times, booleans, lists: no rule */

@@ -333,9 +333,9 @@ static void check_props(yerrs *c, const ynode *n, const yaml_char_t *anchor,
 {
   char shown[80];
   if(anchor) /* libyaml limits anchor names to [A-Za-z0-9_-] */
-    yerrs_node(c, n, "YAML anchors (&%.64s) are not allowed; write the value "
-                   "out",
-             (const char *)anchor);
+    yerrs_node(c, n,
+               "YAML anchors (&%.64s) are not allowed; write the value out",
+               (const char *)anchor);
   if(tag) {
     const char *t = (const char *)tag;
     size_t pl = strlen(YAML_TAG_PREFIX);
@@ -354,7 +354,7 @@ static void check_props(yerrs *c, const ynode *n, const yaml_char_t *anchor,
     }
     if(!ok) {
       yerrs_node(c, n, "YAML tag %s is not allowed here",
-               tag_shown(t, shown, sizeof(shown)));
+                 tag_shown(t, shown, sizeof(shown)));
     }
   }
 }
@@ -406,8 +406,9 @@ static void on_start(yerrs *c, builder *b, yaml_event_t *ev, int kind)
 {
   ynode *n;
   if(b->depth >= YTREE_MAX_DEPTH) {
-    yerrs_add(c, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1,
-            NULL, "YAML nesting deeper than %d levels", YTREE_MAX_DEPTH);
+    yerrs_add(c, (int)ev->start_mark.line + 1,
+              (int)ev->start_mark.column + 1, NULL,
+              "YAML nesting deeper than %d levels", YTREE_MAX_DEPTH);
     c->stop = true;
     return;
   }
@@ -472,21 +473,22 @@ static void yaml_err(yerrs *c, const yaml_parser_t *p, const char *buf,
               (unsigned)p->problem_value);
     else
       yerrs_add(c, line, col, NULL, "invalid YAML: %s",
-              p->problem ? p->problem : "unreadable input");
+                p->problem ? p->problem : "unreadable input");
     return;
   }
   line = (int)p->problem_mark.line + 1;
   col = (int)p->problem_mark.column + 1;
   if(p->context && p->context_mark.line != p->problem_mark.line)
-    yerrs_add(c, line, col, NULL, "YAML syntax error: %s (%s started at line %d)",
-            p->problem ? p->problem : "unknown", p->context,
-            (int)p->context_mark.line + 1);
+    yerrs_add(c, line, col, NULL,
+              "YAML syntax error: %s (%s started at line %d)",
+              p->problem ? p->problem : "unknown", p->context,
+              (int)p->context_mark.line + 1);
   else if(p->context)
     yerrs_add(c, line, col, NULL, "YAML syntax error: %s (%s)",
-            p->problem ? p->problem : "unknown", p->context);
+              p->problem ? p->problem : "unknown", p->context);
   else
     yerrs_add(c, line, col, NULL, "YAML syntax error: %s",
-            p->problem ? p->problem : "unknown");
+              p->problem ? p->problem : "unknown");
 }
 
 long ytree_parse(yerrs *c, const char *buf, size_t len, ytree_doc_fn fn,
