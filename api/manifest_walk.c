@@ -160,7 +160,7 @@ static const char *want_str(mwalk *c, const ynode *v)
       yerrs_node(c->e, v, "expected a string, got null");
     else
       yerrs_node(c->e, v, "expected a string, got %s (quote it: %s)",
-               ynode_what(v), rule_quote(&q, v->val, v->len));
+                 ynode_what(v), rule_quote(&q, v->val, v->len));
     return NULL;
   }
   if(memchr(v->val, '\0', v->len)) {
@@ -195,9 +195,6 @@ static const ynode *pair_key(mwalk *c, const ynode *m, size_t i)
   }
   return k;
 }
-
-enum kv_rules { KV_LABELS, KV_ANNOTATIONS, KV_ENV, KV_META };
-
 
 static void walk_kv(mwalk *c, const ynode *m, const sf_field *f,
                     sc_kvlist *out)
