@@ -71,6 +71,10 @@ void manifest_set_free(manifest_set *set);
  * error line is "FIELD.PATH: message". Used for objects built in code and
  * by the stores. Returns SC_ERR_INVALID when any error was found; errors
  * are appended to *errs / *n_errs (free each, then the array). */
+/* The environment variables spec.envVars may not set (they change how
+ * programs in the sandbox are found or started), NULL-terminated. */
+extern const char *const manifest_env_denied[];
+
 sc_err session_validate(const session *s, char ***errs, size_t *n_errs);
 
 /* Why the controller must not act on s, an object read from a store (by

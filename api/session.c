@@ -1,15 +1,11 @@
 /* session.c - the Session struct: lifetime, copies, comparisons, defaults. */
 #include "api/session.h"
+#include "api/fields.h"
 #include "lib/scstr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *xstrdup(const char *s)
-{
-  return s ? strdup(s) : NULL;
-}
 
 /* --- sc_kvlist --- */
 
@@ -121,80 +117,41 @@ bool sc_kvlist_equal(const sc_kvlist *a, const sc_kvlist *b)
   return true;
 }
 
-/* --- enums --- */
+/* --- enums: the names (the field table's spec.state and status.phase
+ * rows read them too) --- */
 
-static const char *const state_names[] = {"Active", "Running", "Paused",
-                                          "Ended"};
-static const char *const phase_names[] = {"",        "Pending",  "Creating",
-                                          "Running", "Paused",   "Reclaimed",
-                                          "Ended",   "Failed"};
+const char *const sf_state_names[] = {"Active", "Running", "Paused", "Ended",
+                                      NULL};
+const char *const sf_phase_names[] = {"",        "Pending", "Creating",
+                                      "Running", "Paused",  "Reclaimed",
+                                      "Ended",   "Failed",  NULL};
 
 const char *session_state_name(session_state s)
 {
-  if((unsigned)s >= sizeof(state_names) / sizeof(state_names[0]))
-    return "Unknown";
-  return state_names[s];
+  return sf_name_of(sf_state_names, (int)s);
 }
 
 int session_state_parse(const char *s)
 {
-  size_t i;
-  for(i = 0; s && i < sizeof(state_names) / sizeof(state_names[0]); i++)
-    if(!strcmp(s, state_names[i]))
-      return (int)i;
-  return -1;
+  return sf_name_parse(sf_state_names, s);
 }
 
 const char *session_phase_name(session_phase p)
 {
-  if((unsigned)p >= sizeof(phase_names) / sizeof(phase_names[0]))
-    return "Unknown";
-  return phase_names[p];
+  return sf_name_of(sf_phase_names, (int)p);
 }
 
 int session_phase_parse(const char *s)
 {
-  size_t i;
-  for(i = 0; s && i < sizeof(phase_names) / sizeof(phase_names[0]); i++)
-    if(!strcmp(s, phase_names[i]))
-      return (int)i;
-  return -1;
+  return sf_name_parse(sf_phase_names, s);
 }
 
 /* --- conditions --- */
 
 static void cond_clear(session_condition *c)
 {
-  free(c->type);
-  free(c->status);
-  free(c->reason);
-  free(c->message);
+  sf_free(&sf_condition, c);
   memset(c, 0, sizeof(*c));
-}
-
-static sc_err cond_copy(session_condition *dst, const session_condition *src)
-{
-  memset(dst, 0, sizeof(*dst));
-  dst->type = xstrdup(src->type);
-  dst->status = xstrdup(src->status);
-  dst->reason = xstrdup(src->reason);
-  dst->message = xstrdup(src->message);
-  dst->last_transition_time = src->last_transition_time;
-  dst->observed_generation = src->observed_generation;
-  if((src->type && !dst->type) || (src->status && !dst->status) ||
-     (src->reason && !dst->reason) || (src->message && !dst->message)) {
-    cond_clear(dst);
-    return SC_ERR_NOMEM;
-  }
-  return SC_OK;
-}
-
-static bool cond_equal(const session_condition *a, const session_condition *b)
-{
-  return sc_str_eq0(a->type, b->type) && sc_str_eq0(a->status, b->status) &&
-         sc_str_eq0(a->reason, b->reason) && sc_str_eq0(a->message, b->message) &&
-         a->last_transition_time == b->last_transition_time &&
-         a->observed_generation == b->observed_generation;
 }
 
 const session_condition *session_status_get_condition(
@@ -216,7 +173,7 @@ sc_err session_status_set_condition(session_status *st,
   for(i = 0; i < st->n_conditions; i++)
     if(sc_str_eq0(st->conditions[i].type, c->type))
       break;
-  err = cond_copy(&nc, c);
+  err = sf_copy(&sf_condition, &nc, c);
   if(err)
     return err;
   if(i < st->n_conditions) {
@@ -240,115 +197,42 @@ sc_err session_status_set_condition(session_status *st,
   return SC_OK;
 }
 
-/* --- spec / status --- */
+/* --- spec / status / metadata: by the field table --- */
 
 void session_spec_clear(session_spec *sp)
 {
   if(!sp)
     return;
-  free(sp->template_id);
-  free(sp->session_id);
-  free(sp->tenant_id);
-  sc_kvlist_clear(&sp->env_vars);
-  sc_kvlist_clear(&sp->sandbox_metadata);
+  sf_free(&sf_spec, sp);
   memset(sp, 0, sizeof(*sp));
 }
 
 sc_err session_spec_copy(session_spec *dst, const session_spec *src)
 {
-  *dst = *src;
-  dst->template_id = xstrdup(src->template_id);
-  dst->session_id = xstrdup(src->session_id);
-  dst->tenant_id = xstrdup(src->tenant_id);
-  memset(&dst->env_vars, 0, sizeof(dst->env_vars));
-  memset(&dst->sandbox_metadata, 0, sizeof(dst->sandbox_metadata));
-  if((src->template_id && !dst->template_id) ||
-     (src->session_id && !dst->session_id) ||
-     (src->tenant_id && !dst->tenant_id) ||
-     sc_kvlist_copy(&dst->env_vars, &src->env_vars) ||
-     sc_kvlist_copy(&dst->sandbox_metadata, &src->sandbox_metadata)) {
-    session_spec_clear(dst);
-    return SC_ERR_NOMEM;
-  }
-  return SC_OK;
+  return sf_copy(&sf_spec, dst, src);
 }
 
 bool session_spec_equal(const session_spec *a, const session_spec *b)
 {
-  return sc_str_eq0(a->template_id, b->template_id) && a->state == b->state &&
-         a->idle_timeout_ms == b->idle_timeout_ms &&
-         a->reclaim_after_ms == b->reclaim_after_ms &&
-         sc_str_eq0(a->session_id, b->session_id) &&
-         sc_str_eq0(a->tenant_id, b->tenant_id) &&
-         sc_kvlist_equal(&a->env_vars, &b->env_vars) &&
-         sc_kvlist_equal(&a->sandbox_metadata, &b->sandbox_metadata) &&
-         a->wake == b->wake;
+  return sf_equal(&sf_spec, a, b);
 }
 
 void session_status_clear(session_status *st)
 {
-  size_t i;
   if(!st)
     return;
-  free(st->sandbox_id);
-  free(st->create_intent_by);
-  free(st->sandbox_state);
-  free(st->sandbox_proof);
-  for(i = 0; i < st->n_conditions; i++)
-    cond_clear(&st->conditions[i]);
-  free(st->conditions);
+  sf_free(&sf_status, st);
   memset(st, 0, sizeof(*st));
 }
 
 sc_err session_status_copy(session_status *dst, const session_status *src)
 {
-  size_t i;
-  *dst = *src;
-  dst->sandbox_id = xstrdup(src->sandbox_id);
-  dst->sandbox_state = xstrdup(src->sandbox_state);
-  dst->create_intent_by = xstrdup(src->create_intent_by);
-  dst->sandbox_proof = xstrdup(src->sandbox_proof);
-  dst->conditions = NULL;
-  dst->n_conditions = 0;
-  if((src->sandbox_id && !dst->sandbox_id) ||
-     (src->sandbox_state && !dst->sandbox_state) ||
-     (src->create_intent_by && !dst->create_intent_by) ||
-     (src->sandbox_proof && !dst->sandbox_proof))
-    goto nomem;
-  if(src->n_conditions) {
-    dst->conditions = calloc(src->n_conditions, sizeof(*dst->conditions));
-    if(!dst->conditions)
-      goto nomem;
-    for(i = 0; i < src->n_conditions; i++) {
-      if(cond_copy(&dst->conditions[i], &src->conditions[i]))
-        goto nomem;
-      dst->n_conditions = i + 1;
-    }
-  }
-  return SC_OK;
-nomem:
-  session_status_clear(dst);
-  return SC_ERR_NOMEM;
+  return sf_copy(&sf_status, dst, src);
 }
 
 bool session_status_equal(const session_status *a, const session_status *b)
 {
-  size_t i;
-  if(a->phase != b->phase || !sc_str_eq0(a->sandbox_id, b->sandbox_id) ||
-     !sc_str_eq0(a->sandbox_state, b->sandbox_state) || a->end_at != b->end_at ||
-     !sc_str_eq0(a->sandbox_proof, b->sandbox_proof) ||
-     a->observed_generation != b->observed_generation ||
-     a->reclaimed_generation != b->reclaimed_generation ||
-     a->paused_by_controller != b->paused_by_controller ||
-     a->applied_idle_timeout_ms != b->applied_idle_timeout_ms ||
-     a->create_intent_at != b->create_intent_at ||
-     !sc_str_eq0(a->create_intent_by, b->create_intent_by) ||
-     a->n_conditions != b->n_conditions)
-    return false;
-  for(i = 0; i < a->n_conditions; i++)
-    if(!cond_equal(&a->conditions[i], &b->conditions[i]))
-      return false;
-  return true;
+  return sf_equal(&sf_status, a, b);
 }
 
 /* --- session --- */
@@ -361,77 +245,32 @@ session *session_new(void)
   return s;
 }
 
-static void meta_clear(session_metadata *m)
-{
-  size_t i;
-  free(m->name);
-  free(m->namespace_);
-  free(m->uid);
-  free(m->resource_version);
-  sc_kvlist_clear(&m->labels);
-  sc_kvlist_clear(&m->annotations);
-  for(i = 0; i < m->n_finalizers; i++)
-    free(m->finalizers[i]);
-  free(m->finalizers);
-  memset(m, 0, sizeof(*m));
-}
-
 void session_free(session *s)
 {
   if(!s)
     return;
-  meta_clear(&s->meta);
-  session_spec_clear(&s->spec);
-  session_status_clear(&s->status);
+  sf_free(&sf_meta, &s->meta);
+  sf_free(&sf_spec, &s->spec);
+  sf_free(&sf_status, &s->status);
   free(s);
 }
 
 session *session_dup(const session *s)
 {
   session *d;
-  size_t i;
   if(!s)
     return NULL;
   d = session_new();
   if(!d)
     return NULL;
-  d->meta = s->meta;
-  d->meta.name = xstrdup(s->meta.name);
-  d->meta.namespace_ = xstrdup(s->meta.namespace_);
-  d->meta.uid = xstrdup(s->meta.uid);
-  d->meta.resource_version = xstrdup(s->meta.resource_version);
-  memset(&d->meta.labels, 0, sizeof(d->meta.labels));
-  memset(&d->meta.annotations, 0, sizeof(d->meta.annotations));
-  d->meta.finalizers = NULL;
-  d->meta.n_finalizers = 0;
-  if((s->meta.name && !d->meta.name) ||
-     (s->meta.namespace_ && !d->meta.namespace_) ||
-     (s->meta.uid && !d->meta.uid) ||
-     (s->meta.resource_version && !d->meta.resource_version) ||
-     sc_kvlist_copy(&d->meta.labels, &s->meta.labels) ||
-     sc_kvlist_copy(&d->meta.annotations, &s->meta.annotations))
-    goto fail;
-  if(s->meta.n_finalizers) {
-    d->meta.finalizers = calloc(s->meta.n_finalizers, sizeof(char *));
-    if(!d->meta.finalizers)
-      goto fail;
-    for(i = 0; i < s->meta.n_finalizers; i++) {
-      d->meta.finalizers[i] = strdup(s->meta.finalizers[i]);
-      d->meta.n_finalizers = i + 1;
-      if(!d->meta.finalizers[i])
-        goto fail;
-    }
+  /* each copy owns nothing when it fails: d is then safe to free */
+  if(sf_copy(&sf_meta, &d->meta, &s->meta) ||
+     sf_copy(&sf_spec, &d->spec, &s->spec) ||
+     sf_copy(&sf_status, &d->status, &s->status)) {
+    session_free(d);
+    return NULL;
   }
-  if(session_spec_copy(&d->spec, &s->spec))
-    goto fail_spec;
-  if(session_status_copy(&d->status, &s->status))
-    goto fail;
   return d;
-fail_spec:
-  memset(&d->spec, 0, sizeof(d->spec));
-fail:
-  session_free(d);
-  return NULL;
 }
 
 sc_err session_apply_defaults(session *s)

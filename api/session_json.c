@@ -7,6 +7,9 @@
  * set (>= 0, so "0" = never survives). Decoding is strict: unknown fields,
  * wrong JSON types, bad enums, durations and times are errors naming the
  * field path. A JSON null reads as "unset".
+ *
+ * Both directions walk the field table (api/fields.h): a row names the
+ * member, its JSON name and type, so a new field needs no code here.
  */
 #include "api/session_json.h"
 
@@ -18,10 +21,13 @@
 
 #include "api/duration.h"
 #include "api/fieldpath.h"
+#include "api/fields.h"
 
 #define JSON_OUT_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-/* ---------------------------------------------------------------- encode */
+/* ---------------------------------------------------------------- encode
+ * By the field table: each row that is set (sf_is_set; spec.state is
+ * SF_ALWAYS), in row order. */
 
 typedef struct jenc {
   bool nomem;
@@ -45,17 +51,9 @@ static void put_str(jenc *e, json_object *o, const char *key, const char *s)
     put(e, o, key, json_object_new_string(s));
 }
 
-static void put_int(jenc *e, json_object *o, const char *key, int64_t v)
-{
-  if(v)
-    put(e, o, key, json_object_new_int64(v));
-}
-
 static void put_time(jenc *e, json_object *o, const char *key, sc_time t)
 {
   char buf[SCTIME_RFC3339_MAX];
-  if(!t)
-    return;
   sctime_format_rfc3339(t, buf, sizeof(buf));
   put(e, o, key, json_object_new_string(buf));
 }
@@ -71,141 +69,77 @@ static void put_duration(jenc *e, json_object *o, const char *key,
 static void put_kv(jenc *e, json_object *o, const char *key,
                    const sc_kvlist *l)
 {
-  json_object *m;
+  json_object *m = json_object_new_object();
   size_t i;
-  if(!l->n)
-    return;
-  m = json_object_new_object();
-  if(!m) {
-    e->nomem = true;
-    return;
-  }
-  for(i = 0; i < l->n; i++)
+  for(i = 0; m && i < l->n; i++)
     put_str(e, m, l->items[i].key, l->items[i].value);
   put(e, o, key, m);
 }
 
-static json_object *enc_meta(jenc *e, const session_metadata *m)
+static void add_item(jenc *e, json_object *a, json_object *v)
+{
+  if(!v || json_object_array_add(a, v)) {
+    json_object_put(v);
+    e->nomem = true;
+  }
+}
+
+static void enc_fields(jenc *e, json_object *o, const sf_table *t,
+                       const void *base);
+
+static json_object *enc_object(jenc *e, const sf_table *t, const void *base)
 {
   json_object *o = json_object_new_object();
+  if(!o)
+    e->nomem = true;
+  else
+    enc_fields(e, o, t, base);
+  return o;
+}
+
+static void enc_row(jenc *e, json_object *o, const sf_field *f,
+                    const void *base)
+{
+  size_t i, n;
+  json_object *a;
+  switch(f->type) {
+  case SF_STR: put_str(e, o, f->name, *SF_CAT(base, f->off, char *)); break;
+  case SF_ENUM:
+    put_str(e, o, f->name, sf_name_of(f->names, sf_enum_get(f, base)));
+    break;
+  case SF_INT:
+    put(e, o, f->name, json_object_new_int64(*SF_CAT(base, f->off, int64_t)));
+    break;
+  case SF_TIME: put_time(e, o, f->name, *SF_CAT(base, f->off, sc_time)); break;
+  case SF_DURATION:
+    put_duration(e, o, f->name, *SF_CAT(base, f->off, int64_t));
+    break;
+  case SF_BOOL: put(e, o, f->name, json_object_new_boolean(1)); break;
+  case SF_MAP: put_kv(e, o, f->name, SF_CAT(base, f->off, sc_kvlist)); break;
+  case SF_OBJECT: put(e, o, f->name, enc_object(e, f->sub, base)); break;
+  case SF_STRLIST:
+  case SF_CONDLIST:
+    a = json_object_new_array();
+    n = *SF_CAT(base, f->off_n, size_t);
+    for(i = 0; a && i < n; i++)
+      add_item(e, a, f->type == SF_STRLIST
+                       ? json_object_new_string(
+                           (*SF_CAT(base, f->off, char **))[i])
+                       : enc_object(e, f->sub,
+                                    &(*SF_CAT(base, f->off,
+                                              session_condition *))[i]));
+    put(e, o, f->name, a);
+    break;
+  }
+}
+
+static void enc_fields(jenc *e, json_object *o, const sf_table *t,
+                       const void *base)
+{
   size_t i;
-  if(!o) {
-    e->nomem = true;
-    return NULL;
-  }
-  put_str(e, o, "name", m->name);
-  put_str(e, o, "namespace", m->namespace_);
-  put_str(e, o, "uid", m->uid);
-  put_str(e, o, "resourceVersion", m->resource_version);
-  put_int(e, o, "generation", m->generation);
-  put_time(e, o, "creationTimestamp", m->creation_timestamp);
-  put_time(e, o, "deletionTimestamp", m->deletion_timestamp);
-  put_kv(e, o, "labels", &m->labels);
-  put_kv(e, o, "annotations", &m->annotations);
-  if(m->n_finalizers) {
-    json_object *a = json_object_new_array();
-    if(!a)
-      e->nomem = true;
-    for(i = 0; a && i < m->n_finalizers; i++) {
-      json_object *v = json_object_new_string(m->finalizers[i]);
-      if(!v || json_object_array_add(a, v)) {
-        json_object_put(v);
-        e->nomem = true;
-      }
-    }
-    if(a)
-      put(e, o, "finalizers", a);
-  }
-  return o;
-}
-
-static json_object *enc_spec(jenc *e, const session_spec *sp)
-{
-  json_object *o = json_object_new_object();
-  if(!o) {
-    e->nomem = true;
-    return NULL;
-  }
-  put_str(e, o, "template", sp->template_id);
-  put_str(e, o, "state", session_state_name(sp->state));
-  if(sp->idle_timeout_ms)
-    put_duration(e, o, "idleTimeout", sp->idle_timeout_ms);
-  if(sp->reclaim_after_ms >= 0)
-    put_duration(e, o, "reclaimAfter", sp->reclaim_after_ms);
-  put_str(e, o, "sessionID", sp->session_id);
-  put_str(e, o, "tenantID", sp->tenant_id);
-  put_kv(e, o, "envVars", &sp->env_vars);
-  put_kv(e, o, "sandboxMetadata", &sp->sandbox_metadata);
-  put_int(e, o, "wake", sp->wake);
-  return o;
-}
-
-static json_object *enc_status(jenc *e, const session_status *st)
-{
-  json_object *o = json_object_new_object();
-  size_t i;
-  if(!o) {
-    e->nomem = true;
-    return NULL;
-  }
-  if(st->phase != SESSION_PHASE_NONE)
-    put_str(e, o, "phase", session_phase_name(st->phase));
-  put_str(e, o, "sandboxID", st->sandbox_id);
-  put_str(e, o, "sandboxState", st->sandbox_state);
-  put_str(e, o, "sandboxProof", st->sandbox_proof);
-  put_time(e, o, "endAt", st->end_at);
-  put_int(e, o, "observedGeneration", st->observed_generation);
-  put_int(e, o, "reclaimedGeneration", st->reclaimed_generation);
-  if(st->paused_by_controller)
-    put(e, o, "pausedByController", json_object_new_boolean(1));
-  if(st->applied_idle_timeout_ms)
-    put_duration(e, o, "appliedIdleTimeout", st->applied_idle_timeout_ms);
-  if(st->create_intent_at) {
-    json_object *ci = json_object_new_object();
-    if(!ci)
-      e->nomem = true;
-    else {
-      put_str(e, ci, "by", st->create_intent_by);
-      put_time(e, ci, "at", st->create_intent_at);
-      put(e, o, "createIntent", ci);
-    }
-  }
-  if(st->n_conditions) {
-    json_object *a = json_object_new_array();
-    if(!a)
-      e->nomem = true;
-    for(i = 0; a && i < st->n_conditions; i++) {
-      const session_condition *c = &st->conditions[i];
-      json_object *co = json_object_new_object();
-      if(!co) {
-        e->nomem = true;
-        break;
-      }
-      put_str(e, co, "type", c->type);
-      put_str(e, co, "status", c->status);
-      put_str(e, co, "reason", c->reason);
-      put_str(e, co, "message", c->message);
-      put_time(e, co, "lastTransitionTime", c->last_transition_time);
-      put_int(e, co, "observedGeneration", c->observed_generation);
-      if(json_object_array_add(a, co)) {
-        json_object_put(co);
-        e->nomem = true;
-      }
-    }
-    if(a)
-      put(e, o, "conditions", a);
-  }
-  return o;
-}
-
-static bool status_empty(const session_status *st)
-{
-  return st->phase == SESSION_PHASE_NONE && !st->sandbox_id &&
-         !st->sandbox_state && !st->sandbox_proof && !st->end_at &&
-         !st->observed_generation &&
-         !st->reclaimed_generation && !st->paused_by_controller &&
-         !st->applied_idle_timeout_ms && !st->create_intent_at &&
-         !st->n_conditions;
+  for(i = 0; i < t->n && !e->nomem; i++)
+    if(sf_is_set(&t->f[i], base) || (t->f[i].flags & SF_ALWAYS))
+      enc_row(e, o, &t->f[i], base);
 }
 
 json_object *session_to_json_object(const session *s)
@@ -219,10 +153,10 @@ json_object *session_to_json_object(const session *s)
     return NULL;
   put_str(&e, o, "apiVersion", SESSION_API_VERSION);
   put_str(&e, o, "kind", SESSION_KIND);
-  put(&e, o, "metadata", enc_meta(&e, &s->meta));
-  put(&e, o, "spec", enc_spec(&e, &s->spec));
-  if(!status_empty(&s->status))
-    put(&e, o, "status", enc_status(&e, &s->status));
+  put(&e, o, "metadata", enc_object(&e, &sf_meta, &s->meta));
+  put(&e, o, "spec", enc_object(&e, &sf_spec, &s->spec));
+  if(!sf_empty(&sf_status, &s->status))
+    put(&e, o, "status", enc_object(&e, &sf_status, &s->status));
   if(e.nomem) {
     json_object_put(o);
     return NULL;
@@ -281,7 +215,7 @@ sc_err session_spec_to_json(const session_spec *sp, char **out)
     *out = NULL;
     return SC_ERR_INVALID;
   }
-  o = enc_spec(&e, sp);
+  o = enc_object(&e, &sf_spec, sp);
   return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
 }
 
@@ -293,7 +227,7 @@ sc_err session_status_to_json(const session_status *st, char **out)
     *out = NULL;
     return SC_ERR_INVALID;
   }
-  o = enc_status(&e, st);
+  o = enc_object(&e, &sf_status, st);
   return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
 }
 
@@ -470,267 +404,125 @@ static sc_err unknown(jdec *d, const char *path, const char *key)
   return derr(d, SC_ERR_INVALID, p, "unknown field");
 }
 
-static sc_err dec_meta(jdec *d, json_object *o, session_metadata *m)
+static sc_err dec_fields(jdec *d, json_object *o, const char *path,
+                         const sf_table *t, void *base);
+
+static sc_err dec_enum(jdec *d, json_object *v, const char *path,
+                       const sf_field *f, void *base)
 {
-  sc_err err = want(d, o, json_type_object, "metadata", "an object");
+  char q[FIELDPATH_QUOTE_MAX], hint[160];
+  char *s = NULL;
+  int e;
+  sc_err err = dec_string(d, v, path, &s);
+  if(err)
+    return err;
+  e = sf_name_parse(f->names, s);
+  if(e < 0) {
+    fieldpath_quote(q, sizeof(q), s, strlen(s));
+    sf_enum_hint(f, hint, sizeof(hint));
+    err = derr(d, SC_ERR_INVALID, path, "%s is not a %s%s", q, f->what,
+               hint);
+  }
+  else
+    *SF_AT(base, f->off, int) = e;
+  free(s);
+  return err;
+}
+
+/* A JSON array into a list row; what it held before is freed first. */
+static sc_err dec_list(jdec *d, json_object *v, const char *path,
+                       const sf_field *f, void *base)
+{
+  size_t i, n, *count = SF_AT(base, f->off_n, size_t);
+  bool conds = f->type == SF_CONDLIST;
+  size_t esize = conds ? sizeof(session_condition) : sizeof(char *);
+  char *items;
+  sc_err err = want(d, v, json_type_array, path,
+                    conds ? "an array" : "an array of strings");
+  if(err)
+    return err;
+  n = json_object_array_length(v);
+  /* free the old list: the row alone, through a one-row table */
+  {
+    sf_table one = {"", 0, f, 1};
+    sf_free(&one, base);
+  }
+  *SF_AT(base, f->off, void *) = NULL;
+  *count = 0;
+  if(!n)
+    return SC_OK;
+  items = calloc(n, esize);
+  if(!items)
+    return SC_ERR_NOMEM;
+  *SF_AT(base, f->off, void *) = items;
+  if(conds)
+    *count = n; /* zeroed entries are safe to free */
+  for(i = 0; i < n; i++) {
+    char ip[FIELDPATH_MAX];
+    json_object *it = json_object_array_get_idx(v, i);
+    fieldpath_index(ip, sizeof(ip), path, i);
+    if(conds)
+      err = dec_fields(d, it, ip, f->sub, items + i * esize);
+    else {
+      err = dec_string(d, it, ip, (char **)(void *)(items + i * esize));
+      if(!err)
+        *count = i + 1;
+    }
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
+static sc_err dec_row(jdec *d, json_object *v, const char *p,
+                      const sf_field *f, void *base)
+{
+  sc_err err;
+  switch(f->type) {
+  case SF_STR: return dec_string(d, v, p, SF_AT(base, f->off, char *));
+  case SF_ENUM: return dec_enum(d, v, p, f, base);
+  case SF_INT: return dec_int(d, v, p, SF_AT(base, f->off, int64_t));
+  case SF_TIME: return dec_time(d, v, p, SF_AT(base, f->off, sc_time));
+  case SF_DURATION:
+    return dec_duration(d, v, p, SF_AT(base, f->off, int64_t));
+  case SF_BOOL:
+    err = want(d, v, json_type_boolean, p, "a boolean");
+    if(!err)
+      *SF_AT(base, f->off, bool) = json_object_get_boolean(v);
+    return err;
+  case SF_MAP:
+    if((f->flags & SF_LENIENT) && (d->flags & SESSION_JSON_LENIENT_METADATA))
+      return dec_kv_lenient(d, v, SF_AT(base, f->off, sc_kvlist));
+    return dec_kv(d, v, p, SF_AT(base, f->off, sc_kvlist));
+  case SF_OBJECT: return dec_fields(d, v, p, f->sub, base);
+  case SF_STRLIST:
+  case SF_CONDLIST: return dec_list(d, v, p, f, base);
+  }
+  return SC_OK;
+}
+
+/* The members of object o (at path) into base by table t. Unknown
+ * members are errors, but under IGNORE_UNKNOWN_METADATA in metadata. */
+static sc_err dec_fields(jdec *d, json_object *o, const char *path,
+                         const sf_table *t, void *base)
+{
+  sc_err err = want(d, o, json_type_object, path, "an object");
   if(err)
     return err;
   json_object_object_foreach(o, key, v)
   {
     char p[FIELDPATH_MAX];
-    fieldpath_key(p, sizeof(p), "metadata", key);
+    const sf_field *f;
     if(!v)
       continue; /* null: unset */
-    if(!strcmp(key, "name"))
-      err = dec_string(d, v, p, &m->name);
-    else if(!strcmp(key, "namespace"))
-      err = dec_string(d, v, p, &m->namespace_);
-    else if(!strcmp(key, "uid"))
-      err = dec_string(d, v, p, &m->uid);
-    else if(!strcmp(key, "resourceVersion"))
-      err = dec_string(d, v, p, &m->resource_version);
-    else if(!strcmp(key, "generation"))
-      err = dec_int(d, v, p, &m->generation);
-    else if(!strcmp(key, "creationTimestamp"))
-      err = dec_time(d, v, p, &m->creation_timestamp);
-    else if(!strcmp(key, "deletionTimestamp"))
-      err = dec_time(d, v, p, &m->deletion_timestamp);
-    else if(!strcmp(key, "labels"))
-      err = d->flags & SESSION_JSON_LENIENT_METADATA
-              ? dec_kv_lenient(d, v, &m->labels)
-              : dec_kv(d, v, p, &m->labels);
-    else if(!strcmp(key, "annotations"))
-      err = d->flags & SESSION_JSON_LENIENT_METADATA
-              ? dec_kv_lenient(d, v, &m->annotations)
-              : dec_kv(d, v, p, &m->annotations);
-    else if(!strcmp(key, "finalizers")) {
-      size_t i, n;
-      err = want(d, v, json_type_array, p, "an array of strings");
-      if(err)
-        return err;
-      n = json_object_array_length(v);
-      for(i = 0; i < m->n_finalizers; i++)
-        free(m->finalizers[i]);
-      free(m->finalizers);
-      m->finalizers = NULL;
-      m->n_finalizers = 0;
-      if(n) {
-        m->finalizers = calloc(n, sizeof(char *));
-        if(!m->finalizers)
-          return SC_ERR_NOMEM;
-      }
-      for(i = 0; i < n; i++) {
-        char ip[FIELDPATH_MAX];
-        fieldpath_index(ip, sizeof(ip), p, i);
-        err = dec_string(d, json_object_array_get_idx(v, i), ip,
-                         &m->finalizers[i]);
-        if(err)
-          return err;
-        m->n_finalizers = i + 1;
-      }
+    f = sf_find(t, key, strlen(key));
+    if(!f) {
+      if(t == &sf_meta && (d->flags & SESSION_JSON_IGNORE_UNKNOWN_METADATA))
+        continue;
+      return unknown(d, path, key);
     }
-    else if(d->flags & SESSION_JSON_IGNORE_UNKNOWN_METADATA)
-      continue;
-    else
-      err = unknown(d, "metadata", key);
-    if(err)
-      return err;
-  }
-  return SC_OK;
-}
-
-static sc_err dec_spec(jdec *d, json_object *o, const char *path,
-                       session_spec *sp)
-{
-  sc_err err = want(d, o, json_type_object, path, "an object");
-  if(err)
-    return err;
-  json_object_object_foreach(o, key, v)
-  {
-    char p[FIELDPATH_MAX];
     fieldpath_key(p, sizeof(p), path, key);
-    if(!v)
-      continue;
-    if(!strcmp(key, "template"))
-      err = dec_string(d, v, p, &sp->template_id);
-    else if(!strcmp(key, "state")) {
-      char *s = NULL;
-      int st;
-      err = dec_string(d, v, p, &s);
-      if(err)
-        return err;
-      st = session_state_parse(s);
-      if(st < 0) {
-        char q[FIELDPATH_QUOTE_MAX];
-        fieldpath_quote(q, sizeof(q), s, strlen(s));
-        err = derr(d, SC_ERR_INVALID, p,
-                   "%s is not a state (use Active, Running, Paused or Ended)",
-                   q);
-      }
-      else
-        sp->state = (session_state)st;
-      free(s);
-    }
-    else if(!strcmp(key, "idleTimeout"))
-      err = dec_duration(d, v, p, &sp->idle_timeout_ms);
-    else if(!strcmp(key, "reclaimAfter"))
-      err = dec_duration(d, v, p, &sp->reclaim_after_ms);
-    else if(!strcmp(key, "sessionID"))
-      err = dec_string(d, v, p, &sp->session_id);
-    else if(!strcmp(key, "tenantID"))
-      err = dec_string(d, v, p, &sp->tenant_id);
-    else if(!strcmp(key, "envVars"))
-      err = dec_kv(d, v, p, &sp->env_vars);
-    else if(!strcmp(key, "sandboxMetadata"))
-      err = dec_kv(d, v, p, &sp->sandbox_metadata);
-    else if(!strcmp(key, "wake"))
-      err = dec_int(d, v, p, &sp->wake);
-    else
-      err = unknown(d, path, key);
-    if(err)
-      return err;
-  }
-  return SC_OK;
-}
-
-static sc_err dec_intent(jdec *d, json_object *o, const char *path,
-                         session_status *st)
-{
-  sc_err err = want(d, o, json_type_object, path, "an object");
-  if(err)
-    return err;
-  json_object_object_foreach(o, key, v)
-  {
-    char p[FIELDPATH_MAX];
-    fieldpath_key(p, sizeof(p), path, key);
-    if(!v)
-      continue;
-    if(!strcmp(key, "by"))
-      err = dec_string(d, v, p, &st->create_intent_by);
-    else if(!strcmp(key, "at"))
-      err = dec_time(d, v, p, &st->create_intent_at);
-    else
-      err = unknown(d, path, key);
-    if(err)
-      return err;
-  }
-  return SC_OK;
-}
-
-static sc_err dec_condition(jdec *d, json_object *o, const char *path,
-                            session_condition *c)
-{
-  sc_err err = want(d, o, json_type_object, path, "an object");
-  if(err)
-    return err;
-  json_object_object_foreach(o, key, v)
-  {
-    char p[FIELDPATH_MAX];
-    fieldpath_key(p, sizeof(p), path, key);
-    if(!v)
-      continue;
-    if(!strcmp(key, "type"))
-      err = dec_string(d, v, p, &c->type);
-    else if(!strcmp(key, "status"))
-      err = dec_string(d, v, p, &c->status);
-    else if(!strcmp(key, "reason"))
-      err = dec_string(d, v, p, &c->reason);
-    else if(!strcmp(key, "message"))
-      err = dec_string(d, v, p, &c->message);
-    else if(!strcmp(key, "lastTransitionTime"))
-      err = dec_time(d, v, p, &c->last_transition_time);
-    else if(!strcmp(key, "observedGeneration"))
-      err = dec_int(d, v, p, &c->observed_generation);
-    else
-      err = unknown(d, path, key);
-    if(err)
-      return err;
-  }
-  return SC_OK;
-}
-
-static sc_err dec_status(jdec *d, json_object *o, const char *path,
-                         session_status *st)
-{
-  sc_err err = want(d, o, json_type_object, path, "an object");
-  if(err)
-    return err;
-  json_object_object_foreach(o, key, v)
-  {
-    char p[FIELDPATH_MAX];
-    fieldpath_key(p, sizeof(p), path, key);
-    if(!v)
-      continue;
-    if(!strcmp(key, "phase")) {
-      char *s = NULL;
-      int ph;
-      err = dec_string(d, v, p, &s);
-      if(err)
-        return err;
-      ph = session_phase_parse(s);
-      if(ph < 0) {
-        char q[FIELDPATH_QUOTE_MAX];
-        fieldpath_quote(q, sizeof(q), s, strlen(s));
-        err = derr(d, SC_ERR_INVALID, p, "%s is not a phase", q);
-      }
-      else
-        st->phase = (session_phase)ph;
-      free(s);
-    }
-    else if(!strcmp(key, "sandboxID"))
-      err = dec_string(d, v, p, &st->sandbox_id);
-    else if(!strcmp(key, "sandboxState"))
-      err = dec_string(d, v, p, &st->sandbox_state);
-    else if(!strcmp(key, "sandboxProof"))
-      err = dec_string(d, v, p, &st->sandbox_proof);
-    else if(!strcmp(key, "endAt"))
-      err = dec_time(d, v, p, &st->end_at);
-    else if(!strcmp(key, "observedGeneration"))
-      err = dec_int(d, v, p, &st->observed_generation);
-    else if(!strcmp(key, "reclaimedGeneration"))
-      err = dec_int(d, v, p, &st->reclaimed_generation);
-    else if(!strcmp(key, "pausedByController")) {
-      err = want(d, v, json_type_boolean, p, "a boolean");
-      if(!err)
-        st->paused_by_controller = json_object_get_boolean(v);
-    }
-    else if(!strcmp(key, "appliedIdleTimeout"))
-      err = dec_duration(d, v, p, &st->applied_idle_timeout_ms);
-    else if(!strcmp(key, "createIntent"))
-      err = dec_intent(d, v, p, st);
-    else if(!strcmp(key, "conditions")) {
-      size_t i, n;
-      err = want(d, v, json_type_array, p, "an array");
-      if(err)
-        return err;
-      n = json_object_array_length(v);
-      for(i = 0; i < st->n_conditions; i++) {
-        session_condition *c = &st->conditions[i];
-        free(c->type);
-        free(c->status);
-        free(c->reason);
-        free(c->message);
-      }
-      free(st->conditions);
-      st->conditions = NULL;
-      st->n_conditions = 0;
-      if(n) {
-        st->conditions = calloc(n, sizeof(*st->conditions));
-        if(!st->conditions)
-          return SC_ERR_NOMEM;
-        st->n_conditions = n; /* zeroed entries are safe to clear */
-      }
-      for(i = 0; i < n; i++) {
-        char ip[FIELDPATH_MAX];
-        fieldpath_index(ip, sizeof(ip), p, i);
-        err = dec_condition(d, json_object_array_get_idx(v, i), ip,
-                            &st->conditions[i]);
-        if(err)
-          return err;
-      }
-    }
-    else
-      err = unknown(d, path, key);
+    err = dec_row(d, v, p, f, base);
     if(err)
       return err;
   }
@@ -790,11 +582,11 @@ sc_err session_from_json_object_ex(json_object *o, unsigned flags,
     else if(!v)
       continue;
     else if(!strcmp(key, "metadata"))
-      err = dec_meta(&d, v, &s->meta);
+      err = dec_fields(&d, v, "metadata", &sf_meta, &s->meta);
     else if(!strcmp(key, "spec"))
-      err = dec_spec(&d, v, "spec", &s->spec);
+      err = dec_fields(&d, v, "spec", &sf_spec, &s->spec);
     else if(!strcmp(key, "status"))
-      err = dec_status(&d, v, "status", &s->status);
+      err = dec_fields(&d, v, "status", &sf_status, &s->status);
     else
       err = unknown(&d, "", key);
     if(err)
@@ -894,7 +686,7 @@ sc_err session_spec_from_json(const char *json, session_spec *out,
   err = parse_text(json, json ? strlen(json) : 0, &o, eb);
   if(err)
     return err;
-  err = dec_spec(&d, o, "spec", out);
+  err = dec_fields(&d, o, "spec", &sf_spec, out);
   json_object_put(o);
   if(err) {
     session_spec_clear(out);
@@ -913,7 +705,7 @@ sc_err session_status_from_json(const char *json, session_status *out,
   err = parse_text(json, json ? strlen(json) : 0, &o, eb);
   if(err)
     return err;
-  err = dec_status(&d, o, "status", out);
+  err = dec_fields(&d, o, "status", &sf_status, out);
   json_object_put(o);
   if(err)
     session_status_clear(out);

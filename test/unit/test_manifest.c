@@ -739,6 +739,47 @@ TEST(garbage_never_crashes)
   }
 }
 
+/* The object index and the duplicate-key check (lib/hmap.h) at sizes past
+ * their first growth: 3000 distinct objects in one List all read, the
+ * one repeat names the first; a key given three times is reported twice,
+ * both times naming its first place. */
+TEST(duplicates_are_found_among_many)
+{
+  dynbuf b;
+  manifest_set set = {0};
+  size_t i;
+  dynbuf_init(&b, 1 << 22);
+  dynbuf_addstr(&b, "apiVersion: v1\nkind: List\nitems:\n");
+  for(i = 0; i < 3000; i++)
+    dynbuf_printf(&b, "- {apiVersion: lea.io/v1alpha1, kind: Session, "
+                      "metadata: {name: s%zu}, spec: {template: t}}\n",
+                  i);
+  dynbuf_addstr(&b, "- {apiVersion: lea.io/v1alpha1, kind: Session, "
+                    "metadata: {name: s1500}, spec: {template: t}}\n");
+  CHECK_OK(manifest_read_buffer("many", dynbuf_ptr(&b), dynbuf_len(&b), NULL,
+                                &set));
+  dynbuf_free(&b);
+  CHECK_INT(set.n, 3000);
+  CHECK_INT(set.n_errors, 1);
+  CHECK_STR(set.errors[0], "many:3004:65: items[3000].metadata.name: "
+                           "duplicate object default/s1500, first at "
+                           "many:1504");
+  manifest_set_free(&set);
+  {
+    static const char y[] = SESSION_HEAD "metadata: {name: a}\n"
+                            "spec: {template: t, wake: 1, wake: 2, "
+                            "state: Active, wake: 3}\n";
+    CHECK_OK(manifest_read_buffer("k", y, strlen(y), NULL, &set));
+    CHECK_INT(set.n, 0);
+    CHECK_INT(set.n_errors, 2);
+    CHECK_STR(set.errors[0], "k:4:30: spec.wake: duplicate key (first at "
+                             "4:21)");
+    CHECK_STR(set.errors[1], "k:4:54: spec.wake: duplicate key (first at "
+                             "4:21)");
+    manifest_set_free(&set);
+  }
+}
+
 TEST_LIST = {T(bad_manifests_give_exact_errors),
              T(good_manifests_decode_to_expected_json),
              T(defaults_are_applied),
@@ -755,6 +796,6 @@ TEST_LIST = {T(bad_manifests_give_exact_errors),
              T(manifest_json_round_trip),
              T(validate_table),
              T(validate_env_entry_cap), T(validate_metadata_entry_cap),
-             T(garbage_never_crashes),
+             T(garbage_never_crashes), T(duplicates_are_found_among_many),
              {0}};
 TEST_MAIN()
