@@ -47,6 +47,7 @@ typedef struct fake_cube {
   size_t n;
   bool refuse_get; /* get answers SC_ERR_NOMEM at once, as the client does
                       when it cannot allocate the call */
+  bool refuse_delete; /* the same for the DELETE */
 } fake_cube;
 
 static sc_err fake_add(fake_cube *f, cube_op op, const char *id, cube_cb cb,
@@ -98,6 +99,8 @@ static sc_err f_set_timeout(void *cl, const char *id, int64_t t, cube_cb cb,
 
 static sc_err f_delete(void *cl, const char *id, cube_cb cb, void *ud)
 {
+  if(((fake_cube *)cl)->refuse_delete)
+    return SC_ERR_NOMEM;
   return fake_add(cl, CUBE_OP_DELETE, id, cb, ud);
 }
 
@@ -112,6 +115,17 @@ static void fake_table(act_cube *t, fake_cube *f)
   t->connect = f_connect;
   t->set_timeout_now = f_set_timeout;
   t->delete_now = f_delete;
+}
+
+/* a pause's answer: HTTP status, error (SC_OK: none) */
+static void pause_result(cube_result *res, long status, sc_err err,
+                         const char *msg)
+{
+  memset(res, 0, sizeof(*res));
+  res->http_status = status;
+  res->err = err;
+  res->message = msg;
+  res->retry_after_ms = -1;
 }
 
 /* answer call i of f with res (op filled in) */
@@ -273,10 +287,7 @@ TEST(rule10_pause_already_paused_get_refused_is_audited)
   CHECK_INT(g.fake.n, 1);
   CHECK_INT(g.fake.calls[0].op, CUBE_OP_PAUSE);
   g.fake.refuse_get = true;
-  memset(&res, 0, sizeof(res));
-  res.http_status = 409;
-  res.message = "";
-  res.retry_after_ms = -1;
+  pause_result(&res, 409, SC_OK, "");
   res.already = true;
   fake_answer(&g.fake, 0, &res);
   rig_run(&g, &run);
@@ -295,7 +306,7 @@ TEST(rule10_pause_already_paused_get_refused_is_audited)
 
 /* Every destructive exit writes exactly one audit line: done, failed,
  * skipped by a confirmation, already gone, dry-run. */
-TEST(rule10_every_delete_and_pause_exit_writes_one_line)
+TEST(rule10_every_pause_exit_writes_one_line)
 {
   static const struct {
     const char *name;
@@ -320,11 +331,9 @@ TEST(rule10_every_delete_and_pause_exit_writes_one_line)
     if(!rows[i].dry_run) {
       cube_result res;
       CHECK_INT(g.fake.n, 1);
-      memset(&res, 0, sizeof(res));
-      res.http_status = rows[i].pause_status ? rows[i].pause_status : 204;
-      res.err = rows[i].pause_status ? SC_ERR_UNAVAILABLE : SC_OK;
-      res.message = rows[i].pause_status ? "cube said no" : "";
-      res.retry_after_ms = -1;
+      pause_result(&res, rows[i].pause_status ? rows[i].pause_status : 204,
+                   rows[i].pause_status ? SC_ERR_UNAVAILABLE : SC_OK,
+                   rows[i].pause_status ? "cube said no" : "");
       fake_answer(&g.fake, 0, &res);
     }
     else
@@ -333,6 +342,100 @@ TEST(rule10_every_delete_and_pause_exit_writes_one_line)
     text = audit_text(&g);
     hit = strstr(text, rows[i].outcome);
     CHECK_MSG(hit, "%s: audit '%s'", rows[i].name, text);
+    CHECK_MSG(!strstr(hit + 1, "\"action\""), "%s: two lines: '%s'",
+              rows[i].name, text);
+    rig_close(&g);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* the GET's answer: the sandbox running with our tags, or managed by mb */
+static void get_result(cube_result *res, const char *id, const char *mb,
+                       sc_err err)
+{
+  pause_result(res, err == SC_ERR_NOT_FOUND ? 404 : 200, err,
+               err ? "not found" : "");
+  res->sandbox.sandbox_id = (char *)id;
+  res->sandbox.state = CUBE_SB_RUNNING;
+  if(sc_kvlist_set(&res->sandbox.metadata, SESSION_TAG_TENANT_ID, "t1") ||
+     sc_kvlist_set(&res->sandbox.metadata, SESSION_TAG_SESSION_ID, "a") ||
+     sc_kvlist_set(&res->sandbox.metadata, SESSION_TAG_MANAGED_BY,
+                   mb ? mb : W_CTRL))
+    abort();
+}
+
+/* turn the loop until the fake holds n calls (the store re-read between
+ * the two GETs of a delete is answered on the loop) */
+static bool wait_calls(rig *g, size_t n)
+{
+  int i;
+  for(i = 0; i < 100 && g->fake.n < n && !g->finished; i++)
+    event_base_loop(g->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  return g->fake.n >= n;
+}
+
+/* The delete's exits, each audited once by act_end(): gone at the first
+ * GET, skipped by a confirmation, a GET or the DELETE refused by the
+ * client (before act_end(), the refused first GET wrote no line), done. */
+TEST(rule10_every_delete_exit_writes_one_line)
+{
+  static const struct {
+    const char *name;
+    sc_err get_err;      /* the first GET */
+    const char *mb;      /* its managed-by tag (NULL: ours) */
+    bool refuse_get;     /* the client refuses the first GET */
+    bool refuse_delete;
+    const char *outcome;
+    int cube_calls;      /* GET [, GET now [, DELETE]] */
+  } rows[] = {
+    {"confirming GET refused", SC_OK, NULL, true, false,
+     "\"outcome\":\"failed\"", 0},
+    {"already gone", SC_ERR_NOT_FOUND, NULL, false, false,
+     "\"outcome\":\"already-gone\"", 1},
+    {"skipped: managed by another", SC_OK, "other-controller", false, false,
+     "\"outcome\":\"skipped\"", 1},
+    {"DELETE refused", SC_OK, NULL, false, true, "\"outcome\":\"failed\"", 2},
+    {"done", SC_OK, NULL, false, false, "\"outcome\":\"done\"", 3},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", SESSION_STATE_ENDED);
+    plan *p;
+    rig g;
+    act_run run;
+    cube_result res;
+    const char *text, *hit;
+    int k;
+    w_link(s, "sb-del-1");
+    s->meta.resource_version = strdup("1");
+    w_sb(w, "sb-del-1", CUBE_SB_RUNNING, 0, "t1", "a");
+    p = w_plan(w);
+    CHECK_MSG(p && p_find(p, PLAN_DELETE, "sb-del-1"), "%s: no delete",
+              rows[i].name);
+    CHECK(!rig_open(&g, &w->cfg));
+    g.fake.refuse_delete = rows[i].refuse_delete;
+    g.fake.refuse_get = rows[i].refuse_get;
+    start(&g, &run, p);
+    for(k = 0; k < rows[i].cube_calls; k++) {
+      CHECK_MSG(wait_calls(&g, (size_t)k + 1), "%s: call %d not made",
+                rows[i].name, k + 1);
+      if(g.fake.calls[k].op == CUBE_OP_DELETE)
+        pause_result(&res, 204, SC_OK, "");
+      else
+        get_result(&res, "sb-del-1", k ? NULL : rows[i].mb,
+                   k ? SC_OK : rows[i].get_err);
+      fake_answer(&g.fake, (size_t)k, &res);
+      sc_kvlist_clear(&res.sandbox.metadata);
+    }
+    rig_run(&g, &run);
+    CHECK_MSG(g.fake.n == (size_t)rows[i].cube_calls, "%s: %zu calls",
+              rows[i].name, g.fake.n);
+    text = audit_text(&g);
+    hit = strstr(text, rows[i].outcome);
+    CHECK_MSG(hit && strstr(text, "\"action\":\"delete\""), "%s: audit '%s'",
+              rows[i].name, text);
     CHECK_MSG(!strstr(hit + 1, "\"action\""), "%s: two lines: '%s'",
               rows[i].name, text);
     rig_close(&g);
@@ -355,10 +458,7 @@ TEST(failed_status_copy_writes_nothing_and_backs_off)
   CHECK(!rig_open(&g, &w->cfg));
   start(&g, &run, p);
   CHECK_INT(g.fake.n, 1);
-  memset(&res, 0, sizeof(res));
-  res.http_status = 204;
-  res.message = "";
-  res.retry_after_ms = -1;
+  pause_result(&res, 204, SC_OK, "");
   nomem_id = "sb-nomem-1"; /* the fold's copy of the plan's status fails */
   fake_answer(&g.fake, 0, &res);
   nomem_id = NULL;
@@ -474,7 +574,8 @@ TEST(result_switch_drives_the_queue)
 
 TEST_LIST = {
   T(rule10_pause_already_paused_get_refused_is_audited),
-  T(rule10_every_delete_and_pause_exit_writes_one_line),
+  T(rule10_every_pause_exit_writes_one_line),
+  T(rule10_every_delete_exit_writes_one_line),
   T(failed_status_copy_writes_nothing_and_backs_off),
   T(unchanged_status_is_not_copied),
   T(index_finds_each_session_by_identity),
