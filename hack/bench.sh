@@ -14,6 +14,9 @@
 #  5. the same as 2 with the default --cube-qps 50 (BENCH_QPS50_N sessions)
 #  6. reaction: sessionctl apply of state Paused -> Cube's pause call, for
 #     BENCH_REACT_N converged Active sessions one at a time
+#  7. executor: the cost per action of looking up and dispatching 0.15 N
+#     actions for 1k/10k/100k sessions (test/bench/bench_exec.c), with the
+#     old per-action scan measured the same way; under a minute
 #
 # Environment: BENCH_N (10000), BENCH_QPS50_N (2000), BENCH_REACT_N (200),
 # BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_SKIP (a list
@@ -284,6 +287,24 @@ if ! skip 6; then
     "$(awk -v a="$2" -v b="$3" 'BEGIN {print (a < 50 && b < 200 ? "yes" : "NO")}')"
   cp "$T/react.lat" build/bench/react.lat
   stop "$CTL_PID"; stop "$SIM_PID"
+fi
+
+# ---------------------------------------------------------------- 7
+if ! skip 7; then
+  say "7. executor lookup and dispatch, 1k/10k/100k sessions, 15% with an action"
+  # shellcheck disable=SC2046
+  $CC -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Wall -Wextra \
+    -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+    -Wno-format-nonliteral -O2 -g -I. \
+    $(pkg-config --cflags libcurl yaml-0.1 json-c libevent openssl sqlite3) \
+    -o build/bench/bench_exec test/bench/bench_exec.c build/libsc.a \
+    $(pkg-config --libs libcurl yaml-0.1 json-c libevent openssl sqlite3) -lm
+  build/bench/bench_exec 1000 10000 100000 | tee "$T/exec.out"
+  sed -n 's/^sessions=\([0-9]*\) actions=\([0-9]*\) before: scan [0-9.]* ms = \([0-9.]*\) us\/action .* lookup \([0-9.]*\) ns\/action | run: [0-9.]* ms = \([0-9.]*\) us\/action.*/\1 \2 \3 \4 \5/p' \
+    "$T/exec.out" | while read -r n na old look run; do
+    result "executor: $n sessions, $na actions" "per action constant" \
+      "run $run us/action (lookup $look ns; old scan $old us)" "n/a"
+  done
 fi
 
 echo

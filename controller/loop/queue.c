@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hmap.h"
+
 typedef struct qitem {
   char *key;
-  struct qitem *hnext;   /* hash chain */
   struct qitem *fnext;   /* ready FIFO */
   bool ready;            /* in the FIFO */
   bool processing;       /* popped, not done */
@@ -23,9 +24,7 @@ typedef struct hentry {
 } hentry;
 
 struct work_queue {
-  qitem **buckets;
-  size_t nbuckets;
-  size_t nitems;
+  sc_hmap *items;        /* key -> qitem (lib/hmap.h) */
   qitem *fhead, *ftail;
   size_t nready, nprocessing, ndelayed;
   hentry *heap;
@@ -34,14 +33,10 @@ struct work_queue {
   int64_t base_ms, max_ms;
 };
 
-static uint64_t hash_str(const char *s)
+static bool key_eq(const void *v, const void *key, void *ud)
 {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  while(*s) {
-    h ^= (unsigned char)*s++;
-    h *= 1099511628211ULL;
-  }
-  return h;
+  (void)ud;
+  return !strcmp(((const qitem *)v)->key, key);
 }
 
 work_queue *queue_new(const queue_opts *opts)
@@ -49,9 +44,8 @@ work_queue *queue_new(const queue_opts *opts)
   work_queue *q = calloc(1, sizeof(*q));
   if(!q)
     return NULL;
-  q->nbuckets = 1024;
-  q->buckets = calloc(q->nbuckets, sizeof(*q->buckets));
-  if(!q->buckets) {
+  q->items = sc_hmap_new(1024);
+  if(!q->items) {
     free(q);
     return NULL;
   }
@@ -62,56 +56,27 @@ work_queue *queue_new(const queue_opts *opts)
 
 void queue_free(work_queue *q)
 {
-  size_t i;
+  size_t i = 0;
+  qitem *it;
   if(!q)
     return;
-  for(i = 0; i < q->nbuckets; i++) {
-    qitem *it = q->buckets[i];
-    while(it) {
-      qitem *n = it->hnext;
-      free(it->key);
-      free(it);
-      it = n;
-    }
+  while((it = sc_hmap_each(q->items, &i)) != NULL) {
+    free(it->key);
+    free(it);
   }
-  free(q->buckets);
+  sc_hmap_free(q->items);
   free(q->heap);
   free(q);
 }
 
 static qitem *find(const work_queue *q, const char *key)
 {
-  qitem *it = q->buckets[hash_str(key) & (q->nbuckets - 1)];
-  while(it && strcmp(it->key, key))
-    it = it->hnext;
-  return it;
-}
-
-static void rehash(work_queue *q)
-{
-  size_t n = q->nbuckets * 2, i;
-  qitem **b = calloc(n, sizeof(*b));
-  if(!b)
-    return; /* keep the old table: slower, still correct */
-  for(i = 0; i < q->nbuckets; i++) {
-    qitem *it = q->buckets[i];
-    while(it) {
-      qitem *next = it->hnext;
-      size_t h = hash_str(it->key) & (n - 1);
-      it->hnext = b[h];
-      b[h] = it;
-      it = next;
-    }
-  }
-  free(q->buckets);
-  q->buckets = b;
-  q->nbuckets = n;
+  return sc_hmap_get(q->items, sc_hash_id(key), key_eq, key, NULL);
 }
 
 static qitem *get_or_create(work_queue *q, const char *key)
 {
   qitem *it = find(q, key);
-  size_t h;
   if(it)
     return it;
   it = calloc(1, sizeof(*it));
@@ -119,27 +84,21 @@ static qitem *get_or_create(work_queue *q, const char *key)
     free(it);
     return NULL;
   }
-  if(q->nitems >= q->nbuckets)
-    rehash(q);
-  h = hash_str(key) & (q->nbuckets - 1);
-  it->hnext = q->buckets[h];
-  q->buckets[h] = it;
-  q->nitems++;
+  if(sc_hmap_put(q->items, sc_hash_id(key), it)) {
+    free(it->key);
+    free(it);
+    return NULL;
+  }
   return it;
 }
 
 /* drop an item that no longer carries any state */
 static void maybe_remove(work_queue *q, qitem *it)
 {
-  qitem **pp;
   if(it->ready || it->processing || it->dirty || it->due || it->failures ||
      it->heap_refs)
     return;
-  pp = &q->buckets[hash_str(it->key) & (q->nbuckets - 1)];
-  while(*pp != it)
-    pp = &(*pp)->hnext;
-  *pp = it->hnext;
-  q->nitems--;
+  sc_hmap_remove_value(q->items, sc_hash_id(it->key), it);
   free(it->key);
   free(it);
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hmap.h"
+
 typedef struct obs_run {
   observation *o;
   cube_client *c;
@@ -16,8 +18,7 @@ typedef struct obs_run {
   void *ud;
   int pending;
   size_t a_sbs;
-  size_t *slots;    /* open addressing: index+1 into o->sbs, 0 = empty */
-  size_t n_slots;   /* a power of two, at least twice n_sbs */
+  sc_hmap *ids;     /* sandbox ID -> index into o->sbs (SC_HMAP_IDX) */
 } obs_run;
 
 typedef struct obs_call {
@@ -64,50 +65,19 @@ static void fail(observation *o, const char *msg, int64_t retry_after_ms)
     o->retry_after_ms = retry_after_ms;
 }
 
-/* The sandbox IDs seen so far, hashed: a 10k-row list must not cost
- * n^2/2 string comparisons (measured: half the controller's CPU). */
-static uint64_t id_hash(const char *id)
+/* The sandbox IDs seen so far, hashed (lib/hmap.h): a 10k-row list must
+ * not cost n^2/2 string comparisons (measured: half the controller's CPU).
+ * The table holds indexes into o->sbs, which stay valid when it grows. */
+static bool id_eq(const void *v, const void *key, void *ud)
 {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  while(*id) {
-    h ^= (unsigned char)*id++;
-    h *= 1099511628211ULL;
-  }
-  return h;
+  const obs_run *run = ud;
+  return !strcmp(run->o->sbs[SC_HMAP_IDX_OF(v)].sandbox_id, key);
 }
 
 static bool has(const obs_run *run, const char *id)
 {
-  size_t i, mask = run->n_slots - 1;
-  if(!run->n_slots)
-    return false;
-  for(i = id_hash(id) & mask; run->slots[i]; i = (i + 1) & mask)
-    if(!strcmp(run->o->sbs[run->slots[i] - 1].sandbox_id, id))
-      return true;
-  return false;
-}
-
-static void slot_put(size_t *slots, size_t n_slots, const char *id,
-                     size_t idx)
-{
-  size_t i, mask = n_slots - 1;
-  for(i = id_hash(id) & mask; slots[i]; i = (i + 1) & mask)
-    ;
-  slots[i] = idx + 1;
-}
-
-static bool index_grow(obs_run *run)
-{
-  size_t n = run->n_slots ? run->n_slots * 2 : 256, i;
-  size_t *slots = calloc(n, sizeof(*slots));
-  if(!slots)
-    return false;
-  for(i = 0; i < run->o->n_sbs; i++)
-    slot_put(slots, n, run->o->sbs[i].sandbox_id, i);
-  free(run->slots);
-  run->slots = slots;
-  run->n_slots = n;
-  return true;
+  return run->ids &&
+         sc_hmap_get(run->ids, sc_hash_id(id), id_eq, id, (void *)run);
 }
 
 static void add(obs_run *run, cube_sandbox *sb)
@@ -129,13 +99,14 @@ static void add(obs_run *run, cube_sandbox *sb)
     o->sbs = n;
     run->a_sbs = na;
   }
-  if((o->n_sbs + 1) * 2 > run->n_slots && !index_grow(run)) {
+  if((!run->ids && !(run->ids = sc_hmap_new(0))) ||
+     sc_hmap_put(run->ids, sc_hash_id(sb->sandbox_id),
+                 SC_HMAP_IDX(o->n_sbs))) {
     cube_sandbox_clear(sb);
     fail(o, "out of memory", -1);
     return;
   }
   o->sbs[o->n_sbs] = *sb;
-  slot_put(run->slots, run->n_slots, sb->sandbox_id, o->n_sbs);
   o->n_sbs++;
   memset(sb, 0, sizeof(*sb));
 }
@@ -145,7 +116,7 @@ static void finish(obs_run *run)
   observation *o = run->o;
   observe_cb cb = run->cb;
   void *ud = run->ud;
-  free(run->slots);
+  sc_hmap_free(run->ids);
   free(run);
   cb(o, ud);
 }

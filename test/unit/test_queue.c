@@ -127,6 +127,46 @@ TEST(many_keys)
   queue_free(q); /* frees processing items too */
 }
 
+/* Items leave the key table when they carry no state any more (the table
+ * shifts runs back on removal): a long churn of adds, pops, dones and
+ * forgets keeps every remaining key findable and the rest gone. */
+TEST(churn_keeps_keys_findable)
+{
+  work_queue *q = queue_new(NULL);
+  char k[32];
+  const char *p;
+  int round, i;
+  for(round = 0; round < 20; round++) {
+    for(i = 0; i < 2000; i++) {
+      snprintf(k, sizeof(k), "ns/r%d-%d", round % 3, i);
+      CHECK_OK(queue_add(q, k));
+    }
+    while((p = queue_pop(q)) != NULL) {
+      snprintf(k, sizeof(k), "%s", p);
+      queue_done(q, k);
+    }
+    CHECK_INT(queue_len(q), 0);
+    CHECK_INT(queue_processing(q), 0);
+    /* a failure keeps a key alive; forgetting it lets it go */
+    for(i = 0; i < 2000; i += 7) {
+      snprintf(k, sizeof(k), "ns/r%d-%d", round % 3, i);
+      CHECK_OK(queue_add_rate_limited(q, k, 0, NULL));
+      CHECK_INT(queue_failures(q, k), 1);
+    }
+    queue_promote(q, 1000000);
+    CHECK_INT(queue_len(q), 286);
+    while((p = queue_pop(q)) != NULL) {
+      snprintf(k, sizeof(k), "%s", p);
+      queue_done(q, k);
+      CHECK_INT(queue_failures(q, k), 1);
+      queue_forget(q, k);
+      CHECK_INT(queue_failures(q, k), 0);
+    }
+  }
+  CHECK_INT(queue_delayed(q), 0);
+  queue_free(q);
+}
+
 TEST(retry_after_counts_failure)
 {
   work_queue *q = queue_new(NULL);
@@ -144,6 +184,7 @@ TEST_LIST = {
   T(earlier_delay_wins_and_add_cancels_delay),
   T(delay_due_while_processing_reruns_after_done),
   T(many_keys),
+  T(churn_keeps_keys_findable),
   T(retry_after_counts_failure),
   {0},
 };

@@ -1,0 +1,473 @@
+/*
+ * exec.c - the executor: one run of a plan's actions through Cube (see
+ * run.h). Every action leaves by act_end(), the one exit, which audits
+ * the destructive ones (rule 10) whatever their outcome.
+ *
+ * Order: the links the plan adopted are written first (status/write.c),
+ * then every action starts (ps->pending held while they start, so an
+ * answer that comes at once cannot end the run early); a session whose
+ * actions have all ended gets its status written once (rule 7).
+ */
+#include "controller/act/call.h"
+#include "controller/observe/observe.h"
+#include "controller/status/write.h"
+#include "lib/hmap.h"
+#include "lib/scstr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* the run's session index */
+
+static uint64_t ptr_hash(const void *p)
+{
+  return sc_hash_fin(sc_hash_word(SC_HASH_INIT, (uint64_t)(uintptr_t)p));
+}
+
+static bool sess_eq(const void *v, const void *key, void *ud)
+{
+  const plan *p = ud;
+  return p->sessions[SC_HMAP_IDX_OF(v)].s == key;
+}
+
+/* Built when the plan has actions: n puts, then one probe per action
+ * (the scan it replaces cost n per action: 6-8 s at 100k x 15k). */
+static sc_err index_build(act_run *run)
+{
+  size_t i;
+  sc_err err;
+  if(!(run->index = sc_hmap_new(run->p->n_sessions)))
+    return SC_ERR_NOMEM;
+  for(i = 0; i < run->p->n_sessions; i++) {
+    err = sc_hmap_put(run->index, ptr_hash(run->p->sessions[i].s),
+                      SC_HMAP_IDX(i));
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
+size_t act_run_find(const act_run *run, const session *s)
+{
+  void *v;
+  if(!s || !run->index)
+    return (size_t)-1;
+  v = sc_hmap_get(run->index, ptr_hash(s), sess_eq, s, run->p);
+  return v ? SC_HMAP_IDX_OF(v) : (size_t)-1;
+}
+
+const session_status *act_run_status(const act_run *run, size_t si)
+{
+  return run->sess[si].own ? &run->sess[si].st : &run->p->sessions[si].status;
+}
+
+sc_err act_run_init(act_run *run, const act_env *env, plan *p,
+                    sc_time cube_now)
+{
+  size_t i;
+  memset(run, 0, sizeof(*run));
+  run->env = env;
+  run->p = p;
+  run->cube_now = cube_now;
+  run->sess = calloc(p->n_sessions ? p->n_sessions : 1, sizeof(*run->sess));
+  if(!run->sess)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < p->n_sessions; i++) {
+    run->sess[i].wants_write = p->sessions[i].status_changed;
+    run->sess[i].pending = 1; /* held until every action has started */
+    run->sess[i].retry_after_ms = 0;
+  }
+  if(p->n_actions && index_build(run))
+    return SC_ERR_NOMEM;
+  return SC_OK;
+}
+
+void act_run_clear(act_run *run)
+{
+  size_t i;
+  if(!run)
+    return;
+  for(i = 0; run->sess && run->p && i < run->p->n_sessions; i++) {
+    session_status_clear(&run->sess[i].st);
+    session_status_clear(&run->sess[i].stored);
+    free(run->sess[i].rv);
+  }
+  free(run->sess);
+  sc_hmap_free(run->index);
+  run->sess = NULL;
+  run->index = NULL;
+}
+
+void act_run_release(act_run *run)
+{
+  if(--run->pending == 0)
+    run->finished(run);
+}
+
+/* ------------------------------------------------------------------ */
+/* the one exit */
+
+static void count_action(const act_env *env, const plan_action *a,
+                         const char *result)
+{
+  char l[128];
+  snprintf(l, sizeof(l), "action=\"%s\",result=\"%s\"",
+           a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind)
+                                  : plan_action_type_name(a->type),
+           result);
+  metrics_add(env->m, "session_controller_actions_total", l, 1);
+  if(a->type == PLAN_DELETE && !strcmp(result, "ok")) {
+    if(a->del_kind == PLAN_DEL_ORPHAN)
+      metrics_add(env->m, "session_controller_orphans_reclaimed_total", NULL,
+                  1);
+    else if(a->del_kind == PLAN_DEL_DUPLICATE)
+      metrics_add(env->m, "session_controller_duplicates_deleted_total",
+                  NULL, 1);
+  }
+}
+
+void act_log(const act_run *run, const plan_action *a, log_level lvl,
+             const char *msg, const char *detail)
+{
+  char key[300] = "";
+  if(a->ns && a->name)
+    snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
+  log_kv(run->env->lg, lvl, msg, "action", plan_action_type_name(a->type),
+         "session", key[0] ? key : "-", "sandbox",
+         a->sandbox_id ? a->sandbox_id : "-", "reason", a->reason, "detail",
+         detail ? detail : "", NULL);
+}
+
+static const char *audit_outcome(act_result r)
+{
+  switch(r) {
+  case ACT_DONE:
+    return "done";
+  case ACT_GONE:
+    return "already-gone";
+  case ACT_SKIPPED:
+    return "skipped";
+  case ACT_DRY_RUN:
+    return "dry-run";
+  case ACT_FAILED:
+  case ACT_NOT_STARTED:
+    break;
+  }
+  return "failed";
+}
+
+/* rule 10: one line per delete and pause attempt, whatever came of it */
+static void audit_action(const act_call *c, const act_outcome *o)
+{
+  const plan_action *a = c->a;
+  char key[300] = "";
+  audit_entry e;
+  if(a->type != PLAN_DELETE && a->type != PLAN_PAUSE)
+    return;
+  if(a->ns && a->name)
+    snprintf(key, sizeof(key), "%s/%s", a->ns, a->name);
+  memset(&e, 0, sizeof(e));
+  e.replica = c->run->env->replica;
+  e.session = a->ns ? key : NULL;
+  e.sandbox_id = a->sandbox_id;
+  e.action = plan_action_type_name(a->type);
+  e.kind = a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind) : NULL;
+  e.reason = a->reason;
+  e.observed_state = c->observed_state[0] ? c->observed_state : NULL;
+  e.tenant = c->tenant_seen[0] ? c->tenant_seen : NULL;
+  e.cube_now = a->cube_now;
+  e.end_at = a->end_at;
+  e.http_status = o->http_status;
+  e.outcome = audit_outcome(o->res);
+  e.message = o->audit_msg;
+  audit_record(c->run->env->au, &e);
+}
+
+/* a success folded into the session's status (st carries the effects of
+ * its earlier actions); a copy that fails makes the session's status
+ * unknown: nothing is written for it (status_own) */
+static void fold(act_run *run, size_t si, const plan_action *a,
+                 const char *new_id)
+{
+  act_sess *sa = &run->sess[si];
+  if(status_own(run, si))
+    return;
+  if(!plan_status_after(run->p->sessions[si].s, a, new_id, &sa->st))
+    sa->wants_write = true;
+}
+
+void act_end(act_call *c, const act_outcome *o)
+{
+  act_run *run = c->run;
+  const plan_action *a = c->a;
+  size_t si = c->si;
+  bool ok = o->res == ACT_DONE || o->res == ACT_GONE;
+  bool failed = !ok && o->res != ACT_DRY_RUN;
+  audit_action(c, o);
+  if(o->res == ACT_DRY_RUN)
+    count_action(run->env, a, "dry-run");
+  else if(o->res == ACT_NOT_STARTED)
+    count_action(run->env, a, o->count_as ? o->count_as : "error");
+  else {
+    count_action(run->env, a, ok ? "ok" : "error");
+    /* a delete the confirming GET withheld: it saw the sandbox (stage 0) */
+    recorder_note_action(run->env->rec, run->env->lg, a, ok,
+                         !ok && a->type == PLAN_DELETE && c->stage == 0 &&
+                           c->observed_state[0], o->new_id, o->msg);
+    if(ok)
+      act_log(run, a, LOG_INFO, "action done", o->new_id);
+    else
+      act_log(run, a, LOG_WARN, "action failed", o->msg);
+  }
+  if(si != (size_t)-1) {
+    act_sess *sa = &run->sess[si];
+    if(ok && a->type != PLAN_CONFIRM)
+      fold(run, si, a, o->new_id);
+    if(failed || (ok && a->type == PLAN_CONFIRM)) {
+      sa->failed = true;
+      if(o->retry_after_ms > sa->retry_after_ms)
+        sa->retry_after_ms = o->retry_after_ms;
+    }
+    if(--sa->pending == 0)
+      status_session_end(run, si);
+  }
+  free(c);
+  act_run_release(run);
+}
+
+void act_fail(act_call *c, int http_status, const char *msg,
+              int64_t retry_after_ms)
+{
+  act_outcome o = {ACT_FAILED, http_status, msg, msg, NULL, retry_after_ms,
+                   NULL};
+  act_end(c, &o);
+}
+
+void act_skip(act_call *c, int http_status, const char *audit_msg,
+              const char *msg)
+{
+  act_outcome o = {ACT_SKIPPED, http_status, msg, audit_msg, NULL, -1, NULL};
+  act_end(c, &o);
+}
+
+void act_not_started(act_call *c, const char *count_as,
+                     int64_t retry_after_ms)
+{
+  static const char why[] = "the Cube client refused the call";
+  act_outcome o = {ACT_NOT_STARTED, 0, why, why, NULL, retry_after_ms,
+                   count_as};
+  act_end(c, &o);
+}
+
+/* ------------------------------------------------------------------ */
+/* answers */
+
+/* The GET before a set-timeout: Cube moves the endAt of a paused sandbox
+ * when its timeout changes (endAt = last activity + timeout), and endAt is
+ * the reclaim clock of a paused sandbox. A plan may be seconds old when
+ * its set-timeout runs, and the sandbox may have idle-paused meanwhile:
+ * the chaos suite saw reclaims measured from an endAt pulled back by a
+ * shorter timeout set on an already paused sandbox. So the timeout is set
+ * only on a sandbox this GET saw running, right after it. */
+static void on_timeout_confirm(const cube_result *res, void *ud)
+{
+  act_call *c = ud;
+  const act_cube *cube = c->run->env->cube;
+  const plan_action *a = c->a;
+  observe_count_call(c->run->env->m, CUBE_OP_GET, res, c->t0);
+  if(res->err) {
+    act_fail(c, (int)res->http_status, res->message, res->retry_after_ms);
+    return;
+  }
+  if(res->sandbox.state != CUBE_SB_RUNNING) {
+    /* not a failure of Cube's: look again when it runs */
+    act_fail(c, (int)res->http_status,
+             "the sandbox is no longer running: its timeout is set when "
+             "it runs again (a paused sandbox's endAt is its reclaim "
+             "clock)", -1);
+    return;
+  }
+  c->op = CUBE_OP_SET_TIMEOUT;
+  c->t0 = sctime_mono_ms();
+  if(cube->set_timeout_now(cube->cl, a->sandbox_id, a->timeout_s,
+                           act_on_mutation, c))
+    act_fail(c, 0, "client refused the call", -1);
+}
+
+/* a pause answered "already paused": the GET decides */
+static void on_pause_check(const cube_result *res, void *ud)
+{
+  act_call *c = ud;
+  observe_count_call(c->run->env->m, CUBE_OP_GET, res, c->t0);
+  if(!res->err && (res->sandbox.state == CUBE_SB_PAUSED ||
+                   res->sandbox.state == CUBE_SB_PAUSING)) {
+    act_outcome o = {ACT_DONE, (int)res->http_status, NULL,
+                     "already paused (confirmed by GET)", NULL, -1, NULL};
+    snprintf(c->observed_state, sizeof(c->observed_state), "%s",
+             cube_sb_state_name(res->sandbox.state));
+    act_end(c, &o);
+    return;
+  }
+  act_fail(c, (int)res->http_status,
+           res->err ? res->message : "pause refused and not paused",
+           res->retry_after_ms);
+}
+
+void act_on_mutation(const cube_result *res, void *ud)
+{
+  act_call *c = ud;
+  const act_cube *cube = c->run->env->cube;
+  const plan_action *a = c->a;
+  act_outcome o = {res->err ? ACT_FAILED : ACT_DONE, (int)res->http_status,
+                   res->message, NULL, NULL, res->retry_after_ms, NULL};
+  observe_count_call(c->run->env->m, c->op, res, c->t0);
+  switch(a->type) {
+  case PLAN_CREATE:
+    act_create_answered(c, res);
+    return;
+  case PLAN_PAUSE:
+    if(!res->err && res->already) {
+      /* 409 / Cube's 500 "already paused": look before concluding */
+      c->t0 = sctime_mono_ms();
+      if(cube->get(cube->cl, a->sandbox_id, on_pause_check, c))
+        act_fail(c, (int)res->http_status,
+                 "already paused, but the Cube client refused the "
+                 "confirming GET", -1);
+      return;
+    }
+    o.audit_msg = res->err ? res->message : NULL;
+    break;
+  case PLAN_DELETE:
+    o.audit_msg = res->err ? res->message
+                           : res->already_gone ? "already gone" : NULL;
+    break;
+  case PLAN_SET_TIMEOUT:
+  case PLAN_RESUME:
+  case PLAN_KEEPALIVE:
+  case PLAN_CONFIRM:
+    break;
+  }
+  act_end(c, &o);
+}
+
+/* ------------------------------------------------------------------ */
+/* starting */
+
+static void start_action(act_run *run, const plan_action *a)
+{
+  const act_env *env = run->env;
+  const act_cube *cube = env->cube;
+  act_call *c = calloc(1, sizeof(*c));
+  sc_err err = SC_OK;
+  if(!c)
+    return;
+  c->run = run;
+  c->a = a;
+  c->si = act_run_find(run, a->s);
+  c->t0 = sctime_mono_ms();
+  run->pending++;
+  if(c->si != (size_t)-1) {
+    run->sess[c->si].pending++;
+    if(a->type == PLAN_CONFIRM)
+      run->sess[c->si].has_confirm = true;
+  }
+  if(env->dry_run && a->type != PLAN_CONFIRM) {
+    act_outcome o = {ACT_DRY_RUN, 0, NULL, NULL, NULL, -1, NULL};
+    act_log(run, a, LOG_INFO, "dry-run: not calling Cube", NULL);
+    act_end(c, &o);
+    return;
+  }
+  act_log(run, a, LOG_INFO, "action", NULL);
+  switch(a->type) {
+  case PLAN_CREATE:
+    act_create_start(c); /* the claim first (claim.c) */
+    return;
+  case PLAN_PAUSE:
+    c->op = CUBE_OP_PAUSE;
+    err = cube->pause(cube->cl, a->sandbox_id, act_on_mutation, c);
+    break;
+  case PLAN_RESUME:
+  case PLAN_KEEPALIVE:
+    c->op = CUBE_OP_CONNECT;
+    err = cube->connect(cube->cl, a->sandbox_id, a->timeout_s,
+                        act_on_mutation, c);
+    break;
+  case PLAN_SET_TIMEOUT:
+    c->op = CUBE_OP_GET;
+    err = cube->get(cube->cl, a->sandbox_id, on_timeout_confirm, c);
+    break;
+  case PLAN_DELETE:
+    c->op = CUBE_OP_GET;
+    err = cube->get(cube->cl, a->sandbox_id, act_on_delete_confirm, c);
+    break;
+  case PLAN_CONFIRM:
+    c->op = CUBE_OP_GET;
+    err = cube->get(cube->cl, a->sandbox_id, act_on_mutation, c);
+    break;
+  }
+  if(err)
+    /* the client refused: a failed action, synchronously safe (the run's
+     * pending is held while actions start) */
+    act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
+}
+
+static void start_actions(act_run *run)
+{
+  size_t i;
+  if(*run->env->stopping) {
+    run->finished(run); /* no new work after SIGTERM */
+    return;
+  }
+  run->pending = 1; /* held while starting */
+  for(i = 0; i < run->p->n_actions; i++)
+    start_action(run, &run->p->actions[i]);
+  for(i = 0; i < run->p->n_sessions; i++)
+    if(--run->sess[i].pending == 0)
+      status_session_end(run, i);
+  act_run_release(run);
+}
+
+static void on_link_written(act_run *run, size_t si, sc_err err,
+                            const char *msg, void *ud)
+{
+  (void)ud;
+  if(err)
+    log_kv(run->env->lg, LOG_DEBUG, "early link write failed", "session",
+           run->p->sessions[si].s->meta.name, "error", msg, NULL);
+  if(--run->early == 0)
+    start_actions(run);
+}
+
+/* Link first: a sandbox this plan adopts (its tags matched, no status
+ * named it: its creator died before the status write) is recorded before
+ * any action, which may wait seconds for the token bucket. Cube can drop
+ * a paused sandbox's tags (#1843): a link written late may be too late,
+ * and an untagged, unlinked sandbox is never touched again. The actions
+ * start once every such write is answered. */
+void act_run_start(act_run *run)
+{
+  size_t i;
+  run->early = 1; /* held while starting */
+  for(i = 0; i < run->p->n_sessions; i++) {
+    const plan_session *pl = &run->p->sessions[i];
+    session_status st;
+    sc_errbuf eb;
+    if(!pl->status_changed || !pl->status.sandbox_id ||
+       sc_str_eq0(pl->status.sandbox_id, pl->s->status.sandbox_id))
+      continue;
+    if(session_status_copy(&st, act_run_status(run, i))) {
+      status_broken(run, i); /* the final write would be as unsure */
+      continue;
+    }
+    eb.msg[0] = '\0';
+    if(!status_write_early(run, i, &st, on_link_written, NULL, &eb))
+      run->early++;
+    else
+      log_kv(run->env->lg, LOG_DEBUG, "early link write failed", "session",
+             pl->s->meta.name, "error", eb.msg, NULL);
+  }
+  if(--run->early == 0)
+    start_actions(run);
+}

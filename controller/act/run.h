@@ -1,0 +1,108 @@
+/*
+ * run.h - one plan being carried out: the executor's run (act/exec.c),
+ * shared with the status writer (status/write.c) and the loop
+ * (loop/pass.c), which owns it inside a pass.
+ *
+ *   act_run_init()  takes a plan, sizes one act_sess per plan session
+ *   act_run_start() writes the adopted links first (status/), then starts
+ *                   every action (act/); each session whose actions have
+ *                   all ended gets its status written once (status/),
+ *                   then run->session_end(); when nothing is in flight any
+ *                   more, run->finished()
+ *   act_run_clear() frees what the run holds (not the plan)
+ *
+ * A session's status during the run is act_run_status(): the plan's
+ * (a view, not copied) until an effect must be folded into it; then a copy
+ * the run owns (act_sess.own). Only the statuses that change are copied.
+ *
+ * Ownership: the env and everything it points to is borrowed and must
+ * outlive the run; the plan and the sessions too. act_run_clear() (NULL
+ * ok) frees the per-session state and the index, never the plan.
+ */
+#ifndef SC_ACT_RUN_H
+#define SC_ACT_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "controller/act/audit.h"
+#include "controller/act/cube.h"
+#include "controller/ops/log.h"
+#include "controller/ops/metrics.h"
+#include "controller/plan/plan.h"
+#include "controller/status/recorder.h"
+#include "controller/store/store.h"
+
+struct sc_hmap;
+typedef struct act_claims act_claims; /* act/claim.c */
+
+/* What the executor works with, the same for every run of a reconciler. */
+typedef struct act_env {
+  const act_cube *cube;
+  store *st;
+  logger *lg;
+  metrics *m;            /* may be NULL */
+  audit *au;             /* may be NULL */
+  const plan_config *plan;
+  const recorder *rec;
+  const char *replica;   /* for the audit lines */
+  const char *identity;  /* status.createIntent.by of this process */
+  int64_t resync_ms;     /* a refused create is tried once per resync */
+  bool dry_run;
+  const bool *stopping;  /* true after SIGTERM: no action starts */
+  act_claims *claims;    /* act_claims_new() */
+} act_env;
+
+/* One plan session's turn in the run. */
+typedef struct act_sess {
+  session_status st;     /* the status with the effects so far, when own */
+  bool own;              /* st is a copy the run owns (else: the plan's) */
+  bool broken;           /* a copy failed: the status is unknown, nothing
+                            is written for this session this pass */
+  int pending;           /* actions not finished (+1 while starting) */
+  bool failed;
+  bool has_confirm;
+  int64_t retry_after_ms;
+  bool wants_write;
+  char *rv;              /* after an early write: the version it made */
+  session_status stored; /* after an early write: the status it wrote */
+} act_sess;
+
+typedef struct act_run act_run;
+
+/* session si's turn ended: its status written (or not). result is the
+ * reconcile_total label ("ok", "error", "conflict"); conflict: the write
+ * lost a compare-and-set, the session must be looked at again now. */
+typedef void (*act_session_end_fn)(act_run *run, size_t si,
+                                   const char *result, bool conflict);
+typedef void (*act_finished_fn)(act_run *run);
+
+struct act_run {
+  const act_env *env;
+  plan *p;
+  act_sess *sess;        /* one per plan session */
+  struct sc_hmap *index; /* session pointer -> plan index; NULL: none */
+  sc_time cube_now;
+  int pending;           /* calls and store writes in flight */
+  int early;             /* link writes in flight before the actions */
+  act_session_end_fn session_end;
+  act_finished_fn finished;
+  void *ud;              /* the loop's (its pass) */
+};
+
+sc_err act_run_init(act_run *run, const act_env *env, plan *p,
+                    sc_time cube_now);
+void act_run_start(act_run *run);
+void act_run_clear(act_run *run);
+
+/* The plan index of the session an action belongs to, by identity (a
+ * tombstone and a re-created object may share namespace/name), or
+ * (size_t)-1 (orphans). Constant time: a hash of the pointer. */
+size_t act_run_find(const act_run *run, const session *s);
+
+/* The status of session si as it stands in this run. */
+const session_status *act_run_status(const act_run *run, size_t si);
+
+/* One call or write of the run ended: finished() when it was the last. */
+void act_run_release(act_run *run);
+
+#endif

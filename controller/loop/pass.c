@@ -1,0 +1,407 @@
+/*
+ * pass.c - the pass driver (see pass.h): a full or single-session pass
+ * from the store read through the observation and the plan to the
+ * executor's run, and each session's turn into the queue (result.h).
+ */
+#include "controller/loop/pass.h"
+#include "controller/loop/input.h"
+#include "controller/loop/result.h"
+#include "controller/status/write.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* While Cube refuses the key: at most this many CubeUnauthorized status
+ * writes a pass (status_key_refused). */
+#define KEY_STATUS_WRITES_MAX 256
+
+static void pass_finish(pass *ps);
+
+static void pass_free(pass *ps)
+{
+  if(!ps)
+    return;
+  store_list_result_free(&ps->list);
+  session_free(ps->single);
+  observation_free(ps->obs);
+  if(ps->acting)
+    act_run_clear(&ps->run);
+  plan_free(ps->p);
+  free(ps->fail_msg);
+  free(ps->key);
+  free(ps);
+}
+
+static session **pass_sessions(pass *ps, size_t *n)
+{
+  if(ps->full) {
+    *n = ps->list.n;
+    return ps->list.items;
+  }
+  *n = ps->single ? 1 : 0;
+  return &ps->single;
+}
+
+static void pass_fail(pass *ps, const char *msg, int64_t retry_after_ms)
+{
+  if(!ps->fail_msg)
+    ps->fail_msg = strdup(msg);
+  if(retry_after_ms > ps->retry_after_ms)
+    ps->retry_after_ms = retry_after_ms;
+}
+
+/* ------------------------------------------------------------------ */
+/* the end of a session's turn, the end of the run */
+
+static void on_session_end(act_run *run, size_t si, const char *result,
+                           bool conflict)
+{
+  pass *ps = run->ud;
+  reconciler *r = ps->r;
+  const plan_session *pl = &ps->p->sessions[si];
+  const act_sess *sa = &run->sess[si];
+  char key[300], l[40];
+  loop_result res = {LOOP_REQUEUE, 0};
+  snprintf(key, sizeof(key), "%s/%s", pl->s->meta.namespace_,
+           pl->s->meta.name);
+  snprintf(l, sizeof(l), "result=\"%s\"", result);
+  metrics_add(r->o.m, "session_controller_reconcile_total", l, 1);
+  if(!conflict)
+    res = loop_result_of(sa->failed, sa->retry_after_ms, pl->next_due,
+                         ps->cube_now);
+  loop_result_apply(r->q, key, res, sctime_mono_ms());
+}
+
+static void on_run_finished(act_run *run)
+{
+  pass_finish(run->ud);
+}
+
+/* ------------------------------------------------------------------ */
+/* observed: plan, act */
+
+static void say_key_refused(pass *ps)
+{
+  reconciler *r = ps->r;
+  size_t n;
+  session **ss = pass_sessions(ps, &n);
+  long code = 0;
+  char msg[300];
+  if(!r->cube_key_refused || r->o.dry_run || r->follower)
+    return;
+  cube_client_auth_failures(r->o.cube, &code);
+  snprintf(msg, sizeof(msg), "Cube %s refuses the API key (HTTP %ld): "
+           "check --cube-api-key-file or CUBE_API_KEY; nothing is created, "
+           "paused or deleted until it is accepted",
+           cube_client_peer(r->o.cube), code);
+  status_key_refused(r->o.st, ss, n, msg, KEY_STATUS_WRITES_MAX);
+}
+
+static sc_err plan_pass(pass *ps)
+{
+  reconciler *r = ps->r;
+  plan_input in;
+  size_t n;
+  session **ss = pass_sessions(ps, &n);
+  char **invalid;
+  const char **held;
+  size_t n_held;
+  bool held_all;
+  sc_err err;
+  memset(&in, 0, sizeof(in));
+  in.sessions = ss;
+  in.n_sessions = n;
+  in.sandboxes = ps->obs->sbs;
+  in.n_sandboxes = ps->obs->n_sbs;
+  in.gone = (const char *const *)ps->obs->gone;
+  in.n_gone = ps->obs->n_gone;
+  /* an object the store could not decode is absent from the list, not
+   * gone: it holds the orphans of its tenant (its namespace, as
+   * --tenant-binding namespace makes it); with free binding its tenant is
+   * unknown: no orphan at all this pass */
+  held = loop_held_tenants(&ps->list, &n_held, &held_all);
+  in.list_complete = ps->full && !ps->obs->truncated &&
+                     (!ps->list.n_skipped ||
+                      (r->o.plan.bind_tenant_to_namespace && !held_all));
+  in.hold_tenants = held;
+  in.n_hold_tenants = n_held;
+  in.cube_now = ps->cube_now;
+  invalid = loop_check_objects(r->o.lg, r->o.m, ss, n);
+  in.invalid = (const char *const *)invalid;
+  if(!r->scratch) /* NULL (out of memory): one per call instead */
+    r->scratch = plan_scratch_new();
+  err = plan_compute_ex(&in, &r->o.plan, r->scratch, &ps->p);
+  loop_free_invalid(invalid, n);
+  free(held);
+  return err;
+}
+
+static void on_observed(observation *obs, void *ud)
+{
+  pass *ps = ud;
+  reconciler *r = ps->r;
+
+  ps->obs = obs;
+  if(obs->failed) {
+    /* no plan on a partial view: a missing list is no evidence */
+    pass_fail(ps, obs->fail_msg ? obs->fail_msg : "observation failed",
+              obs->retry_after_ms);
+    loop_check_cube_key(r);
+    say_key_refused(ps);
+    pass_finish(ps);
+    return;
+  }
+  ps->cube_now = obs->cube_now;
+  if(r->stopping || r->follower) {
+    pass_finish(ps);
+    return;
+  }
+  ps->phase = PH_ACT;
+  if(plan_pass(ps)) {
+    pass_fail(ps, "planning failed (out of memory)", -1);
+    pass_finish(ps);
+    return;
+  }
+  if(ps->p->guard_tripped) {
+    metrics_add(r->o.m, "session_controller_delete_guard_tripped_total",
+                NULL, 1);
+    log_kv(r->o.lg, LOG_ERROR, "delete guard tripped: orphan deletions "
+           "withheld (use --force to override)", "detail",
+           ps->p->guard_message ? ps->p->guard_message : "", NULL);
+  }
+  recorder_note_plan(&r->rec, r->o.lg, ps->p);
+  ps->acting = true;
+  if(act_run_init(&ps->run, &r->env, ps->p, ps->cube_now)) {
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  ps->run.session_end = on_session_end;
+  ps->run.finished = on_run_finished;
+  ps->run.ud = ps;
+  /* The kube finalizer goes here, once the store has a call for it: the
+   * reconciler (not the store's list) adds it to each live session that
+   * lacks it, before the run, so that a session deleted afterwards stays
+   * a tombstone until its sandboxes are gone. Not yet implemented. */
+  act_run_start(&ps->run);
+}
+
+static void start_observe(pass *ps, const sc_kvlist *filter)
+{
+  size_t n;
+  session **ss = pass_sessions(ps, &n);
+  ps->phase = PH_OBSERVE;
+  if(observe_start_names(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter,
+                         ps->r->o.plan.adopted_names,
+                         ps->r->o.plan.n_adopted_names, ss, n, on_observed,
+                         ps)) {
+    pass_fail(ps, "the Cube client refused the calls", -1);
+    pass_finish(ps);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* the end of a pass */
+
+static void update_gauges(reconciler *r, pass *ps)
+{
+  size_t i;
+  char l[64];
+  metrics_reset_family(r->o.m, "session_controller_sessions");
+  metrics_reset_family(r->o.m, "session_controller_sandboxes");
+  for(i = 0; ps->acting && i < ps->p->n_sessions; i++) {
+    const session_status *st = act_run_status(&ps->run, i);
+    if(ps->p->sessions[i].s->meta.deletion_timestamp)
+      continue;
+    snprintf(l, sizeof(l), "phase=\"%s\"",
+             st->phase ? session_phase_name(st->phase) : "None");
+    metrics_add(r->o.m, "session_controller_sessions", l, 1);
+  }
+  for(i = 0; ps->obs && i < ps->obs->n_sbs; i++) {
+    snprintf(l, sizeof(l), "state=\"%s\"",
+             cube_sb_state_name(ps->obs->sbs[i].state));
+    metrics_add(r->o.m, "session_controller_sandboxes", l, 1);
+  }
+}
+
+static void full_finish(reconciler *r, pass *ps, double secs)
+{
+  r->full = NULL;
+  metrics_observe(r->o.m, "session_controller_pass_duration_seconds", NULL,
+                  secs);
+  if(ps->fail_msg && r->o.once) {
+    /* no resync timer in --once mode: waiting would hang for ever */
+    log_kv(r->o.lg, LOG_ERROR, "--once: full pass incomplete", "error",
+           ps->fail_msg, NULL);
+    r->done = true;
+    r->failed = true;
+  }
+  else if(ps->fail_msg) {
+    snprintf(r->last_fail_why, sizeof(r->last_fail_why), "no full pass has "
+             "completed for over 10 resync periods: %s", ps->fail_msg);
+    log_kv(r->o.lg, LOG_WARN, "full pass incomplete, retried at the next "
+           "resync", "error", ps->fail_msg, NULL);
+  }
+  else {
+    char buf[32], nb[32], na[32];
+    r->ready = true;
+    r->last_full_done = sctime_mono_ms();
+    update_gauges(r, ps);
+    snprintf(buf, sizeof(buf), "%.3f", secs);
+    snprintf(nb, sizeof(nb), "%zu", ps->list.n);
+    snprintf(na, sizeof(na), "%zu", ps->p ? ps->p->n_actions : 0);
+    log_kv(r->o.lg, ps->p && ps->p->n_actions ? LOG_INFO : LOG_DEBUG,
+           "full pass done", "sessions", nb, "actions", na, "seconds", buf,
+           NULL);
+    if(r->o.once)
+      r->done = true;
+  }
+}
+
+static void pass_finish(pass *ps)
+{
+  reconciler *r = ps->r;
+  double secs = (double)(sctime_mono_ms() - ps->t0) / 1000.0;
+  ps->phase = PH_DONE;
+  loop_check_cube_key(r);
+  if(ps->full)
+    full_finish(r, ps, secs);
+  else {
+    r->singles--;
+    metrics_observe(r->o.m, "session_controller_reconcile_duration_seconds",
+                    NULL, secs);
+    if(ps->fail_msg) {
+      log_kv(r->o.lg, LOG_WARN, "session reconcile incomplete", "session",
+             ps->key, "error", ps->fail_msg, NULL);
+      loop_result_apply(r->q, ps->key,
+                        loop_result_of(true, ps->retry_after_ms, 0, 0),
+                        sctime_mono_ms());
+    }
+    queue_done(r->q, ps->key);
+  }
+  pass_free(ps);
+  loop_pump(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* starting passes */
+
+static pass *pass_new(reconciler *r, bool full)
+{
+  pass *ps = calloc(1, sizeof(*ps));
+  if(!ps)
+    return NULL;
+  ps->r = r;
+  ps->full = full;
+  ps->t0 = sctime_mono_ms();
+  ps->retry_after_ms = -1;
+  return ps;
+}
+
+static void on_full_list(store_reply *rep, void *ud)
+{
+  pass *ps = ud;
+  reconciler *r = ps->r;
+  sc_kvlist filter = {0};
+  if(rep->err) {
+    r->store_ok = false;
+    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", rep->message,
+           NULL);
+    pass_fail(ps, rep->message, -1);
+    pass_finish(ps);
+    return;
+  }
+  r->store_ok = true;
+  ps->list = rep->list;
+  memset(&rep->list, 0, sizeof(rep->list));
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
+                   r->o.plan.controller_name)) {
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  start_observe(ps, &filter);
+  sc_kvlist_clear(&filter);
+}
+
+void loop_start_full(reconciler *r)
+{
+  pass *ps = pass_new(r, true);
+  store_list_opts lo = {NULL, true};
+  sc_errbuf eb;
+  if(!ps)
+    return;
+  r->full_pending = false;
+  r->full = ps;
+  eb.msg[0] = '\0';
+  if(store_list_async(r->o.st, &lo, on_full_list, ps, &eb)) {
+    r->store_ok = false;
+    log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", eb.msg, NULL);
+    pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+  }
+}
+
+static void on_single_get(store_reply *rep, void *ud)
+{
+  pass *ps = ud;
+  reconciler *r = ps->r;
+  sc_kvlist filter = {0};
+  if(rep->err == SC_ERR_NOT_FOUND) {
+    /* purged: nothing left to do for it */
+    loop_result done = {LOOP_DONE, 0};
+    loop_result_apply(r->q, ps->key, done, sctime_mono_ms());
+    pass_finish(ps);
+    return;
+  }
+  if(rep->err) {
+    r->store_ok = false;
+    pass_fail(ps, rep->message, -1);
+    pass_finish(ps);
+    return;
+  }
+  r->store_ok = true;
+  ps->single = rep->obj;
+  rep->obj = NULL;
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
+                   r->o.plan.controller_name) ||
+     sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
+                   session_eff_tenant_id(ps->single)) ||
+     sc_kvlist_set(&filter, SESSION_TAG_SESSION_ID,
+                   session_eff_session_id(ps->single))) {
+    sc_kvlist_clear(&filter);
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  start_observe(ps, &filter);
+  sc_kvlist_clear(&filter);
+}
+
+void loop_start_single(reconciler *r, const char *key)
+{
+  pass *ps = pass_new(r, false);
+  const char *slash = strchr(key, '/');
+  char ns[256];
+  sc_errbuf eb;
+  if(!ps) {
+    queue_done(r->q, key);
+    return;
+  }
+  r->singles++;
+  ps->key = strdup(key);
+  if(!ps->key || !slash || (size_t)(slash - key) >= sizeof(ns)) {
+    pass_fail(ps, "bad queue key", -1);
+    pass_finish(ps);
+    return;
+  }
+  memcpy(ns, key, (size_t)(slash - key));
+  ns[slash - key] = '\0';
+  eb.msg[0] = '\0';
+  if(store_get_async(r->o.st, ns, slash + 1, on_single_get, ps, &eb)) {
+    r->store_ok = false;
+    pass_fail(ps, eb.msg, -1);
+    pass_finish(ps);
+  }
+}

@@ -1,0 +1,118 @@
+/*
+ * pass.h - internal to controller/loop/: the reconciler's state and a
+ * pass, shared by reconciler.c (public API), pass.c (the pass driver),
+ * pump.c (the queue, the timers, the store's identity) and watch.c (the
+ * store watch).
+ *
+ * A unit of work is a "pass": either a full pass over every session, or a
+ * single-session pass for one key of the work queue. Both run the same
+ * three phases:
+ *
+ *   OBSERVE  store list/get; Cube lists (running, paused) filtered by our
+ *            tags; Cube's clock from the Date header (controller/observe).
+ *   PLAN     plan_compute() (controller/plan), pure.
+ *   ACT      the executor runs the actions through Cube (controller/act)
+ *            and the status writer writes each session's status once, by
+ *            compare-and-set (controller/status); each session's turn
+ *            ends in one loop_result (result.h) for the queue.
+ *
+ * A full pass never overlaps single-session passes, so one session is never
+ * acted on twice at once by this replica; other replicas are kept safe by
+ * the rules themselves.
+ *
+ * Every store call is asynchronous (store_*_async): a store on the network
+ * (kube) never stops the loop.
+ *
+ * Ownership: a pass is owned by the reconciler from pass_new() until
+ * pass_finish() frees it; every callback of the pass ends in
+ * pass_finish() exactly once.
+ */
+#ifndef SC_LOOP_PASS_H
+#define SC_LOOP_PASS_H
+
+#include "controller/act/run.h"
+#include "controller/loop/queue.h"
+#include "controller/loop/reconciler.h"
+#include "controller/observe/observe.h"
+
+#define MAX_SINGLE_PASSES 16
+#define BURST_TO_FULL_PASS 32 /* ready keys that make a full pass cheaper */
+#define HEARTBEAT_MS 1000
+
+#include <event2/util.h>
+
+struct event;
+
+enum pass_phase { PH_OBSERVE, PH_ACT, PH_DONE };
+
+typedef struct pass {
+  reconciler *r;
+  bool full;
+  char *key;             /* single pass: "ns/name" */
+  enum pass_phase phase;
+  int64_t t0;            /* monotonic start */
+
+  store_list_result list;/* the sessions (full) or one (single) */
+  session *single;
+
+  observation *obs;      /* Cube as seen by this pass */
+  char *fail_msg;
+  int64_t retry_after_ms;
+  sc_time cube_now;
+
+  plan *p;
+  bool acting;           /* run is initialised */
+  act_run run;           /* the executor's run of p */
+} pass;
+
+struct reconciler {
+  reconciler_opts o;
+  work_queue *q;
+  struct event *heartbeat;
+  struct event *resync;
+  struct event *qtimer;
+  struct event *wtimer;  /* the next try to start the store watch */
+  int64_t watch_backoff_ms;
+  store_watch *watch;
+  bool watch_starting;   /* its list is in flight */
+  bool stopping;
+  bool ready;
+  bool done;
+  bool failed;         /* --once: the pass did not complete */
+  bool full_pending;
+  pass *full;
+  int singles;
+  int64_t last_beat;
+  int64_t last_full_done;
+  bool store_ok;
+  bool cube_key_refused; /* Cube answered 401/403 to every recent call */
+  char last_fail_why[SC_ERRBUF_SIZE + 80]; /* the last full pass's failure */
+  cube_dialect dialect;
+  char identity[96];    /* status.createIntent.by: replica#random */
+  recorder rec;        /* events (kube store); none by default */
+  bool follower;       /* leader election: not the leader, do not act */
+  plan_scratch *scratch; /* the planner's arrays, kept across passes */
+  act_cube cube;       /* the executor's Cube calls: the real client */
+  act_env env;         /* the executor's environment, for every pass */
+  /* store_check_identity() failed: no pass starts (store_still_ours) */
+  bool store_lost;
+  char store_lost_why[SC_ERRBUF_SIZE];
+};
+
+/* pass.c */
+void loop_start_full(reconciler *r);
+void loop_start_single(reconciler *r, const char *key);
+
+/* pump.c: start what the queue and the flags ask for; the timers */
+void loop_pump(reconciler *r);
+bool loop_store_still_ours(reconciler *r);
+void loop_check_cube_key(reconciler *r);
+void loop_on_qtimer(evutil_socket_t fd, short what, void *arg);
+void loop_on_resync(evutil_socket_t fd, short what, void *arg);
+void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg);
+
+/* watch.c: the store watch, restarted with a backoff when it ends */
+void loop_watch_start(reconciler *r);
+void loop_on_wtimer(evutil_socket_t fd, short what, void *arg);
+
+#endif
