@@ -13,6 +13,13 @@ static const char describe_help[] =
   "  sessionctl describe session NAME... [-n NS]\n"
   "  sessionctl describe session/NAME ...\n"
   "\n"
+  "Either the type and then NAMEs, or every argument TYPE/NAME, as\n"
+  "kubectl: the two forms do not mix (\"session session/a\" and\n"
+  "\"session/a b\" are usage errors), TYPE/NAME has one slash and both\n"
+  "sides, and TYPE is sessions, session, sess, sessions.lea.io or\n"
+  "session.lea.io.\n"  "A NAME is required (unlike kubectl, which describes every object\n"
+  "of a type given alone).\n"
+  "\n"
   "Flags:\n"
   "  -n, --namespace NS   the namespace (default \"default\")\n"
   "      --store URL      sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
@@ -23,15 +30,15 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
 {
   static const ctl_opt opts[] = {{"namespace", 'n', true, 1},
                                  {NULL, 0, false, 0}};
-  const char *names[64];
-  size_t n_names = 0, i;
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
-  bool have_type = false;
+  ctl_resources res;
+  size_t i;
   ctl_args p;
   store *st;
   dynbuf out;
   int id, rc = CTL_EXIT_OK;
 
+  memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
   while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
     switch(id) {
@@ -46,30 +53,20 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
     case 1:
       ns = val;
       break;
-    case CTL_ARG_POS: {
-      if(strchr(val, '/')) {
-        if(!ctl_session_slash_name(val, &val))
-          return ctl_usage_error("describe: bad argument \"%s\" (want "
-                                 "session/NAME)", val);
-        have_type = true;
-      }
-      else if(!have_type) {
-        if(!ctl_is_session_resource(val))
-          return ctl_usage_error("the server doesn't have a resource type "
-                                 "\"%s\" (only sessions)", val);
-        have_type = true;
-        break;
-      }
-      if(n_names >= sizeof(names) / sizeof(names[0]))
-        return ctl_usage_error("describe: too many names");
-      names[n_names++] = val;
+    case CTL_ARG_POS:
+      if(ctl_resources_add(&res, val))
+        return CTL_EXIT_USAGE;
       break;
-    }
     default:
       return ctl_usage_error("describe: unexpected flag");
     }
   }
-  if(!n_names)
+  if(ctl_resources_parse(&res, "describe", false))
+    return CTL_EXIT_USAGE;
+  if(!res.have_type)
+    return ctl_usage_error("describe: you must specify the type of resource "
+                           "to describe: describe session NAME");
+  if(!res.n_names)
     return ctl_usage_error("describe: give a session name: describe session "
                            "NAME");
   if(!ctl_check_namespace(ns))
@@ -78,14 +75,14 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
   if(!st)
     return CTL_EXIT_FAIL;
   dynbuf_init(&out, 16 * 1024 * 1024);
-  for(i = 0; i < n_names; i++) {
+  for(i = 0; i < res.n_names; i++) {
     session *s = NULL;
     sc_errbuf eb;
     sc_err err;
     eb.msg[0] = 0;
-    err = store_get(st, ns, names[i], &s, &eb);
+    err = store_get(st, ns, res.names[i], &s, &eb);
     if(err == SC_ERR_NOT_FOUND || (!err && s->meta.deletion_timestamp)) {
-      ctl_not_found(names[i]);
+      ctl_not_found(res.names[i]);
       rc = CTL_EXIT_FAIL;
     }
     else if(err) {

@@ -74,9 +74,37 @@ int ctl_usage_error(const char *fmt, ...)
 /* True when name is one of the accepted spellings of the sessions
  * resource: sessions, session, sess, sessions.lea.io, session.lea.io. */
 bool ctl_is_session_resource(const char *name);
-/* True when arg is TYPE/NAME with TYPE a sessions spelling and NAME not
- * empty; *name then points at NAME inside arg. */
-bool ctl_session_slash_name(const char *arg, const char **name);
+
+/* --- resource arguments: the one parser of get, describe, delete, wake ---
+ * A command hands every positional argument to ctl_resources_add() while
+ * it reads its flags, then calls ctl_resources_parse() once. The forms
+ * are kubectl's (its resource builder):
+ *   TYPE [NAME...]          TYPE a sessions spelling; NAMEs may be none
+ *   TYPE/NAME [TYPE/NAME...] every argument in that form, one slash each,
+ *                          both sides non-empty
+ * A mix of the two forms ("session session/a", "session/a b") is an
+ * error, as are "session/", "/a", "session/a/b" and a TYPE that is not a
+ * sessions spelling. With type_optional (wake) a first argument that is
+ * not a sessions spelling, or the only argument, is a NAME: "wake NAME...".
+ * Which counts of NAMEs a command accepts is the command's business.
+ * The strings stay argv's; names point into them. */
+#define CTL_MAX_NAMES 256
+
+typedef struct ctl_resources {
+  const char *arg[CTL_MAX_NAMES];  /* the positional arguments, in order */
+  size_t n_args;
+  const char **names;              /* after parse: the NAMEs (into arg) */
+  size_t n_names;
+  bool have_type;                  /* a TYPE was given (either form) */
+} ctl_resources;
+
+/* Keep one positional argument; a usage error (printed, CTL_EXIT_USAGE)
+ * past CTL_MAX_NAMES. */
+int ctl_resources_add(ctl_resources *r, const char *arg);
+/* Split r->arg into TYPE and NAMEs; CTL_EXIT_OK, or CTL_EXIT_USAGE with
+ * the error printed (cmd names the command in the resource/name hint). */
+int ctl_resources_parse(ctl_resources *r, const char *cmd,
+                        bool type_optional);
 
 /* --- shared by the commands (common.c) --- */
 struct manifest_set;
