@@ -123,6 +123,31 @@ int ctl_args_next(ctl_args *p, const char **val)
   return o->id;
 }
 
+int ctl_args_step(ctl_args *p, ctl_env *env, const char *help,
+                  ctl_resources *res, const char **val, int *rc)
+{
+  int id;
+  while((id = ctl_args_next(p, val)) == CTL_OPT_STORE ||
+        (id == CTL_ARG_POS && res)) {
+    if(id == CTL_OPT_STORE)
+      env->store_url = *val;
+    else if(ctl_resources_add(res, *val)) {
+      *rc = CTL_EXIT_USAGE;
+      return CTL_ARG_EXIT;
+    }
+  }
+  if(id == CTL_ARG_ERR) {
+    *rc = ctl_usage_error("%s", p->err);
+    return CTL_ARG_EXIT;
+  }
+  if(id == CTL_OPT_HELP) {
+    fputs(help, stdout);
+    *rc = CTL_EXIT_OK;
+    return CTL_ARG_EXIT;
+  }
+  return id;
+}
+
 int ctl_usage_error(const char *fmt, ...)
 {
   va_list ap;

@@ -81,9 +81,7 @@ static int delete_one(store *st, const char *ns, const char *name,
   sc_errbuf eb;
   sc_err err;
   eb.msg[0] = 0;
-  err = store_get(st, ns, name, &s, &eb);
-  if(!err && s->meta.deletion_timestamp)
-    err = SC_ERR_NOT_FOUND;
+  err = ctl_get_session(st, ns, name, &s, &eb);
   session_free(s);
   if(!err)
     err = store_delete(st, ns, name, &eb);
@@ -119,16 +117,11 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
 
   memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, delete_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(delete_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       break;
@@ -139,10 +132,6 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
       if(n_files >= MAX_ARGS || !*val)
         return ctl_usage_error("delete: bad or too many -f flags");
       files[n_files++] = val;
-      break;
-    case CTL_ARG_POS:
-      if(ctl_resources_add(&res, val))
-        return CTL_EXIT_USAGE;
       break;
     default:
       return ctl_usage_error("delete: unexpected flag");
@@ -223,8 +212,10 @@ static void say_not_reclaimed(const char *ns, const session *s)
             session_phase_name(s->status.phase), wake);
 }
 
-static int wake_one(store *st, const char *ns, const char *name, bool force)
+/* arg: bool, --force */
+static int wake_one(store *st, const char *ns, const char *name, void *arg)
 {
+  bool force = *(const bool *)arg;
   int attempt;
   sc_errbuf eb;
   sc_err err = SC_OK;
@@ -234,13 +225,9 @@ static int wake_one(store *st, const char *ns, const char *name, bool force)
     char *newver = NULL;
     int64_t wake;
     eb.msg[0] = 0;
-    err = store_get(st, ns, name, &s, &eb);
-    if(!err && s->meta.deletion_timestamp)
-      err = SC_ERR_NOT_FOUND;
-    if(err) {
-      session_free(s);
+    err = ctl_get_session(st, ns, name, &s, &eb);
+    if(err)
       break;
-    }
     if(!force && !is_reclaimed(s)) {
       say_not_reclaimed(ns, s);
       session_free(s);
@@ -281,35 +268,24 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
   static const ctl_opt opts[] = {{"namespace", 'n', true, OPT_NS},
                                  {"force", 0, false, OPT_FORCE},
                                  {NULL, 0, false, 0}};
-  size_t i;
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
   bool force = false;
   ctl_resources res;
   ctl_args p;
-  store *st;
-  int id, rc = CTL_EXIT_OK, r;
+  int id, rc;
 
   memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, wake_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(wake_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       break;
     case OPT_FORCE:
       force = true;
-      break;
-    case CTL_ARG_POS:
-      if(ctl_resources_add(&res, val))
-        return CTL_EXIT_USAGE;
       break;
     default:
       return ctl_usage_error("wake: unexpected flag");
@@ -319,16 +295,5 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
     return CTL_EXIT_USAGE;
   if(!res.n_names)
     return ctl_usage_error("wake: give a session NAME");
-  if(!ctl_check_namespace(ns))
-    return CTL_EXIT_USAGE;
-  st = ctl_open_store(env, NULL, false);
-  if(!st)
-    return CTL_EXIT_FAIL;
-  for(i = 0; i < res.n_names; i++) {
-    r = wake_one(st, ns, res.names[i], force);
-    if(r)
-      rc = r;
-  }
-  store_close(st);
-  return rc;
+  return ctl_each_name(env, ns, &res, wake_one, &force);
 }

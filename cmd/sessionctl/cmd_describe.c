@@ -26,36 +26,63 @@ static const char describe_help[] =
   "                       (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
   "  -h, --help           this help\n";
 
+/* the NAMEs' descriptions, one after another */
+typedef struct describe_run {
+  dynbuf out;
+  size_t n;          /* described so far */
+} describe_run;
+
+static int describe_one(store *st, const char *ns, const char *name,
+                        void *arg)
+{
+  describe_run *run = arg;
+  session *s = NULL;
+  sc_errbuf eb;
+  sc_err err;
+  int rc = CTL_EXIT_OK;
+  eb.msg[0] = 0;
+  err = ctl_get_session(st, ns, name, &s, &eb);
+  if(err == SC_ERR_NOT_FOUND) {
+    ctl_not_found(name);
+    rc = CTL_EXIT_FAIL;
+  }
+  else if(err) {
+    rc = ctl_store_error(err, &eb);
+  }
+  else {
+    if(run->n++ && dynbuf_len(&run->out) == 0)
+      err = dynbuf_addstr(&run->out, "\n\n");
+    if(!err)
+      err = ctl_describe(s, &run->out);
+    if(err || !ctl_write_stdout(&run->out)) {
+      fprintf(stderr, "error: writing output: %s\n",
+              sc_strerror(err ? err : SC_ERR_IO));
+      rc = CTL_EXIT_FAIL;
+    }
+  }
+  session_free(s);
+  return rc;
+}
+
 int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
 {
   static const ctl_opt opts[] = {{"namespace", 'n', true, 1},
                                  {NULL, 0, false, 0}};
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
   ctl_resources res;
-  size_t i;
+  describe_run run;
   ctl_args p;
-  store *st;
-  dynbuf out;
-  int id, rc = CTL_EXIT_OK;
+  int id, rc;
 
   memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, describe_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(describe_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case 1:
       ns = val;
-      break;
-    case CTL_ARG_POS:
-      if(ctl_resources_add(&res, val))
-        return CTL_EXIT_USAGE;
       break;
     default:
       return ctl_usage_error("describe: unexpected flag");
@@ -69,39 +96,9 @@ int ctl_cmd_describe(ctl_env *env, int argc, char **argv)
   if(!res.n_names)
     return ctl_usage_error("describe: give a session name: describe session "
                            "NAME");
-  if(!ctl_check_namespace(ns))
-    return CTL_EXIT_USAGE;
-  st = ctl_open_store(env, NULL, false);
-  if(!st)
-    return CTL_EXIT_FAIL;
-  dynbuf_init(&out, 16 * 1024 * 1024);
-  for(i = 0; i < res.n_names; i++) {
-    session *s = NULL;
-    sc_errbuf eb;
-    sc_err err;
-    eb.msg[0] = 0;
-    err = store_get(st, ns, res.names[i], &s, &eb);
-    if(err == SC_ERR_NOT_FOUND || (!err && s->meta.deletion_timestamp)) {
-      ctl_not_found(res.names[i]);
-      rc = CTL_EXIT_FAIL;
-    }
-    else if(err) {
-      rc = ctl_store_error(err, &eb);
-    }
-    else {
-      if(i && dynbuf_len(&out) == 0)
-        err = dynbuf_addstr(&out, "\n\n");
-      if(!err)
-        err = ctl_describe(s, &out);
-      if(err || !ctl_write_stdout(&out)) {
-        fprintf(stderr, "error: writing output: %s\n",
-                sc_strerror(err ? err : SC_ERR_IO));
-        rc = CTL_EXIT_FAIL;
-      }
-    }
-    session_free(s);
-  }
-  dynbuf_free(&out);
-  store_close(st);
+  dynbuf_init(&run.out, 16 * 1024 * 1024);
+  run.n = 0;
+  rc = ctl_each_name(env, ns, &res, describe_one, &run);
+  dynbuf_free(&run.out);
   return rc;
 }

@@ -255,9 +255,8 @@ static int get_once(ctl_env *env, ctl_get *g)
     }
     for(i = 0; i < g->n_names; i++) {
       session *s = NULL;
-      err = store_get(st, g->ns, g->names[i], &s, &eb);
-      if(err == SC_ERR_NOT_FOUND || (!err && s->meta.deletion_timestamp)) {
-        session_free(s);
+      err = ctl_get_session(st, g->ns, g->names[i], &s, &eb);
+      if(err == SC_ERR_NOT_FOUND) {
         ctl_not_found(g->names[i]);
         rc = CTL_EXIT_FAIL;
         continue;
@@ -316,16 +315,11 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
   memset(&g, 0, sizeof(g));
   memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, get_opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, get_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(get_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       ns_given = true;
@@ -355,10 +349,6 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
       break;
     case OPT_EVENTS:
       g.watch_events = true;
-      break;
-    case CTL_ARG_POS:
-      if(ctl_resources_add(&res, val))
-        return CTL_EXIT_USAGE;
       break;
     default:
       return ctl_usage_error("get: unexpected flag");
