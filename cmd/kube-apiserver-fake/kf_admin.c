@@ -50,6 +50,13 @@ static json_object *fault_json(const kf_fault *f)
   return o;
 }
 
+/* v is a JSON integer from lo to hi (NULL: no) */
+static bool int_between(json_object *v, int lo, int hi)
+{
+  return json_object_is_type(v, json_type_int) &&
+         json_object_get_int(v) >= lo && json_object_get_int(v) <= hi;
+}
+
 /* one rule of a /_fake/faults body; false with msg on a bad one */
 static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
 {
@@ -76,8 +83,7 @@ static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
     (void)val;
   }
   if(json_object_object_get_ex(o, "delayMs", &v)) {
-    if(!json_object_is_type(v, json_type_int) ||
-       json_object_get_int(v) < 1 || json_object_get_int(v) > 60000) {
+    if(!int_between(v, 1, 60000)) {
       snprintf(msg, len, "delayMs: want milliseconds from 1 to 60000");
       return false;
     }
@@ -85,16 +91,13 @@ static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
   }
   if(!json_object_object_get_ex(o, "status", &v) && f->delay_ms)
     v = NULL; /* a delay only */
-  else if(!v || !json_object_is_type(v, json_type_int) ||
-          json_object_get_int(v) < 400 || json_object_get_int(v) > 599) {
+  else if(!int_between(v, 400, 599)) {
     snprintf(msg, len, "status: want an integer from 400 to 599");
     return false;
   }
   f->status = v ? json_object_get_int(v) : 0;
   if(json_object_object_get_ex(o, "count", &v)) {
-    if(!json_object_is_type(v, json_type_int) ||
-       json_object_get_int(v) < -1 || json_object_get_int(v) == 0 ||
-       json_object_get_int(v) > 1000000) {
+    if(!int_between(v, -1, 1000000) || json_object_get_int(v) == 0) {
       snprintf(msg, len, "count: want an integer >= 1, or -1 (until "
                "cleared)");
       return false;
@@ -102,8 +105,7 @@ static bool fault_parse(json_object *o, kf_fault *f, char *msg, size_t len)
     f->count = json_object_get_int(v);
   }
   if(json_object_object_get_ex(o, "retryAfter", &v)) {
-    if(!json_object_is_type(v, json_type_int) ||
-       json_object_get_int(v) < 0 || json_object_get_int(v) > 3600) {
+    if(!int_between(v, 0, 3600)) {
       snprintf(msg, len, "retryAfter: want seconds from 0 to 3600");
       return false;
     }
@@ -153,7 +155,7 @@ static void serve_faults(kf_server *s, struct evhttp_request *req)
   else if(cmd == EVHTTP_REQ_POST) {
     if(kf_read_body(req, &body)) {
       kf_reply_status(req, 400, "BadRequest", "/_fake/faults: the body is not "
-                   "JSON");
+                      "JSON");
       return;
     }
     if(json_object_is_type(body, json_type_array)) {
@@ -161,15 +163,15 @@ static void serve_faults(kf_server *s, struct evhttp_request *req)
       if(n > KF_FAULTS_MAX - s->n_faults) {
         json_object_put(body);
         kf_reply_status(req, 400, "BadRequest", "/_fake/faults: at most %d "
-                     "rules", KF_FAULTS_MAX);
+                        "rules", KF_FAULTS_MAX);
         return;
       }
       for(i = 0; i < n; i++)
         if(!fault_parse(json_object_array_get_idx(body, i), &add[i], msg,
                         sizeof(msg))) {
           json_object_put(body);
-          kf_reply_status(req, 400, "BadRequest", "/_fake/faults: rule %zu: %s",
-                       i, msg);
+          kf_reply_status(req, 400, "BadRequest",
+                          "/_fake/faults: rule %zu: %s", i, msg);
           return;
         }
     }
@@ -190,7 +192,7 @@ static void serve_faults(kf_server *s, struct evhttp_request *req)
   }
   else if(cmd != EVHTTP_REQ_GET) {
     kf_reply_status(req, 405, "MethodNotAllowed", "/_fake/faults: GET, POST "
-                 "or DELETE");
+                    "or DELETE");
     return;
   }
   a = json_object_new_array();
@@ -202,7 +204,7 @@ static void serve_faults(kf_server *s, struct evhttp_request *req)
 
 /* the first live rule that matches, its count taken; NULL = none */
 const kf_fault *kf_fault_take(kf_server *s, struct evhttp_request *req,
-                                  const char *path)
+                              const char *path)
 {
   const char *m = NULL, *q;
   size_t i;
@@ -304,7 +306,7 @@ static void serve_reqlog(kf_server *s, struct evhttp_request *req)
 }
 
 void kf_serve_admin(kf_server *s, struct evhttp_request *req,
-                        const char *path)
+                    const char *path)
 {
   char buf[200];
   if(!strcmp(path, "/_fake/compact")) {
@@ -331,8 +333,8 @@ void kf_serve_admin(kf_server *s, struct evhttp_request *req,
     f.watch = -1;
     evhttp_clear_headers(&kv);
     if(f.status < 400 || f.status > 599 || f.count < 1) {
-      kf_reply_status(req, 400, "BadRequest", "/_fake/fail: want code=400..599 "
-                   "and n>=1");
+      kf_reply_status(req, 400, "BadRequest", "/_fake/fail: want "
+                      "code=400..599 and n>=1");
       return;
     }
     s->n_faults = 0; /* the old interface: one rule at a time */
@@ -374,7 +376,7 @@ void kf_serve_admin(kf_server *s, struct evhttp_request *req,
 
 /* remember "METHOD PATH USER-AGENT" for /_fake/requests; the entry */
 kf_reqlog *kf_log_request(kf_server *s, struct evhttp_request *req,
-                              const char *path)
+                          const char *path)
 {
   const char *ua = evhttp_find_header(evhttp_request_get_input_headers(req),
                                       "User-Agent");
@@ -406,7 +408,7 @@ kf_reqlog *kf_log_request(kf_server *s, struct evhttp_request *req,
 }
 
 void kf_reply_fault(struct evhttp_request *req, int status,
-                        int retry_after)
+                    int retry_after)
 {
   char ra[16];
   if(retry_after >= 0) {
@@ -415,7 +417,7 @@ void kf_reply_fault(struct evhttp_request *req, int status,
                       ra);
   }
   kf_reply_status(req, status, status == 429 ? "TooManyRequests"
-               : status == 503 ? "ServiceUnavailable"
-               : status >= 500 ? "InternalError" : "BadRequest",
-               "injected failure %d", status);
+                  : status == 503 ? "ServiceUnavailable"
+                  : status >= 500 ? "InternalError" : "BadRequest",
+                  "injected failure %d", status);
 }

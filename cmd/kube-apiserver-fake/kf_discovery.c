@@ -36,7 +36,7 @@ static json_object *sessions_resource_list(kf_server *s)
   kf_set_str(l, "groupVersion", "lea.io/v1alpha1");
   kf_set_str(r, "name", "sessions");
   kf_set_str(r, "singularName", kf_jstr(names, "singular") ?
-          kf_jstr(names, "singular") : "session");
+             kf_jstr(names, "singular") : "session");
   json_object_object_add(r, "namespaced", json_object_new_boolean(1));
   kf_set_str(r, "kind", "Session");
   json_object_object_add(r, "verbs", str_array(verbs));
@@ -122,72 +122,73 @@ static bool serve_openapi(kf_server *s, struct evhttp_request *req,
   return true;
 }
 
+/* the discovery documents that do not change (path, JSON text) */
+static const struct {
+  const char *path;
+  const char *json;
+} fixed_docs[] = {
+  {"/version",
+   "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":"
+   "\"v1.32.0-fake\",\"platform\":\"linux/amd64\"}"},
+  {"/api",
+   "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],"
+   "\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\","
+   "\"serverAddress\":\"127.0.0.1\"}]}"},
+  {"/api/v1",
+   "{\"kind\":\"APIResourceList\",\"groupVersion\":"
+   "\"v1\",\"resources\":[{\"name\":\"events\",\"singularName\":"
+   "\"event\",\"namespaced\":true,\"kind\":\"Event\",\"verbs\":"
+   "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\","
+   "\"watch\"],\"shortNames\":[\"ev\"]}]}"},
+  {"/apis",
+   "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\","
+   "\"groups\":[{\"name\":\"lea.io\",\"versions\":[{"
+   "\"groupVersion\":\"lea.io/v1alpha1\",\"version\":\"v1alpha1\"}"
+   "],\"preferredVersion\":{\"groupVersion\":\"lea.io/v1alpha1\","
+   "\"version\":\"v1alpha1\"}},{\"name\":\"coordination.k8s.io\","
+   "\"versions\":[{\"groupVersion\":\"coordination.k8s.io/v1\","
+   "\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":"
+   "\"coordination.k8s.io/v1\",\"version\":\"v1\"}},{\"name\":"
+   "\"apiextensions.k8s.io\",\"versions\":[{\"groupVersion\":"
+   "\"apiextensions.k8s.io/v1\",\"version\":\"v1\"}],"
+   "\"preferredVersion\":{\"groupVersion\":\"apiextensions.k8s.io/v1\","
+   "\"version\":\"v1\"}}]}"},
+  {"/apis/coordination.k8s.io/v1",
+   "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+   "\"groupVersion\":\"coordination.k8s.io/v1\",\"resources\":[{"
+   "\"name\":\"leases\",\"singularName\":\"lease\",\"namespaced\":"
+   "true,\"kind\":\"Lease\",\"verbs\":[\"create\",\"delete\",\"get\","
+   "\"list\",\"patch\",\"update\",\"watch\"]}]}"},
+  {"/apis/apiextensions.k8s.io/v1",
+   "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
+   "\"groupVersion\":\"apiextensions.k8s.io/v1\",\"resources\":[{"
+   "\"name\":\"customresourcedefinitions\",\"singularName\":"
+   "\"customresourcedefinition\",\"namespaced\":false,\"kind\":"
+   "\"CustomResourceDefinition\",\"verbs\":[\"create\",\"delete\","
+   "\"get\",\"list\",\"patch\",\"update\",\"watch\"],"
+   "\"shortNames\":[\"crd\",\"crds\"]},{\"name\":"
+   "\"customresourcedefinitions/status\",\"singularName\":\"\","
+   "\"namespaced\":false,\"kind\":\"CustomResourceDefinition\","
+   "\"verbs\":[\"get\",\"patch\",\"update\"]}]}"},
+};
+
 void kf_serve_discovery(kf_server *s, struct evhttp_request *req,
-                            const char *path)
+                        const char *path)
 {
+  size_t i;
   if(!strncmp(path, "/openapi/", 9) && serve_openapi(s, req, path))
     return;
-  if(!strcmp(path, "/version")) {
-    kf_reply_text(req, 200, "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":"
-               "\"v1.32.0-fake\",\"platform\":\"linux/amd64\"}");
-    return;
-  }
-  if(!strcmp(path, "/api")) {
-    kf_reply_text(req, 200, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],"
-               "\"serverAddressByClientCIDRs\":[{\"clientCIDR\":\"0.0.0.0/0\","
-               "\"serverAddress\":\"127.0.0.1\"}]}");
-    return;
-  }
-  if(!strcmp(path, "/api/v1")) {
-    kf_reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"groupVersion\":"
-               "\"v1\",\"resources\":[{\"name\":\"events\",\"singularName\":"
-               "\"event\",\"namespaced\":true,\"kind\":\"Event\",\"verbs\":"
-               "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\","
-               "\"watch\"],\"shortNames\":[\"ev\"]}]}");
-    return;
-  }
-  if(!strcmp(path, "/apis")) {
-    kf_reply_text(req, 200, "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\","
-               "\"groups\":[{\"name\":\"lea.io\",\"versions\":[{"
-               "\"groupVersion\":\"lea.io/v1alpha1\",\"version\":\"v1alpha1\"}"
-               "],\"preferredVersion\":{\"groupVersion\":\"lea.io/v1alpha1\","
-               "\"version\":\"v1alpha1\"}},{\"name\":\"coordination.k8s.io\","
-               "\"versions\":[{\"groupVersion\":\"coordination.k8s.io/v1\","
-               "\"version\":\"v1\"}],\"preferredVersion\":{\"groupVersion\":"
-               "\"coordination.k8s.io/v1\",\"version\":\"v1\"}},{\"name\":"
-               "\"apiextensions.k8s.io\",\"versions\":[{\"groupVersion\":"
-               "\"apiextensions.k8s.io/v1\",\"version\":\"v1\"}],"
-               "\"preferredVersion\":{\"groupVersion\":\"apiextensions.k8s.io/v1\","
-               "\"version\":\"v1\"}}]}");
-    return;
-  }
+  for(i = 0; i < sizeof(fixed_docs) / sizeof(fixed_docs[0]); i++)
+    if(!strcmp(path, fixed_docs[i].path)) {
+      kf_reply_text(req, 200, fixed_docs[i].json);
+      return;
+    }
   if(!strcmp(path, "/apis/lea.io/v1alpha1")) {
     json_object *l = sessions_resource_list(s);
     kf_reply_json(req, 200, l);
     json_object_put(l);
     return;
   }
-  if(!strcmp(path, "/apis/coordination.k8s.io/v1")) {
-    kf_reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
-               "\"groupVersion\":\"coordination.k8s.io/v1\",\"resources\":[{"
-               "\"name\":\"leases\",\"singularName\":\"lease\",\"namespaced\":"
-               "true,\"kind\":\"Lease\",\"verbs\":[\"create\",\"delete\",\"get\","
-               "\"list\",\"patch\",\"update\",\"watch\"]}]}");
-    return;
-  }
-  if(!strcmp(path, "/apis/apiextensions.k8s.io/v1")) {
-    kf_reply_text(req, 200, "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\","
-               "\"groupVersion\":\"apiextensions.k8s.io/v1\",\"resources\":[{"
-               "\"name\":\"customresourcedefinitions\",\"singularName\":"
-               "\"customresourcedefinition\",\"namespaced\":false,\"kind\":"
-               "\"CustomResourceDefinition\",\"verbs\":[\"create\",\"delete\","
-               "\"get\",\"list\",\"patch\",\"update\",\"watch\"],"
-               "\"shortNames\":[\"crd\",\"crds\"]},{\"name\":"
-               "\"customresourcedefinitions/status\",\"singularName\":\"\","
-               "\"namespaced\":false,\"kind\":\"CustomResourceDefinition\","
-               "\"verbs\":[\"get\",\"patch\",\"update\"]}]}");
-    return;
-  }
   kf_reply_status(req, 404, "NotFound", "the server could not find the "
-               "requested resource (%s)", path);
+                  "requested resource (%s)", path);
 }

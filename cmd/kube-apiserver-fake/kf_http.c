@@ -13,7 +13,7 @@
 #include <event2/keyvalq_struct.h>
 
 void kf_reply_json(struct evhttp_request *req, int code,
-                       json_object *o)
+                   json_object *o)
 {
   struct evbuffer *b = evbuffer_new();
   const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
@@ -26,7 +26,7 @@ void kf_reply_json(struct evhttp_request *req, int code,
 }
 
 json_object *kf_status_obj(int code, const char *reason,
-                               const char *msg)
+                           const char *msg)
 {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "kind", json_object_new_string("Status"));
@@ -40,7 +40,7 @@ json_object *kf_status_obj(int code, const char *reason,
 }
 
 void kf_reply_status(struct evhttp_request *req, int code,
-                         const char *reason, const char *fmt, ...)
+                     const char *reason, const char *fmt, ...)
 {
   char msg[600];
   va_list ap;

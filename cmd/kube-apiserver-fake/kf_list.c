@@ -134,7 +134,7 @@ static json_object *col_def(const char *name, const char *type,
 /* a Table of objs (v[0..n)) of resource res; the columns of the applied
  * CRD for sessions, else the built-in ones */
 json_object *kf_table_of(kf_server *s, int res, json_object **v,
-                             size_t n)
+                         size_t n)
 {
   json_object *t = json_object_new_object(), *cols, *rows, *m;
   json_object *crdcols = res == KF_RES_SESSIONS ?
@@ -155,7 +155,8 @@ json_object *kf_table_of(kf_server *s, int res, json_object **v,
       json_object *cd = json_object_array_get_idx(crdcols, c), *pr;
       int prio = json_object_object_get_ex(cd, "priority", &pr) ?
                  json_object_get_int(pr) : 0;
-      json_object_array_add(cols, col_def(kf_jstr(cd, "name"), kf_jstr(cd, "type"),
+      json_object_array_add(cols, col_def(kf_jstr(cd, "name"),
+                                          kf_jstr(cd, "type"),
                                           kf_jstr(cd, "format"),
                                           kf_jstr(cd, "description"), prio));
     }
@@ -223,7 +224,7 @@ static bool parse_cont(const char *t, int64_t *rv, char *ns, size_t nslen,
  * version makes good). A token older than the kept history (after
  * /_fake/compact) is 410 Expired, a malformed one 400. */
 void kf_serve_list(kf_server *s, struct evhttp_request *req,
-                       const kf_route *rt)
+                   const kf_route *rt)
 {
   kf_obj **v = calloc(s->n_objs + 1, sizeof(*v));
   size_t i, n = 0, from = 0, cnt;
@@ -236,14 +237,15 @@ void kf_serve_list(kf_server *s, struct evhttp_request *req,
     if(!parse_cont(rt->cont, &list_rv, cns, sizeof(cns), cname,
                    sizeof(cname))) {
       kf_reply_status(req, 400, "BadRequest", "continue key is not valid: %s",
-                   rt->cont);
+                      rt->cont);
       free(v);
       return;
     }
     if(list_rv < s->compacted) {
-      kf_reply_status(req, 410, "Expired", "The provided continue parameter is "
-                   "too old to display a consistent list result. You can "
-                   "start a new list without the continue parameter.");
+      kf_reply_status(req, 410, "Expired", "The provided continue parameter "
+                      "is too old to display a consistent list result. You "
+                      "can start a new list without the continue "
+                      "parameter.");
       free(v);
       return;
     }

@@ -22,17 +22,17 @@ static bool rv_ok(json_object *body, kf_obj *ob, struct evhttp_request *req,
     if(!required)
       return true;
     kf_reply_status(req, 422, "Invalid", "%s.%s \"%s\" is invalid: "
-                 "metadata.resourceVersion: Invalid value: 0x0: must be "
-                 "specified for an update", kf_resources[ob->res].plural,
-                 kf_resources[ob->res].group, ob->name);
+                    "metadata.resourceVersion: Invalid value: 0x0: must be "
+                    "specified for an update", kf_resources[ob->res].plural,
+                    kf_resources[ob->res].group, ob->name);
     return false;
   }
   if(strcmp(want, have)) {
     kf_reply_status(req, 409, "Conflict", "Operation cannot be fulfilled on "
-                 "%s.%s \"%s\": the object has been modified; please apply "
-                 "your changes to the latest version and try again",
-                 kf_resources[ob->res].plural, kf_resources[ob->res].group,
-                 ob->name);
+                    "%s.%s \"%s\": the object has been modified; please apply "
+                    "your changes to the latest version and try again",
+                    kf_resources[ob->res].plural, kf_resources[ob->res].group,
+                    ob->name);
     return false;
   }
   return true;
@@ -115,7 +115,8 @@ static bool apply_schema(kf_server *s, struct evhttp_request *req,
   json_object *schema;
   kf_errs unk = {0}, errs = {0};
   size_t i;
-  if(rt->res != KF_RES_SESSIONS || !(schema = kf_crd_schema(kf_sessions_crd(s))))
+  if(rt->res != KF_RES_SESSIONS ||
+     !(schema = kf_crd_schema(kf_sessions_crd(s))))
     return true;
   kf_schema_prune(obj, schema, rt->fv != KF_FV_STRICT, &unk);
   if(unk.n && rt->fv == KF_FV_STRICT) {
@@ -184,12 +185,12 @@ static bool check_kind(kf_server *s, int res, json_object *body,
   if(!json_object_is_type(body, json_type_object) || !k || !av ||
      strcmp(k, r->kind) || strcmp(av, want)) {
     kf_reply_status(req, 400, "BadRequest", "the body must be a %s %s object",
-                 want, r->kind);
+                    want, r->kind);
     return false;
   }
   if(json_object_object_get_ex(body, "spec", NULL) && !kf_jobj(body, "spec")) {
     kf_reply_status(req, 422, "Invalid", "spec: Invalid value: must be an "
-                 "object");
+                    "object");
     return false;
   }
   return true;
@@ -208,18 +209,19 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
   name = kf_jstr(m, "name");
   if(!name || !*name || strlen(name) > 253 || strchr(name, '/')) {
     kf_reply_status(req, 422, "Invalid", "metadata.name: Required value: name "
-                 "is required (1-253 characters, no '/')");
+                    "is required (1-253 characters, no '/')");
     return;
   }
   bns = kf_jstr(m, "namespace");
   if(bns && kf_resources[rt->res].namespaced && strcmp(bns, rt->ns)) {
     kf_reply_status(req, 400, "BadRequest", "the namespace of the provided "
-                 "object does not match the namespace sent on the request");
+                    "object does not match the namespace sent on the request");
     return;
   }
   if(kf_find_obj(s, rt->res, rt->ns, name)) {
     kf_reply_status(req, 409, "AlreadyExists", "%s.%s \"%s\" already exists",
-                 kf_resources[rt->res].plural, kf_resources[rt->res].group, name);
+                    kf_resources[rt->res].plural,
+                    kf_resources[rt->res].group, name);
     return;
   }
   if(rt->res == KF_RES_CRDS && !crd_ok(req, body, name))
@@ -314,8 +316,8 @@ static void serve_update(kf_server *s, struct evhttp_request *req,
   if(kf_jstr(kf_jobj(body, "metadata"), "name") &&
      strcmp(kf_jstr(kf_jobj(body, "metadata"), "name"), ob->name)) {
     kf_reply_status(req, 400, "BadRequest", "the name of the object (%s) does "
-                 "not match the name on the URL (%s)",
-                 kf_jstr(kf_jobj(body, "metadata"), "name"), ob->name);
+                    "not match the name on the URL (%s)",
+                    kf_jstr(kf_jobj(body, "metadata"), "name"), ob->name);
     return;
   }
   /* the stored object as read from storage (a copy: the schema steps
@@ -377,7 +379,7 @@ static void serve_delete(kf_server *s, struct evhttp_request *req,
 }
 
 void kf_serve_resource(kf_server *s, struct evhttp_request *req,
-                           const kf_route *rt)
+                       const kf_route *rt)
 {
   enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
   json_object *body = NULL;
@@ -389,18 +391,18 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
     sc_err e;
     if(rt->dry_run) {
       kf_reply_status(req, 400, "BadRequest", "dryRun is not supported by "
-                   "kube-apiserver-fake (a dry run here would write)");
+                      "kube-apiserver-fake (a dry run here would write)");
       return;
     }
     if(rt->fv == KF_FV_BAD) {
       kf_reply_status(req, 400, "BadRequest", "fieldValidation: invalid value "
-                   "\"%s\": must be Ignore, Warn or Strict", rt->fv_text);
+                      "\"%s\": must be Ignore, Warn or Strict", rt->fv_text);
       return;
     }
     e = kf_read_body(req, &body);
     if(e) {
       kf_reply_status(req, e == SC_ERR_TOO_LARGE ? 413 : 400, "BadRequest",
-                   "the request body is not a JSON document");
+                      "the request body is not a JSON document");
       return;
     }
   }
@@ -419,8 +421,8 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
   }
   if(!ob) {
     kf_reply_status(req, 404, "NotFound", "%s.%s \"%s\" not found",
-                 kf_resources[rt->res].plural, kf_resources[rt->res].group,
-                 rt->name);
+                    kf_resources[rt->res].plural, kf_resources[rt->res].group,
+                    rt->name);
     json_object_put(body);
     return;
   }
@@ -441,8 +443,8 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
     json_object *cur = NULL;
     if(!ct || strncmp(ct, "application/merge-patch+json", 28)) {
       kf_reply_status(req, 415, "UnsupportedMediaType", "the body of the "
-                   "request was in an unknown format - accepted media "
-                   "types include: application/merge-patch+json");
+                      "request was in an unknown format - accepted media "
+                      "types include: application/merge-patch+json");
       break;
     }
     if(!rv_ok(body, ob, req, false))
@@ -457,7 +459,7 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
   case EVHTTP_REQ_DELETE:
     if(rt->dry_run)
       kf_reply_status(req, 400, "BadRequest", "dryRun is not supported by "
-                   "kube-apiserver-fake (a dry run here would delete)");
+                      "kube-apiserver-fake (a dry run here would delete)");
     else
       serve_delete(s, req, ob);
     break;

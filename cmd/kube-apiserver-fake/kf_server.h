@@ -17,8 +17,8 @@
  * Ownership: a kf_server owns its objects (kf_obj.o, ns, name), its
  * history (kf_hist ns and json), its watches and held requests, and its
  * request log; all are freed by kf_server_free(). Functions here borrow
- * what they are given unless they say otherwise; JSON getters (kf_jstr,
- * kf_jobj, kf_sessions_crd) return borrowed pointers.
+ * what they are given unless they say otherwise; JSON getters (kf_json.h,
+ * kf_sessions_crd) return borrowed pointers.
  */
 #ifndef KF_SERVER_H
 #define KF_SERVER_H
@@ -29,6 +29,7 @@
 #include <json-c/json.h>
 #include <event2/http.h>
 #include "cmd/kube-apiserver-fake/kf.h"
+#include "cmd/kube-apiserver-fake/kf_json.h"
 #include "lib/sc_err.h"
 
 struct evkeyvalq;
@@ -171,11 +172,8 @@ bool kf_parse_route(struct evhttp_request *req, kf_route *rt);
 const char *kf_method_name(enum evhttp_cmd_type c);
 
 /* --- kf_store.c: objects, revisions, history --- */
-const char *kf_jstr(json_object *o, const char *k);
-json_object *kf_jobj(json_object *o, const char *k);
 /* o's metadata, added when missing */
 json_object *kf_meta_of(json_object *o);
-void kf_set_str(json_object *o, const char *k, const char *v);
 void kf_now_rfc3339(char *buf, size_t len);
 void kf_new_uid(char *buf, size_t len);
 bool kf_has_finalizers(json_object *o);

@@ -20,24 +20,6 @@ const kf_res kf_resources[KF_N_RES] = {
    "CustomResourceDefinition", true, false},
 };
 
-const char *kf_jstr(json_object *o, const char *k)
-{
-  json_object *v;
-  if(o && json_object_object_get_ex(o, k, &v) &&
-     json_object_is_type(v, json_type_string))
-    return json_object_get_string(v);
-  return NULL;
-}
-
-json_object *kf_jobj(json_object *o, const char *k)
-{
-  json_object *v;
-  if(o && json_object_object_get_ex(o, k, &v) &&
-     json_object_is_type(v, json_type_object))
-    return v;
-  return NULL;
-}
-
 json_object *kf_meta_of(json_object *o)
 {
   json_object *m = kf_jobj(o, "metadata");
@@ -46,11 +28,6 @@ json_object *kf_meta_of(json_object *o)
     json_object_object_add(o, "metadata", m);
   }
   return m;
-}
-
-void kf_set_str(json_object *o, const char *k, const char *v)
-{
-  json_object_object_add(o, k, json_object_new_string(v));
 }
 
 void kf_now_rfc3339(char *buf, size_t len)
@@ -79,7 +56,7 @@ bool kf_has_finalizers(json_object *o)
 }
 
 kf_obj *kf_find_obj(kf_server *s, int res, const char *ns,
-                        const char *name)
+                    const char *name)
 {
   size_t i;
   for(i = 0; i < s->n_objs; i++)

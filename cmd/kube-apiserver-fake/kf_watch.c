@@ -22,7 +22,7 @@ static void watch_send(kf_watch *w, const char *type, const char *objjson)
 /* an event of object o (its JSON text: txt; either may be NULL, not
  * both): as it is, or as a Table of one row on a Table watch */
 void kf_watch_send_obj(kf_watch *w, const char *type, json_object *o,
-                           const char *txt)
+                       const char *txt)
 {
   json_object *parsed = NULL, *t;
   if(!w->table) {
@@ -96,7 +96,7 @@ static void on_watch_bookmark(evutil_socket_t fd, short what, void *arg)
 }
 
 void kf_serve_watch(kf_server *s, struct evhttp_request *req,
-                        const kf_route *rt)
+                    const kf_route *rt)
 {
   kf_watch *w;
   int64_t from = 0;
@@ -105,7 +105,7 @@ void kf_serve_watch(kf_server *s, struct evhttp_request *req,
   struct timeval tv;
   if(rt->rv[0] && !kf_parse_rv(rt->rv, &from)) {
     kf_reply_status(req, 400, "BadRequest", "invalid resourceVersion \"%s\"",
-                 rt->rv);
+                    rt->rv);
     return;
   }
   w = calloc(1, sizeof(*w));
