@@ -582,13 +582,23 @@ out:
   json_object_put(o);
 }
 
+/* The answer to a set-timeout or refresh whose outcome is res: audited,
+ * then 404 when the sandbox is paused, else 204. */
+static void reply_deadline(sim_req *r, sim_sandbox *sb, sim_result res)
+{
+  sim_audit_after(r, sb);
+  if(res == SIM_R_NOT_RUNNING)
+    sim_reply_error(r, 404, "sandbox %s is paused; resume it first", sb->id);
+  else
+    sim_reply_empty(r, 204);
+}
+
 void sim_api_timeout(sim_req *r)
 {
   sim_sandbox *sb = sim_req_sandbox(r);
   json_object *o = NULL;
   int32_t t = 0;
   int has;
-  sim_result res;
   if(!sb || sim_req_json(r, 0, &o))
     return;
   has = int_field(r, o, "timeout", timeout_min(r), INT32_MAX, &t);
@@ -598,13 +608,7 @@ void sim_api_timeout(sim_req *r)
     sim_reply_error(r, 400, "field 'timeout' is required");
     goto out;
   }
-  res = sim_state_set_timeout(r->srv->state, sb, r->now, t);
-  sim_audit_after(r, sb);
-  if(res == SIM_R_NOT_RUNNING) {
-    sim_reply_error(r, 404, "sandbox %s is paused; resume it first", sb->id);
-    goto out;
-  }
-  sim_reply_empty(r, 204);
+  reply_deadline(r, sb, sim_state_set_timeout(r->srv->state, sb, r->now, t));
 out:
   json_object_put(o);
 }
@@ -615,19 +619,13 @@ void sim_api_refresh(sim_req *r)
   json_object *o = NULL;
   int32_t d = 0;
   int has;
-  sim_result res;
   if(!sb || sim_req_json(r, 1, &o))
     return;
   has = int_field(r, o, "duration", 0, 3600, &d);
   if(has < 0)
     goto out;
-  res = sim_state_refresh(r->srv->state, sb, r->now, has, d);
-  sim_audit_after(r, sb);
-  if(res == SIM_R_NOT_RUNNING) {
-    sim_reply_error(r, 404, "sandbox %s is paused; resume it first", sb->id);
-    goto out;
-  }
-  sim_reply_empty(r, 204);
+  reply_deadline(r, sb, sim_state_refresh(r->srv->state, sb, r->now, has,
+                                          d));
 out:
   json_object_put(o);
 }

@@ -4,13 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cmd/cubesim/sim_faults.h"
+#include "lib/hmap.h"
 
 struct sim_state {
   sim_state_config cfg;
   sim_sandbox **all;  /* creation order */
   size_t n, alloc;
-  uint32_t *table;    /* open addressing: index + 1, 0 empty */
-  size_t tcap;        /* power of two */
+  sc_hmap *ids;       /* id -> sim_sandbox (lib/hmap.h); the IDs are the
+                       * simulator's own, so the hash is not seeded */
   sim_sandbox **heap;
   size_t hn, halloc;
   uint64_t due_seq;
@@ -21,21 +22,16 @@ struct sim_state {
   void *hook_arg;
 };
 
-static uint64_t hash_id(const char *s)
-{
-  uint64_t h = 1469598103934665603ULL;
-  for(; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 sim_state *sim_state_new(const sim_state_config *cfg)
 {
   sim_state *st = calloc(1, sizeof(*st));
   if(!st)
     return NULL;
+  st->ids = sc_hmap_new(0);
+  if(!st->ids) {
+    free(st);
+    return NULL;
+  }
   st->cfg = *cfg;
   sim_rng_seed(&st->idrng, cfg->seed ^ 0x5eedc0bef00dULL);
   return st;
@@ -58,7 +54,7 @@ void sim_state_free(sim_state *st)
     return;
   free_sandboxes(st);
   free(st->all);
-  free(st->table);
+  sc_hmap_free(st->ids);
   free(st->heap);
   free(st);
 }
@@ -70,8 +66,7 @@ void sim_state_reset(sim_state *st)
   st->hn = 0;
   st->live = 0;
   st->due_seq = 0;
-  if(st->table)
-    memset(st->table, 0, st->tcap * sizeof(*st->table));
+  sc_hmap_clear(st->ids);
   sim_rng_seed(&st->idrng, st->cfg.seed ^ 0x5eedc0bef00dULL);
 }
 
@@ -90,42 +85,17 @@ sim_dialect sim_state_dialect(const sim_state *st)
 
 /* ---- the ID table ---- */
 
+static bool id_eq(const void *value, const void *key, void *ud)
+{
+  (void)ud;
+  return !strcmp(((const sim_sandbox *)value)->id, key);
+}
+
 sim_sandbox *sim_state_find(const sim_state *st, const char *id)
 {
-  size_t mask, i;
-  if(!st->tcap || strlen(id) >= SIM_ID_MAX)
+  if(strlen(id) >= SIM_ID_MAX)
     return NULL;
-  mask = st->tcap - 1;
-  for(i = (size_t)hash_id(id) & mask; st->table[i]; i = (i + 1) & mask) {
-    sim_sandbox *sb = st->all[st->table[i] - 1];
-    if(!strcmp(sb->id, id))
-      return sb;
-  }
-  return NULL;
-}
-
-static void table_put(uint32_t *table, size_t tcap, sim_sandbox **all,
-                      uint32_t idx)
-{
-  size_t mask = tcap - 1;
-  size_t i = (size_t)hash_id(all[idx]->id) & mask;
-  while(table[i])
-    i = (i + 1) & mask;
-  table[i] = idx + 1;
-}
-
-static sc_err table_grow(sim_state *st)
-{
-  size_t ncap = st->tcap ? st->tcap * 2 : 1024, i;
-  uint32_t *t = calloc(ncap, sizeof(*t));
-  if(!t)
-    return SC_ERR_NOMEM;
-  for(i = 0; i < st->n; i++)
-    table_put(t, ncap, st->all, (uint32_t)i);
-  free(st->table);
-  st->table = t;
-  st->tcap = ncap;
-  return SC_OK;
+  return sc_hmap_get(st->ids, sc_hash_id(id), id_eq, id, NULL);
 }
 
 /* ---- the timer heap, ordered by (due, due_seq) ---- */
@@ -192,7 +162,7 @@ static void heap_remove(sim_state *st, sim_sandbox *sb)
   heap_down(st, (size_t)last->heap_idx);
 }
 
-/* The heap has room for every sandbox (it grows with the table), so
+/* The heap has room for every sandbox (it grows with st->all), so
  * scheduling cannot fail. */
 static void heap_schedule(sim_state *st, sim_sandbox *sb, sc_time due)
 {
@@ -400,7 +370,7 @@ sim_result sim_state_create(sim_state *st, sc_time now,
     st->heap = h;
     st->alloc = na;
   }
-  if((st->n + 1) * 2 > st->tcap && table_grow(st))
+  if(sc_hmap_reserve(st->ids, st->n + 1))   /* the put below cannot fail */
     return SIM_R_NOMEM;
   sb = calloc(1, sizeof(*sb));
   if(!sb)
@@ -440,7 +410,7 @@ sim_result sim_state_create(sim_state *st, sc_time now,
     sb->timeout_s = req->has_timeout ? req->timeout_s : 15;
   sb->end_at = add_secs(now, sb->timeout_s < 0 ? 0 : sb->timeout_s);
   st->all[st->n] = sb;
-  table_put(st->table, st->tcap, st->all, (uint32_t)st->n);
+  (void)sc_hmap_put(st->ids, sc_hash_id(sb->id), sb);
   st->n++;
   st->live++;
   reschedule(st, sb);

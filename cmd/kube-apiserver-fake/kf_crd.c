@@ -5,47 +5,21 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include "cmd/kube-apiserver-fake/kf_json.h"
 #include "lib/sctime.h"
 
 #define GROUP "lea.io"
 #define VERSION "v1alpha1"
 
-static json_object *get(json_object *o, const char *k)
-{
-  json_object *v;
-  if(json_object_is_type(o, json_type_object) &&
-     json_object_object_get_ex(o, k, &v))
-    return v;
-  return NULL;
-}
-
-static json_object *getobj(json_object *o, const char *k)
-{
-  json_object *v = get(o, k);
-  return json_object_is_type(v, json_type_object) ? v : NULL;
-}
-
-static const char *getstr(json_object *o, const char *k)
-{
-  json_object *v = get(o, k);
-  return json_object_is_type(v, json_type_string) ?
-         json_object_get_string(v) : NULL;
-}
-
-static void add_str(json_object *o, const char *k, const char *v)
-{
-  json_object_object_add(o, k, json_object_new_string(v));
-}
-
 /* the versions[] entry named VERSION */
 static json_object *our_version(json_object *crd, size_t *at)
 {
-  json_object *vs = get(getobj(crd, "spec"), "versions");
+  json_object *vs = kf_jget(kf_jobj(crd, "spec"), "versions");
   size_t i;
   for(i = 0; json_object_is_type(vs, json_type_array) &&
       i < json_object_array_length(vs); i++) {
     json_object *v = json_object_array_get_idx(vs, i);
-    const char *n = getstr(v, "name");
+    const char *n = kf_jstr(v, "name");
     if(n && !strcmp(n, VERSION)) {
       if(at)
         *at = i;
@@ -57,18 +31,18 @@ static json_object *our_version(json_object *crd, size_t *at)
 
 json_object *kf_crd_schema(json_object *crd)
 {
-  return getobj(getobj(our_version(crd, NULL), "schema"), "openAPIV3Schema");
+  return kf_jobj(kf_jobj(our_version(crd, NULL), "schema"), "openAPIV3Schema");
 }
 
 json_object *kf_crd_columns(json_object *crd)
 {
-  json_object *c = get(our_version(crd, NULL), "additionalPrinterColumns");
+  json_object *c = kf_jget(our_version(crd, NULL), "additionalPrinterColumns");
   return json_object_is_type(c, json_type_array) ? c : NULL;
 }
 
 json_object *kf_crd_names(json_object *crd)
 {
-  return getobj(getobj(crd, "spec"), "names");
+  return kf_jobj(kf_jobj(crd, "spec"), "names");
 }
 
 static void check_columns(json_object *cols, const char *vpath,
@@ -88,8 +62,8 @@ static void check_columns(json_object *cols, const char *vpath,
   }
   for(i = 0; i < json_object_array_length(cols); i++) {
     json_object *c = json_object_array_get_idx(cols, i);
-    const char *n = getstr(c, "name"), *ty = getstr(c, "type"),
-      *jp = getstr(c, "jsonPath");
+    const char *n = kf_jstr(c, "name"), *ty = kf_jstr(c, "type"),
+      *jp = kf_jstr(c, "jsonPath");
     if(!n || !*n) {
       snprintf(p, sizeof(p), "%s.additionalPrinterColumns[%zu].name", vpath,
                i);
@@ -116,11 +90,12 @@ static void check_columns(json_object *cols, const char *vpath,
 
 void kf_crd_check(json_object *crd, kf_errs *errs)
 {
-  json_object *spec = getobj(crd, "spec"), *names = kf_crd_names(crd),
-    *vs = get(spec, "versions");
-  const char *group = getstr(spec, "group"), *plural = getstr(names, "plural"),
-    *kind = getstr(names, "kind"), *scope = getstr(spec, "scope"),
-    *name = getstr(getobj(crd, "metadata"), "name");
+  json_object *spec = kf_jobj(crd, "spec"), *names = kf_crd_names(crd),
+    *vs = kf_jget(spec, "versions");
+  const char *group = kf_jstr(spec, "group"),
+    *plural = kf_jstr(names, "plural"), *kind = kf_jstr(names, "kind"),
+    *scope = kf_jstr(spec, "scope"),
+    *name = kf_jstr(kf_jobj(crd, "metadata"), "name");
   char want[300], p[300];
   size_t i, storage = 0, at = 0;
   json_object *ours;
@@ -164,10 +139,10 @@ void kf_crd_check(json_object *crd, kf_errs *errs)
     return;
   }
   for(i = 0; i < json_object_array_length(vs); i++) {
-    json_object *v = json_object_array_get_idx(vs, i), *st = get(v, "storage"),
-      *sv = get(v, "served");
+    json_object *v = json_object_array_get_idx(vs, i),
+      *st = kf_jget(v, "storage"), *sv = kf_jget(v, "served");
     snprintf(p, sizeof(p), "spec.versions[%zu]", i);
-    if(!getstr(v, "name")) {
+    if(!kf_jstr(v, "name")) {
       snprintf(p, sizeof(p), "spec.versions[%zu].name", i);
       kf_errs_add(errs, p, "FieldValueRequired", "Required value");
     }
@@ -185,7 +160,7 @@ void kf_crd_check(json_object *crd, kf_errs *errs)
                 "%zu: must have exactly one version marked as storage "
                 "version", storage);
   ours = our_version(crd, &at);
-  if(!ours || !json_object_get_boolean(get(ours, "served"))) {
+  if(!ours || !json_object_get_boolean(kf_jget(ours, "served"))) {
     kf_errs_add(errs, "spec.versions", "FieldValueForbidden", "Forbidden: "
                 "kube-apiserver-fake serves version " VERSION ": it must be "
                 "listed with served: true");
@@ -193,7 +168,7 @@ void kf_crd_check(json_object *crd, kf_errs *errs)
   }
   for(i = 0; i < json_object_array_length(vs); i++) {
     json_object *v = json_object_array_get_idx(vs, i);
-    json_object *sch = getobj(getobj(v, "schema"), "openAPIV3Schema");
+    json_object *sch = kf_jobj(kf_jobj(v, "schema"), "openAPIV3Schema");
     char vp[64];
     snprintf(vp, sizeof(vp), "spec.versions[%zu]", i);
     if(!sch) {
@@ -203,55 +178,59 @@ void kf_crd_check(json_object *crd, kf_errs *errs)
       continue;
     }
     snprintf(p, sizeof(p), "%s.schema.openAPIV3Schema", vp);
-    if(!getstr(sch, "type") || strcmp(getstr(sch, "type"), "object")) {
+    if(!kf_jstr(sch, "type") || strcmp(kf_jstr(sch, "type"), "object")) {
       char tp[340];
       snprintf(tp, sizeof(tp), "%s.type", p);
       kf_errs_add(errs, tp, "FieldValueInvalid", "Invalid value: \"%s\": must "
-                  "be object at the root", getstr(sch, "type") ?
-                  getstr(sch, "type") : "");
+                  "be object at the root", kf_jstr(sch, "type") ?
+                  kf_jstr(sch, "type") : "");
     }
     kf_schema_check(sch, p, errs);
-    check_columns(get(v, "additionalPrinterColumns"), vp, errs);
+    check_columns(kf_jget(v, "additionalPrinterColumns"), vp, errs);
   }
+}
+
+/* a condition with status True, as the API server sets on a CRD */
+static void add_true_condition(json_object *conds, const char *type,
+                               const char *ts, const char *reason,
+                               const char *message)
+{
+  json_object *c = json_object_new_object();
+  kf_set_str(c, "type", type);
+  kf_set_str(c, "status", "True");
+  kf_set_str(c, "lastTransitionTime", ts);
+  kf_set_str(c, "reason", reason);
+  kf_set_str(c, "message", message);
+  json_object_array_add(conds, c);
 }
 
 void kf_crd_set_status(json_object *crd)
 {
   json_object *st = json_object_new_object(), *conds = json_object_new_array(),
-    *c, *names = NULL, *sv = json_object_new_array(), *vs;
+    *names = NULL, *sv = json_object_new_array(), *vs;
   char ts[SCTIME_RFC3339_MAX];
   size_t i;
   sctime_format_rfc3339(sctime_wall_ms() / 1000 * 1000, ts, sizeof(ts));
-  c = json_object_new_object();
-  add_str(c, "type", "NamesAccepted");
-  add_str(c, "status", "True");
-  add_str(c, "lastTransitionTime", ts);
-  add_str(c, "reason", "NoConflicts");
-  add_str(c, "message", "no conflicts found");
-  json_object_array_add(conds, c);
-  c = json_object_new_object();
-  add_str(c, "type", "Established");
-  add_str(c, "status", "True");
-  add_str(c, "lastTransitionTime", ts);
-  add_str(c, "reason", "InitialNamesAccepted");
-  add_str(c, "message", "the initial names have been accepted");
-  json_object_array_add(conds, c);
+  add_true_condition(conds, "NamesAccepted", ts, "NoConflicts",
+                     "no conflicts found");
+  add_true_condition(conds, "Established", ts, "InitialNamesAccepted",
+                     "the initial names have been accepted");
   json_object_object_add(st, "conditions", conds);
   if(kf_crd_names(crd))
     json_object_deep_copy(kf_crd_names(crd), &names, NULL);
   if(names) {
-    if(!getstr(names, "singular"))
-      add_str(names, "singular", "session");
-    if(!getstr(names, "listKind"))
-      add_str(names, "listKind", "SessionList");
+    if(!kf_jstr(names, "singular"))
+      kf_set_str(names, "singular", "session");
+    if(!kf_jstr(names, "listKind"))
+      kf_set_str(names, "listKind", "SessionList");
     json_object_object_add(st, "acceptedNames", names);
   }
-  vs = get(getobj(crd, "spec"), "versions");
+  vs = kf_jget(kf_jobj(crd, "spec"), "versions");
   for(i = 0; json_object_is_type(vs, json_type_array) &&
       i < json_object_array_length(vs); i++) {
     json_object *v = json_object_array_get_idx(vs, i);
-    if(json_object_get_boolean(get(v, "storage")) && getstr(v, "name"))
-      json_object_array_add(sv, json_object_new_string(getstr(v, "name")));
+    if(json_object_get_boolean(kf_jget(v, "storage")) && kf_jstr(v, "name"))
+      json_object_array_add(sv, json_object_new_string(kf_jstr(v, "name")));
   }
   json_object_object_add(st, "storedVersions", sv);
   json_object_object_add(crd, "status", st);
@@ -267,7 +246,7 @@ static json_object *ref(const char *name)
   json_object *o = json_object_new_object();
   char r[200];
   snprintf(r, sizeof(r), "#/components/schemas/%s", name);
-  add_str(o, "$ref", r);
+  kf_set_str(o, "$ref", r);
   return o;
 }
 
@@ -275,9 +254,9 @@ static json_object *gvk(const char *group, const char *version,
                         const char *kind)
 {
   json_object *o = json_object_new_object();
-  add_str(o, "group", group);
-  add_str(o, "version", version);
-  add_str(o, "kind", kind);
+  kf_set_str(o, "group", group);
+  kf_set_str(o, "version", version);
+  kf_set_str(o, "kind", kind);
   return o;
 }
 
@@ -285,12 +264,12 @@ static json_object *param(const char *name, const char *in, bool required,
                           const char *desc)
 {
   json_object *p = json_object_new_object(), *s = json_object_new_object();
-  add_str(p, "name", name);
-  add_str(p, "in", in);
-  add_str(p, "description", desc);
+  kf_set_str(p, "name", name);
+  kf_set_str(p, "in", in);
+  kf_set_str(p, "description", desc);
   if(required)
     json_object_object_add(p, "required", json_object_new_boolean(1));
-  add_str(s, "type", "string");
+  kf_set_str(s, "type", "string");
   if(!strcmp(in, "query"))
     json_object_object_add(s, "uniqueItems", json_object_new_boolean(1));
   json_object_object_add(p, "schema", s);
@@ -320,15 +299,15 @@ static json_object *content(const char *type, const char *schema_name)
 }
 
 /* an operation: action (get, list, post, put, patch, delete: the
- * x-kubernetes-action values), its id, the kind it acts on, whether it writes (the write
- * parameters), the request body type (NULL: none), the response schema */
+ * x-kubernetes-action values), its id, the kind it acts on, whether it
+ * writes (the write parameters), the request body type (NULL: none), the response schema */
 static json_object *op(const char *action, const char *id, json_object *k,
                        bool writes, const char *body_type,
                        const char *body_schema, const char *resp_schema)
 {
   json_object *o = json_object_new_object(), *params = json_object_new_array(),
     *resp = json_object_new_object(), *ok = json_object_new_object();
-  add_str(o, "operationId", id);
+  kf_set_str(o, "operationId", id);
   if(writes)
     write_params(params);
   if(!strcmp(action, "list"))
@@ -341,13 +320,13 @@ static json_object *op(const char *action, const char *id, json_object *k,
     json_object_object_add(rb, "required", json_object_new_boolean(1));
     json_object_object_add(o, "requestBody", rb);
   }
-  add_str(ok, "description", "OK");
+  kf_set_str(ok, "description", "OK");
   json_object_object_add(ok, "content", content("application/json",
                                                 resp_schema));
   json_object_object_add(resp, !strcmp(action, "post") ? "201" : "200",
                          ok);
   json_object_object_add(o, "responses", resp);
-  add_str(o, "x-kubernetes-action", action);
+  kf_set_str(o, "x-kubernetes-action", action);
   json_object_object_add(o, "x-kubernetes-group-version-kind", k);
   return o;
 }
@@ -365,6 +344,29 @@ static json_object *path_params(bool ns, bool name)
   return a;
 }
 
+/* get, put and patch of one object (or of its status: suffix "Status"),
+ * their ids VERB IDBASE NSID KIND SUFFIX, as the API server names them */
+static void read_write_ops(json_object *item, const char *group,
+                           const char *version, const char *kind,
+                           const char *idbase, const char *nsid,
+                           const char *suffix, const char *obj_schema)
+{
+  char id[200];
+  snprintf(id, sizeof(id), "read%s%s%s%s", idbase, nsid, kind, suffix);
+  json_object_object_add(item, "get", op("get", id, gvk(group, version,
+                                         kind), false, NULL, NULL,
+                                         obj_schema));
+  snprintf(id, sizeof(id), "replace%s%s%s%s", idbase, nsid, kind, suffix);
+  json_object_object_add(item, "put", op("put", id, gvk(group, version,
+                                         kind), true, "application/json",
+                                         obj_schema, obj_schema));
+  snprintf(id, sizeof(id), "patch%s%s%s%s", idbase, nsid, kind, suffix);
+  json_object_object_add(item, "patch", op("patch", id, gvk(group, version,
+                                           kind), true,
+                                           "application/merge-patch+json",
+                                           META "Patch", obj_schema));
+}
+
 /* the five paths of a resource: one object, its /status (when status),
  * the namespaced collection (or the cluster one), all namespaces */
 static void resource_paths(json_object *paths, const char *group,
@@ -379,18 +381,7 @@ static void resource_paths(json_object *paths, const char *group,
   snprintf(base, sizeof(base), "/apis/%s/%s%s", group, version,
            ns ? "/namespaces/{namespace}" : "");
   one = json_object_new_object();
-  snprintf(id, sizeof(id), "read%s%s%s", idbase, nsid, kind);
-  json_object_object_add(one, "get", op("get", id, gvk(group, version, kind),
-                                        false, NULL, NULL, obj_schema));
-  snprintf(id, sizeof(id), "replace%s%s%s", idbase, nsid, kind);
-  json_object_object_add(one, "put", op("put", id, gvk(group, version, kind),
-                                        true, "application/json", obj_schema,
-                                        obj_schema));
-  snprintf(id, sizeof(id), "patch%s%s%s", idbase, nsid, kind);
-  json_object_object_add(one, "patch", op("patch", id, gvk(group, version,
-                                          kind), true,
-                                          "application/merge-patch+json",
-                                          META "Patch", obj_schema));
+  read_write_ops(one, group, version, kind, idbase, nsid, "", obj_schema);
   snprintf(id, sizeof(id), "delete%s%s%s", idbase, nsid, kind);
   json_object_object_add(one, "delete", op("delete", id, gvk(group, version,
                                            kind), false, NULL, NULL,
@@ -400,18 +391,8 @@ static void resource_paths(json_object *paths, const char *group,
   json_object_object_add(paths, p, one);
   if(status) {
     st = json_object_new_object();
-    snprintf(id, sizeof(id), "read%s%s%sStatus", idbase, nsid, kind);
-    json_object_object_add(st, "get", op("get", id, gvk(group, version, kind),
-                                         false, NULL, NULL, obj_schema));
-    snprintf(id, sizeof(id), "replace%s%s%sStatus", idbase, nsid, kind);
-    json_object_object_add(st, "put", op("put", id, gvk(group, version, kind),
-                                         true, "application/json",
-                                         obj_schema, obj_schema));
-    snprintf(id, sizeof(id), "patch%s%s%sStatus", idbase, nsid, kind);
-    json_object_object_add(st, "patch", op("patch", id, gvk(group, version,
-                                           kind), true,
-                                           "application/merge-patch+json",
-                                           META "Patch", obj_schema));
+    read_write_ops(st, group, version, kind, idbase, nsid, "Status",
+                   obj_schema);
     json_object_object_add(st, "parameters", path_params(ns, true));
     snprintf(p, sizeof(p), "%s/%s/{name}/status", base, plural);
     json_object_object_add(paths, p, st);
@@ -442,9 +423,9 @@ static void resource_paths(json_object *paths, const char *group,
 static json_object *typed(const char *type, const char *desc)
 {
   json_object *o = json_object_new_object();
-  add_str(o, "type", type);
+  kf_set_str(o, "type", type);
   if(desc)
-    add_str(o, "description", desc);
+    kf_set_str(o, "description", desc);
   return o;
 }
 
@@ -453,6 +434,28 @@ static json_object *map_of_strings(const char *desc)
   json_object *o = typed("object", desc);
   json_object_object_add(o, "additionalProperties", typed("string", NULL));
   return o;
+}
+
+/* properties without a description: name, type, ..., NULL */
+static const char *const meta_props[] = {
+  "generateName", "string", "namespace", "string", "uid", "string",
+  "resourceVersion", "string", "generation", "integer",
+  "creationTimestamp", "string", "deletionTimestamp", "string",
+  "deletionGracePeriodSeconds", "integer", NULL
+};
+static const char *const list_props[] = {
+  "resourceVersion", "string", "continue", "string", NULL
+};
+static const char *const status_props[] = {
+  "apiVersion", "string", "kind", "string", "status", "string",
+  "message", "string", "reason", "string", "code", "integer", NULL
+};
+
+/* add each (name, type) of props to properties object p, in order */
+static void add_typed(json_object *p, const char *const *props)
+{
+  for(; *props; props += 2)
+    json_object_object_add(p, props[0], typed(props[1], NULL));
 }
 
 /* ObjectMeta, ListMeta, Status and Patch as the API server publishes
@@ -470,15 +473,7 @@ static void meta_schemas(json_object *schemas)
   p = json_object_new_object();
   json_object_object_add(p, "name", typed("string", "Name must be unique "
                                           "within a namespace."));
-  json_object_object_add(p, "generateName", typed("string", NULL));
-  json_object_object_add(p, "namespace", typed("string", NULL));
-  json_object_object_add(p, "uid", typed("string", NULL));
-  json_object_object_add(p, "resourceVersion", typed("string", NULL));
-  json_object_object_add(p, "generation", typed("integer", NULL));
-  json_object_object_add(p, "creationTimestamp", typed("string", NULL));
-  json_object_object_add(p, "deletionTimestamp", typed("string", NULL));
-  json_object_object_add(p, "deletionGracePeriodSeconds",
-                         typed("integer", NULL));
+  add_typed(p, meta_props);
   json_object_object_add(p, "labels", map_of_strings("Map of string keys "
                                                      "and values."));
   json_object_object_add(p, "annotations", map_of_strings("Annotations is "
@@ -488,17 +483,11 @@ static void meta_schemas(json_object *schemas)
   json_object_object_add(om, "properties", p);
   json_object_object_add(schemas, META "ObjectMeta", om);
   lp = json_object_new_object();
-  json_object_object_add(lp, "resourceVersion", typed("string", NULL));
-  json_object_object_add(lp, "continue", typed("string", NULL));
+  add_typed(lp, list_props);
   json_object_object_add(lm, "properties", lp);
   json_object_object_add(schemas, META "ListMeta", lm);
   sp = json_object_new_object();
-  json_object_object_add(sp, "apiVersion", typed("string", NULL));
-  json_object_object_add(sp, "kind", typed("string", NULL));
-  json_object_object_add(sp, "status", typed("string", NULL));
-  json_object_object_add(sp, "message", typed("string", NULL));
-  json_object_object_add(sp, "reason", typed("string", NULL));
-  json_object_object_add(sp, "code", typed("integer", NULL));
+  add_typed(sp, status_props);
   json_object_object_add(st, "properties", sp);
   json_object_object_add(schemas, META "Status", st);
   json_object_object_add(schemas, META "Patch", typed("object", "Patch is "
@@ -511,9 +500,9 @@ static json_object *doc_new(const char *title, json_object **paths,
 {
   json_object *d = json_object_new_object(), *info = json_object_new_object(),
     *comp = json_object_new_object();
-  add_str(d, "openapi", "3.0.0");
-  add_str(info, "title", title);
-  add_str(info, "version", "v1.32.0-fake");
+  kf_set_str(d, "openapi", "3.0.0");
+  kf_set_str(info, "title", title);
+  kf_set_str(info, "version", "v1.32.0-fake");
   json_object_object_add(d, "info", info);
   *paths = json_object_new_object();
   json_object_object_add(d, "paths", *paths);
@@ -562,7 +551,7 @@ json_object *kf_openapi_sessions(json_object *crd)
     json_object_deep_copy(kf_crd_schema(crd), &sch, NULL);
   if(!sch)
     sch = typed("object", NULL);
-  props = getobj(sch, "properties");
+  props = kf_jobj(sch, "properties");
   if(!props) {
     props = json_object_new_object();
     json_object_object_add(sch, "properties", props);

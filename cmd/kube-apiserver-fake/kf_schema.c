@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/fieldpath.h"
+#include "cmd/kube-apiserver-fake/kf_json.h"
 #include "lib/sctime.h"
 
 #define PATH_MAX_ FIELDPATH_MAX
@@ -70,38 +71,16 @@ void kf_errs_line(const kf_errs *e, size_t i, char *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* schema nodes */
 
-static json_object *node_get(json_object *n, const char *k)
-{
-  json_object *v;
-  if(n && json_object_is_type(n, json_type_object) &&
-     json_object_object_get_ex(n, k, &v))
-    return v;
-  return NULL;
-}
-
-static json_object *node_obj(json_object *n, const char *k)
-{
-  json_object *v = node_get(n, k);
-  return json_object_is_type(v, json_type_object) ? v : NULL;
-}
-
-static const char *node_str(json_object *n, const char *k)
-{
-  json_object *v = node_get(n, k);
-  return json_object_is_type(v, json_type_string) ?
-         json_object_get_string(v) : NULL;
-}
-
 static bool node_flag(json_object *n, const char *k)
 {
-  json_object *v = node_get(n, k);
+  json_object *v = kf_jget(n, k);
   return json_object_is_type(v, json_type_boolean) &&
          json_object_get_boolean(v);
 }
 
 static bool node_num(json_object *n, const char *k, double *out)
 {
-  json_object *v = node_get(n, k);
+  json_object *v = kf_jget(n, k);
   if(!json_object_is_type(v, json_type_int) &&
      !json_object_is_type(v, json_type_double))
     return false;
@@ -109,19 +88,37 @@ static bool node_num(json_object *n, const char *k, double *out)
   return true;
 }
 
+/* maxWHAT / minWHAT of node n against cnt members (WHAT: Items or
+ * Properties; noun: "items" or "properties", as the API server words the
+ * minimum; its maximum message says "items" for both) */
+static void check_count(json_object *n, const char *what, const char *noun,
+                        size_t cnt, const char *path, kf_errs *errs)
+{
+  char key[32];
+  double lim;
+  snprintf(key, sizeof(key), "max%s", what);
+  if(node_num(n, key, &lim) && (double)cnt > lim)
+    kf_errs_add(errs, path, "FieldValueTooMany", "Too many: %zu: must have "
+                "at most %.0f items", cnt, lim);
+  snprintf(key, sizeof(key), "min%s", what);
+  if(node_num(n, key, &lim) && (double)cnt < lim)
+    kf_errs_add(errs, path, "FieldValueInvalid", "Invalid value: %zu: %s in "
+                "body should have at least %.0f %s", cnt, path, lim, noun);
+}
+
 /* the schema of a property key of an object node: properties[k], else
  * additionalProperties (a schema), else NULL */
 static json_object *child_schema(json_object *n, const char *k)
 {
-  json_object *props = node_obj(n, "properties"), *v;
+  json_object *props = kf_jobj(n, "properties"), *v;
   if(props && json_object_object_get_ex(props, k, &v))
     return v;
-  return node_obj(n, "additionalProperties");
+  return kf_jobj(n, "additionalProperties");
 }
 
 static bool keeps_unknown(json_object *n)
 {
-  json_object *ap = node_get(n, "additionalProperties");
+  json_object *ap = kf_jget(n, "additionalProperties");
   return node_flag(n, "x-kubernetes-preserve-unknown-fields") ||
          (json_object_is_type(ap, json_type_boolean) &&
           json_object_get_boolean(ap));
@@ -181,7 +178,7 @@ static void prune_node(json_object *o, json_object *n, const char *path,
   if(!n || depth > DEPTH_MAX)
     return;
   if(json_object_is_type(o, json_type_array)) {
-    json_object *items = node_obj(n, "items");
+    json_object *items = kf_jobj(n, "items");
     for(i = 0; items && i < json_object_array_length(o); i++) {
       fieldpath_index(p, sizeof(p), path, i);
       prune_node(json_object_array_get_idx(o, i), items, p, prune, unknown,
@@ -281,10 +278,10 @@ static void default_node(json_object *o, json_object *n, int depth)
     return;
   if(json_object_is_type(o, json_type_array)) {
     json_object *d;
-    items = node_obj(n, "items");
+    items = kf_jobj(n, "items");
     if(!items)
       return;
-    d = node_get(items, "default");
+    d = kf_jget(items, "default");
     for(i = 0; i < json_object_array_length(o); i++) {
       json_object *v = json_object_array_get_idx(o, i);
       if(!v && d && !node_flag(items, "nullable")) {
@@ -297,10 +294,10 @@ static void default_node(json_object *o, json_object *n, int depth)
   }
   if(!json_object_is_type(o, json_type_object))
     return;
-  props = node_obj(n, "properties");
+  props = kf_jobj(n, "properties");
   if(props) {
     json_object_object_foreach(props, k, p) {
-      json_object *d = node_get(p, "default"), *v = NULL;
+      json_object *d = kf_jget(p, "default"), *v = NULL;
       bool found = json_object_object_get_ex(o, k, &v);
       if(d && (!found || (!v && !node_flag(p, "nullable"))))
         json_object_object_add(o, k, copy_of(d));
@@ -313,7 +310,7 @@ static void default_node(json_object *o, json_object *n, int depth)
     if(!c)
       continue;
     if(!v && !node_flag(c, "nullable")) {
-      json_object *d = node_get(c, "default");
+      json_object *d = kf_jget(c, "default");
       if(d) {
         json_object_object_add(o, keys[i], copy_of(d));
         json_object_object_get_ex(o, keys[i], &v);
@@ -448,9 +445,9 @@ static void check_string(json_object *v, json_object *n, const char *path,
   if(node_num(n, "minLength", &lim) && (double)len < lim)
     kf_errs_add(errs, path, "FieldValueInvalid", "Invalid value: %s: %s in "
                 "body should be at least %.0f chars long", val, path, lim);
-  if((pat = node_str(n, "pattern")))
+  if((pat = kf_jstr(n, "pattern")))
     check_pattern(v, pat, path, errs);
-  fmt = node_str(n, "format");
+  fmt = kf_jstr(n, "format");
   if(fmt && !strcmp(fmt, "date-time")) {
     sc_time t;
     if(sctime_parse_rfc3339(s, &t))
@@ -488,7 +485,7 @@ static void check_number(json_object *v, json_object *n, const char *path,
 static void check_enum(json_object *v, json_object *n, const char *path,
                        kf_errs *errs)
 {
-  json_object *en = node_get(n, "enum");
+  json_object *en = kf_jget(n, "enum");
   char list[1024], val[FIELDPATH_QUOTE_MAX];
   size_t i, o = 0;
   if(!json_object_is_type(en, json_type_array))
@@ -514,16 +511,10 @@ static void validate_node(json_object *v, json_object *n, const char *path,
 static void check_object(json_object *v, json_object *n, const char *path,
                          kf_errs *errs, int depth)
 {
-  json_object *req = node_get(n, "required");
+  json_object *req = kf_jget(n, "required");
   char p[PATH_MAX_];
   size_t i, cnt = (size_t)json_object_object_length(v);
-  double lim;
-  if(node_num(n, "maxProperties", &lim) && (double)cnt > lim)
-    kf_errs_add(errs, path, "FieldValueTooMany", "Too many: %zu: must have "
-                "at most %.0f items", cnt, lim);
-  if(node_num(n, "minProperties", &lim) && (double)cnt < lim)
-    kf_errs_add(errs, path, "FieldValueInvalid", "Invalid value: %zu: %s in "
-                "body should have at least %.0f properties", cnt, path, lim);
+  check_count(n, "Properties", "properties", cnt, path, errs);
   for(i = 0; json_object_is_type(req, json_type_array) &&
       i < json_object_array_length(req); i++) {
     const char *k = json_object_get_string(json_object_array_get_idx(req, i));
@@ -550,16 +541,10 @@ static void check_object(json_object *v, json_object *n, const char *path,
 static void check_array(json_object *v, json_object *n, const char *path,
                         kf_errs *errs, int depth)
 {
-  json_object *items = node_obj(n, "items");
+  json_object *items = kf_jobj(n, "items");
   size_t i, cnt = json_object_array_length(v);
   char p[PATH_MAX_];
-  double lim;
-  if(node_num(n, "maxItems", &lim) && (double)cnt > lim)
-    kf_errs_add(errs, path, "FieldValueTooMany", "Too many: %zu: must have "
-                "at most %.0f items", cnt, lim);
-  if(node_num(n, "minItems", &lim) && (double)cnt < lim)
-    kf_errs_add(errs, path, "FieldValueInvalid", "Invalid value: %zu: %s in "
-                "body should have at least %.0f items", cnt, path, lim);
+  check_count(n, "Items", "items", cnt, path, errs);
   for(i = 0; items && i < cnt; i++) {
     fieldpath_index(p, sizeof(p), path, i);
     validate_node(json_object_array_get_idx(v, i), items, p, errs,
@@ -570,7 +555,7 @@ static void check_array(json_object *v, json_object *n, const char *path,
 static void validate_node(json_object *v, json_object *n, const char *path,
                           kf_errs *errs, int depth)
 {
-  const char *t = node_str(n, "type");
+  const char *t = kf_jstr(n, "type");
   if(!n || depth > DEPTH_MAX)
     return;
   if(!v && node_flag(n, "nullable"))
@@ -609,12 +594,12 @@ void kf_schema_validate(json_object *obj, json_object *schema,
     return;
   validate_node(obj, schema, "", errs, 0);
   /* of metadata, the schema may only restrict the name */
-  ms = node_obj(node_obj(node_obj(schema, "properties"), "metadata"),
-                "properties");
-  if(ms && node_obj(ms, "name") &&
-     json_object_object_get_ex(node_obj(obj, "metadata"), "name", &name) &&
+  ms = kf_jobj(kf_jobj(kf_jobj(schema, "properties"), "metadata"),
+               "properties");
+  if(ms && kf_jobj(ms, "name") &&
+     json_object_object_get_ex(kf_jobj(obj, "metadata"), "name", &name) &&
      json_object_is_type(name, json_type_string))
-    validate_node(name, node_obj(ms, "name"), "metadata.name", errs, 1);
+    validate_node(name, kf_jobj(ms, "name"), "metadata.name", errs, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -635,14 +620,14 @@ static void check_schema_node(json_object *n, const char *path, bool in_meta,
                 "schema object");
     return;
   }
-  if(depth > 0 && !node_str(n, "type") &&
+  if(depth > 0 && !kf_jstr(n, "type") &&
      !node_flag(n, "x-kubernetes-int-or-string") &&
      !node_flag(n, "x-kubernetes-preserve-unknown-fields")) {
     snprintf(p, sizeof(p), "%s.type", path);
     kf_errs_add(errs, p, "FieldValueRequired", "Required value: must not be "
                 "empty for specified object fields");
   }
-  if((d = node_get(n, "default"))) {
+  if((d = kf_jget(n, "default"))) {
     snprintf(p, sizeof(p), "%s.default", path);
     if(depth == 0 || in_meta)
       kf_errs_add(errs, p, "FieldValueForbidden", "Forbidden: must not be "
@@ -662,7 +647,7 @@ static void check_schema_node(json_object *n, const char *path, bool in_meta,
       json_object_put(dc);
     }
   }
-  if((props = node_obj(n, "properties"))) {
+  if((props = kf_jobj(n, "properties"))) {
     json_object_object_foreach(props, k, v) {
       snprintf(p, sizeof(p), "%s.properties[%s]", path, k);
       check_schema_node(v, p, in_meta || (depth == 0 &&
@@ -670,11 +655,11 @@ static void check_schema_node(json_object *n, const char *path, bool in_meta,
                         errs, depth + 1);
     }
   }
-  if((c = node_obj(n, "additionalProperties"))) {
+  if((c = kf_jobj(n, "additionalProperties"))) {
     snprintf(p, sizeof(p), "%s.additionalProperties", path);
     check_schema_node(c, p, in_meta, errs, depth + 1);
   }
-  if((c = node_obj(n, "items"))) {
+  if((c = kf_jobj(n, "items"))) {
     snprintf(p, sizeof(p), "%s.items", path);
     check_schema_node(c, p, in_meta, errs, depth + 1);
   }

@@ -123,6 +123,31 @@ int ctl_args_next(ctl_args *p, const char **val)
   return o->id;
 }
 
+int ctl_args_step(ctl_args *p, ctl_env *env, const char *help,
+                  ctl_resources *res, const char **val, int *rc)
+{
+  int id;
+  while((id = ctl_args_next(p, val)) == CTL_OPT_STORE ||
+        (id == CTL_ARG_POS && res)) {
+    if(id == CTL_OPT_STORE)
+      env->store_url = *val;
+    else if(ctl_resources_add(res, *val)) {
+      *rc = CTL_EXIT_USAGE;
+      return CTL_ARG_EXIT;
+    }
+  }
+  if(id == CTL_ARG_ERR) {
+    *rc = ctl_usage_error("%s", p->err);
+    return CTL_ARG_EXIT;
+  }
+  if(id == CTL_OPT_HELP) {
+    fputs(help, stdout);
+    *rc = CTL_EXIT_OK;
+    return CTL_ARG_EXIT;
+  }
+  return id;
+}
+
 int ctl_usage_error(const char *fmt, ...)
 {
   va_list ap;
@@ -135,21 +160,6 @@ int ctl_usage_error(const char *fmt, ...)
   return CTL_EXIT_USAGE;
 }
 
-bool ctl_session_slash_name(const char *arg, const char **name)
-{
-  const char *slash = strchr(arg, '/');
-  char tbuf[64];
-  size_t tl;
-  if(!slash)
-    return false;
-  tl = (size_t)(slash - arg);
-  snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), arg);
-  if(tl >= 63 || !ctl_is_session_resource(tbuf) || !slash[1])
-    return false;
-  *name = slash + 1;
-  return true;
-}
-
 bool ctl_is_session_resource(const char *name)
 {
   static const char *const names[] = {"sessions", "session", "sess",
@@ -160,4 +170,77 @@ bool ctl_is_session_resource(const char *name)
     if(!strcmp(name, names[i]))
       return true;
   return false;
+}
+
+int ctl_resources_add(ctl_resources *r, const char *arg)
+{
+  if(r->n_args >= CTL_MAX_NAMES)
+    return ctl_usage_error("more than %d resource arguments", CTL_MAX_NAMES);
+  r->arg[r->n_args++] = arg;
+  return CTL_EXIT_OK;
+}
+
+/* TYPE/NAME as kubectl splits it: exactly one slash, both sides not
+ * empty, TYPE a sessions spelling; *name points at NAME inside arg. */
+static int split_slash(const char *arg, const char **name)
+{
+  const char *slash = strchr(arg, '/');
+  char type[64];
+  size_t tl = (size_t)(slash - arg);
+  if(strchr(slash + 1, '/'))
+    return ctl_usage_error("arguments in resource/name form may not have "
+                           "more than one slash: \"%s\"", arg);
+  if(!tl || !slash[1])
+    return ctl_usage_error("arguments in resource/name form must have a "
+                           "single resource and name: \"%s\"", arg);
+  snprintf(type, sizeof(type), "%.*s", (int)(tl < 63 ? tl : 63), arg);
+  if(tl >= 63 || !ctl_is_session_resource(type))
+    return ctl_usage_error("the server doesn't have a resource type \"%s\" "
+                           "(only sessions)", type);
+  *name = slash + 1;
+  return CTL_EXIT_OK;
+}
+
+int ctl_resources_parse(ctl_resources *r, const char *cmd,
+                        bool type_optional)
+{
+  size_t i, n_slash = 0;
+  int rc;
+  r->names = r->arg;
+  r->n_names = 0;
+  r->have_type = false;
+  for(i = 0; i < r->n_args; i++)
+    if(strchr(r->arg[i], '/'))
+      n_slash++;
+  if(n_slash && n_slash < r->n_args)
+    return ctl_usage_error("there is no need to specify a resource type as "
+                           "a separate argument when passing arguments in "
+                           "resource/name form (e.g. 'sessionctl %s "
+                           "session/NAME' instead of 'sessionctl %s session "
+                           "session/NAME'; every argument is either "
+                           "session/NAME or none is)", cmd, cmd);
+  if(n_slash) {
+    for(i = 0; i < r->n_args; i++) {
+      rc = split_slash(r->arg[i], &r->arg[i]);
+      if(rc)
+        return rc;
+    }
+    r->have_type = true;
+    r->n_names = r->n_args;
+    return CTL_EXIT_OK;
+  }
+  if(!r->n_args)
+    return CTL_EXIT_OK;
+  if(type_optional &&
+     (r->n_args == 1 || !ctl_is_session_resource(r->arg[0]))) {
+    r->n_names = r->n_args;         /* wake NAME... */
+    return CTL_EXIT_OK;
+  }
+  if(!ctl_is_session_resource(r->arg[0]))
+    return ctl_usage_error("the server doesn't have a resource type \"%s\" "
+                           "(only sessions)", r->arg[0]);
+  r->have_type = true;
+  r->names = r->arg + 1;
+  r->n_names = r->n_args - 1;
+  return CTL_EXIT_OK;
 }

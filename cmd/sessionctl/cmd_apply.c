@@ -69,22 +69,17 @@ static int parse_files(ctl_env *env, int argc, char **argv, const char *help,
 {
   ctl_args p;
   const char *val;
-  int id;
+  int id, rc;
   ctl_args_init(&p, argc, argv, file_opts);
   *n_files = 0;
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, help, NULL, &val, &rc)) !=
+        CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
+    case CTL_ARG_EXIT:
+      return rc;
     case CTL_ARG_POS:
       return ctl_usage_error("%s: unexpected argument \"%s\" (use -f)",
                              argv[0], val);
-    case CTL_OPT_HELP:
-      fputs(help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
     case OPT_FILE:
       if(!*val)
         return ctl_usage_error("%s: -f needs a non-empty path", argv[0]);

@@ -21,6 +21,11 @@ static const char delete_help[] =
   "  sessionctl delete -f FILE|DIR|- [-f ...]   (the objects the manifests "
   "name)\n"
   "\n"
+  "Either the type and then NAMEs, or every argument TYPE/NAME, as\n"
+  "kubectl: the two forms do not mix (\"session session/a\" and\n"
+  "\"session/a b\" are usage errors), TYPE/NAME has one slash and both\n"
+  "sides, and TYPE is sessions, session, sess, sessions.lea.io or\n"
+  "session.lea.io.\n"  "\n"
   "A session that does not exist prints a NotFound error; the others are\n"
   "still deleted and the exit status is 1.\n"
   "\n"
@@ -52,6 +57,10 @@ static const char wake_help[] =
   "  sessionctl wake NAME... [-n NS] [--force]\n"
   "  sessionctl wake session NAME... | session/NAME ...\n"
   "\n"
+  "The type may be left out (wake NAME...): a first argument that is not a\n"
+  "sessions spelling, or a lone argument, is a NAME. Otherwise the forms\n"
+  "are those of get and delete: TYPE/NAME does not mix with NAMEs.\n"
+  "\n"
   "Flags:\n"
   "  -n, --namespace NS   the namespace (default \"default\")\n"
   "      --force          bump spec.wake whatever the status says\n"
@@ -72,9 +81,7 @@ static int delete_one(store *st, const char *ns, const char *name,
   sc_errbuf eb;
   sc_err err;
   eb.msg[0] = 0;
-  err = store_get(st, ns, name, &s, &eb);
-  if(!err && s->meta.deletion_timestamp)
-    err = SC_ERR_NOT_FOUND;
+  err = ctl_get_session(st, ns, name, &s, &eb);
   session_free(s);
   if(!err)
     err = store_delete(st, ns, name, &eb);
@@ -98,26 +105,23 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
     {"ignore-not-found", 0, false, OPT_IGNORE},
     {NULL, 0, false, 0}
   };
-  const char *names[MAX_ARGS], *files[MAX_ARGS];
-  size_t n_names = 0, n_files = 0, i;
+  const char *files[MAX_ARGS];
+  size_t n_files = 0, i;
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
-  bool have_type = false, ignore = false;
+  bool ignore = false;
+  ctl_resources res;
   manifest_set set;
   ctl_args p;
   store *st;
   int id, rc = CTL_EXIT_OK, r;
 
+  memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, delete_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(delete_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       break;
@@ -129,33 +133,19 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
         return ctl_usage_error("delete: bad or too many -f flags");
       files[n_files++] = val;
       break;
-    case CTL_ARG_POS: {
-      if(strchr(val, '/')) {
-        if(!ctl_session_slash_name(val, &val))
-          return ctl_usage_error("delete: bad argument \"%s\" (want "
-                                 "session/NAME)", val);
-        have_type = true;
-      }
-      else if(!have_type) {
-        if(!ctl_is_session_resource(val))
-          return ctl_usage_error("the server doesn't have a resource type "
-                                 "\"%s\" (only sessions)", val);
-        have_type = true;
-        break;
-      }
-      if(n_names >= MAX_ARGS)
-        return ctl_usage_error("delete: too many names");
-      names[n_names++] = val;
-      break;
-    }
     default:
       return ctl_usage_error("delete: unexpected flag");
     }
   }
-  if(n_files && (n_names || have_type))
+  if(ctl_resources_parse(&res, "delete", false))
+    return CTL_EXIT_USAGE;
+  if(n_files && res.n_args)
     return ctl_usage_error("delete: give either -f or session NAMEs, not "
                            "both");
-  if(!n_files && !n_names)
+  if(res.have_type && !res.n_names)
+    return ctl_usage_error("delete: resource(s) were provided, but no name "
+                           "was specified: delete session NAME...");
+  if(!n_files && !res.n_names)
     return ctl_usage_error("delete: give session NAME... or -f FILE");
   if(!ctl_check_namespace(ns))
     return CTL_EXIT_USAGE;
@@ -171,8 +161,8 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
     manifest_set_free(&set);
     return CTL_EXIT_FAIL;
   }
-  for(i = 0; i < n_names; i++) {
-    r = delete_one(st, ns, names[i], ignore);
+  for(i = 0; i < res.n_names; i++) {
+    r = delete_one(st, ns, res.names[i], ignore);
     if(r)
       rc = r;
   }
@@ -222,8 +212,10 @@ static void say_not_reclaimed(const char *ns, const session *s)
             session_phase_name(s->status.phase), wake);
 }
 
-static int wake_one(store *st, const char *ns, const char *name, bool force)
+/* arg: bool, --force */
+static int wake_one(store *st, const char *ns, const char *name, void *arg)
 {
+  bool force = *(const bool *)arg;
   int attempt;
   sc_errbuf eb;
   sc_err err = SC_OK;
@@ -233,13 +225,9 @@ static int wake_one(store *st, const char *ns, const char *name, bool force)
     char *newver = NULL;
     int64_t wake;
     eb.msg[0] = 0;
-    err = store_get(st, ns, name, &s, &eb);
-    if(!err && s->meta.deletion_timestamp)
-      err = SC_ERR_NOT_FOUND;
-    if(err) {
-      session_free(s);
+    err = ctl_get_session(st, ns, name, &s, &eb);
+    if(err)
       break;
-    }
     if(!force && !is_reclaimed(s)) {
       say_not_reclaimed(ns, s);
       session_free(s);
@@ -280,57 +268,32 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv)
   static const ctl_opt opts[] = {{"namespace", 'n', true, OPT_NS},
                                  {"force", 0, false, OPT_FORCE},
                                  {NULL, 0, false, 0}};
-  const char *names[MAX_ARGS];
-  size_t n_names = 0, i;
   const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
   bool force = false;
+  ctl_resources res;
   ctl_args p;
-  store *st;
-  int id, rc = CTL_EXIT_OK, r;
+  int id, rc;
 
+  memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, wake_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(wake_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       break;
     case OPT_FORCE:
       force = true;
       break;
-    case CTL_ARG_POS:
-      /* "wake session NAME" and "wake session/NAME" read as "wake NAME" */
-      if(!n_names && ctl_is_session_resource(val) && p.i < p.argc)
-        break;
-      if(strchr(val, '/') && !ctl_session_slash_name(val, &val))
-        return ctl_usage_error("wake: bad argument \"%s\"", val);
-      if(n_names >= MAX_ARGS)
-        return ctl_usage_error("wake: too many names");
-      names[n_names++] = val;
-      break;
     default:
       return ctl_usage_error("wake: unexpected flag");
     }
   }
-  if(!n_names)
-    return ctl_usage_error("wake: give a session NAME");
-  if(!ctl_check_namespace(ns))
+  if(ctl_resources_parse(&res, "wake", true))
     return CTL_EXIT_USAGE;
-  st = ctl_open_store(env, NULL, false);
-  if(!st)
-    return CTL_EXIT_FAIL;
-  for(i = 0; i < n_names; i++) {
-    r = wake_one(st, ns, names[i], force);
-    if(r)
-      rc = r;
-  }
-  store_close(st);
-  return rc;
+  if(!res.n_names)
+    return ctl_usage_error("wake: give a session NAME");
+  return ctl_each_name(env, ns, &res, wake_one, &force);
 }

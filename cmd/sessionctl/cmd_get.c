@@ -8,8 +8,6 @@
 #include "cmd/sessionctl/get.h"
 #include "cmd/sessionctl/jsonpath.h"
 
-#define MAX_NAMES 256
-
 static const char get_help[] =
   "List sessions, as kubectl get does.\n"
   "\n"
@@ -17,8 +15,12 @@ static const char get_help[] =
   "  sessionctl get sessions [NAME...] [-n NS | -A] [-o FORMAT] [-w]\n"
   "  sessionctl get session/NAME ...\n"
   "\n"
-  "The resource may be written sessions, session, sess, sessions.lea.io or\n"
-  "session.lea.io. The table has the columns NAME TENANT STATE PHASE\n"
+  "Either the type and then NAMEs, or every argument TYPE/NAME, as\n"
+  "kubectl: the two forms do not mix (\"session session/a\" and\n"
+  "\"session/a b\" are usage errors), TYPE/NAME has one slash and both\n"
+  "sides, and TYPE is sessions, session, sess, sessions.lea.io or\n"
+  "session.lea.io.\n"  "\n"
+  "The table has the columns NAME TENANT STATE PHASE\n"
   "SANDBOX AGE (AGE from metadata.creationTimestamp); -A adds NAMESPACE\n"
   "first. Deleted sessions (tombstones) are not listed. A missing NAME\n"
   "prints a NotFound error on stderr and the exit status is 1. An empty\n"
@@ -253,9 +255,8 @@ static int get_once(ctl_env *env, ctl_get *g)
     }
     for(i = 0; i < g->n_names; i++) {
       session *s = NULL;
-      err = store_get(st, g->ns, g->names[i], &s, &eb);
-      if(err == SC_ERR_NOT_FOUND || (!err && s->meta.deletion_timestamp)) {
-        session_free(s);
+      err = ctl_get_session(st, g->ns, g->names[i], &s, &eb);
+      if(err == SC_ERR_NOT_FOUND) {
         ctl_not_found(g->names[i]);
         rc = CTL_EXIT_FAIL;
         continue;
@@ -303,26 +304,22 @@ out:
 
 int ctl_cmd_get(ctl_env *env, int argc, char **argv)
 {
-  const char *names[MAX_NAMES];
-  const char *val, *type = NULL, *ns = SESSION_DEFAULT_NAMESPACE;
+  const char *val, *ns = SESSION_DEFAULT_NAMESPACE;
   const char *jp_tmpl = NULL;
-  bool all = false, ns_given = false, slash_form = false;
+  bool all = false, ns_given = false;
+  ctl_resources res;
   ctl_args p;
   ctl_get g;
   int id, o, rc;
 
   memset(&g, 0, sizeof(g));
+  memset(&res, 0, sizeof(res));
   ctl_args_init(&p, argc, argv, get_opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, get_help, &res, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(get_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_NS:
       ns = val;
       ns_given = true;
@@ -353,45 +350,15 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
     case OPT_EVENTS:
       g.watch_events = true;
       break;
-    case CTL_ARG_POS: {
-      const char *slash = strchr(val, '/');
-      if(!type && !slash) {
-        type = val;
-        if(!ctl_is_session_resource(type))
-          return ctl_usage_error("the server doesn't have a resource type "
-                                 "\"%s\" (only sessions)", type);
-        break;
-      }
-      if(slash) {
-        size_t tl = (size_t)(slash - val);
-        char tbuf[64];
-        if(type && !slash_form)
-          return ctl_usage_error("there is no need to specify a resource "
-                                 "type as a separate argument when passing "
-                                 "arguments in resource/name form");
-        snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 63 ? tl : 63), val);
-        if(tl >= 63 || !ctl_is_session_resource(tbuf))
-          return ctl_usage_error("the server doesn't have a resource type "
-                                 "\"%s\" (only sessions)", tbuf);
-        if(!slash[1])
-          return ctl_usage_error("missing name in \"%s\"", val);
-        slash_form = true;
-        type = val;
-        val = slash + 1;
-      }
-      else if(slash_form)
-        return ctl_usage_error("arguments in resource/name form must have a "
-                               "single resource and name");
-      if(g.n_names >= MAX_NAMES)
-        return ctl_usage_error("more than %d names", MAX_NAMES);
-      names[g.n_names++] = val;
-      break;
-    }
     default:
       return ctl_usage_error("get: unexpected flag");
     }
   }
-  if(!type)
+  if(ctl_resources_parse(&res, "get", false))
+    return CTL_EXIT_USAGE;
+  g.names = res.names;
+  g.n_names = res.n_names;
+  if(!res.have_type)
     return ctl_usage_error("get: you must specify the type of resource to "
                            "get (sessions)");
   if(all && ns_given)
@@ -404,7 +371,6 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
   if(!g.watch)
     g.watch_events = false;  /* as kubectl: only meaningful with -w */
   g.ns = all ? NULL : ns;
-  g.names = names;
   if(g.output == CTL_OUTPUT_JSONPATH) {
     char jerr[256];
     g.jsonpath = ctl_jsonpath_parse(jp_tmpl, jerr, sizeof(jerr));

@@ -261,7 +261,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
   bool insecure = false;
   plan_run pr;
   ctl_args p;
-  int id;
+  int id, rc;
   store *st = NULL;
   store_list_opts lo = {NULL, true};
   struct event_base *base = NULL;
@@ -274,16 +274,11 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
   memset(&pr, 0, sizeof(pr));
   plan_config_defaults(&pr.cfg);
   ctl_args_init(&p, argc, argv, opts);
-  while((id = ctl_args_next(&p, &val)) != CTL_ARG_END) {
+  while((id = ctl_args_step(&p, env, plan_help, NULL, &val,
+                            &rc)) != CTL_ARG_END) {
     switch(id) {
-    case CTL_ARG_ERR:
-      return ctl_usage_error("%s", p.err);
-    case CTL_OPT_HELP:
-      fputs(plan_help, stdout);
-      return CTL_EXIT_OK;
-    case CTL_OPT_STORE:
-      env->store_url = val;
-      break;
+    case CTL_ARG_EXIT:
+      return rc;
     case OPT_CUBE_URL:
       url = val;
       break;

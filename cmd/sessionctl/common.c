@@ -125,6 +125,38 @@ void ctl_not_found(const char *name)
           name);
 }
 
+sc_err ctl_get_session(store *st, const char *ns, const char *name,
+                       session **out, sc_errbuf *eb)
+{
+  sc_err err = store_get(st, ns, name, out, eb);
+  if(!err && (*out)->meta.deletion_timestamp) {
+    session_free(*out);
+    *out = NULL;
+    err = SC_ERR_NOT_FOUND;
+  }
+  return err;
+}
+
+int ctl_each_name(ctl_env *env, const char *ns, const ctl_resources *res,
+                  ctl_name_fn one, void *arg)
+{
+  store *st;
+  size_t i;
+  int rc = CTL_EXIT_OK, r;
+  if(!ctl_check_namespace(ns))
+    return CTL_EXIT_USAGE;
+  st = ctl_open_store(env, NULL, false);
+  if(!st)
+    return CTL_EXIT_FAIL;
+  for(i = 0; i < res->n_names; i++) {
+    r = one(st, ns, res->names[i], arg);
+    if(r)
+      rc = r;
+  }
+  store_close(st);
+  return rc;
+}
+
 bool ctl_check_namespace(const char *ns)
 {
   size_t i, len = strlen(ns);

@@ -39,6 +39,7 @@ enum {
   CTL_ARG_END = 0,      /* no more arguments */
   CTL_ARG_POS = -1,     /* a positional argument in *val */
   CTL_ARG_ERR = -2,     /* a usage error; message in p->err */
+  CTL_ARG_EXIT = -3,    /* ctl_args_step: the command is done, see *rc */
   CTL_OPT_STORE = 1000, /* the global options every command accepts */
   CTL_OPT_HELP
 };
@@ -67,6 +68,17 @@ void ctl_args_init(ctl_args *p, int argc, char **argv, const ctl_opt *opts);
  * CTL_ARG_END, CTL_ARG_POS, CTL_ARG_ERR. */
 int ctl_args_next(ctl_args *p, const char **val);
 
+/* ctl_args_next for a command's option loop, doing what every command
+ * does alike: --store sets env->store_url (and is not returned); -h/--help
+ * prints help, a parse error its message and the hint; both of those then
+ * return CTL_ARG_EXIT with the exit status in *rc (CTL_EXIT_OK after the
+ * help, CTL_EXIT_USAGE after an error). With res, positional arguments go
+ * to ctl_resources_add() (CTL_ARG_EXIT past its limit) and are not
+ * returned. Otherwise as ctl_args_next. */
+struct ctl_resources;
+int ctl_args_step(ctl_args *p, ctl_env *env, const char *help,
+                  struct ctl_resources *res, const char **val, int *rc);
+
 /* Print "error: MSG" and the --help hint to stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const char *fmt, ...)
   __attribute__((format(printf, 1, 2)));
@@ -74,9 +86,37 @@ int ctl_usage_error(const char *fmt, ...)
 /* True when name is one of the accepted spellings of the sessions
  * resource: sessions, session, sess, sessions.lea.io, session.lea.io. */
 bool ctl_is_session_resource(const char *name);
-/* True when arg is TYPE/NAME with TYPE a sessions spelling and NAME not
- * empty; *name then points at NAME inside arg. */
-bool ctl_session_slash_name(const char *arg, const char **name);
+
+/* --- resource arguments: the one parser of get, describe, delete, wake ---
+ * A command hands every positional argument to ctl_resources_add() while
+ * it reads its flags, then calls ctl_resources_parse() once. The forms
+ * are kubectl's (its resource builder):
+ *   TYPE [NAME...]          TYPE a sessions spelling; NAMEs may be none
+ *   TYPE/NAME [TYPE/NAME...] every argument in that form, one slash each,
+ *                          both sides non-empty
+ * A mix of the two forms ("session session/a", "session/a b") is an
+ * error, as are "session/", "/a", "session/a/b" and a TYPE that is not a
+ * sessions spelling. With type_optional (wake) a first argument that is
+ * not a sessions spelling, or the only argument, is a NAME: "wake NAME...".
+ * Which counts of NAMEs a command accepts is the command's business.
+ * The strings stay argv's; names point into them. */
+#define CTL_MAX_NAMES 256
+
+typedef struct ctl_resources {
+  const char *arg[CTL_MAX_NAMES];  /* the positional arguments, in order */
+  size_t n_args;
+  const char **names;              /* after parse: the NAMEs (into arg) */
+  size_t n_names;
+  bool have_type;                  /* a TYPE was given (either form) */
+} ctl_resources;
+
+/* Keep one positional argument; a usage error (printed, CTL_EXIT_USAGE)
+ * past CTL_MAX_NAMES. */
+int ctl_resources_add(ctl_resources *r, const char *arg);
+/* Split r->arg into TYPE and NAMEs; CTL_EXIT_OK, or CTL_EXIT_USAGE with
+ * the error printed (cmd names the command in the resource/name hint). */
+int ctl_resources_parse(ctl_resources *r, const char *cmd,
+                        bool type_optional);
 
 /* --- shared by the commands (common.c) --- */
 struct manifest_set;
@@ -98,6 +138,19 @@ struct store *ctl_open_store(const ctl_env *env, struct event_base *base,
 int ctl_store_error(sc_err err, const sc_errbuf *eb);
 /* Print kubectl's NotFound line for sessions "name". */
 void ctl_not_found(const char *name);
+/* store_get() of a session that is not a tombstone: SC_ERR_NOT_FOUND for
+ * a deleted one too (*out NULL then); else as store_get. */
+sc_err ctl_get_session(struct store *st, const char *ns, const char *name,
+                       session **out, sc_errbuf *eb);
+/* One name of `describe`, `delete` or `wake`: prints its outcome and
+ * returns an exit status. */
+typedef int (*ctl_name_fn)(struct store *st, const char *ns,
+                           const char *name, void *arg);
+/* Check ns, open the store and call one() for every NAME of res in turn;
+ * the last failing exit status, or CTL_EXIT_OK. */
+int ctl_each_name(ctl_env *env, const char *ns,
+                  const struct ctl_resources *res, ctl_name_fn one,
+                  void *arg);
 /* Parse a namespace name given by -n (non-empty, DNS-label-like);
  * false with a usage error printed when bad. */
 bool ctl_check_namespace(const char *ns);

@@ -236,11 +236,11 @@ fail:
   return NULL;
 }
 
-sc_err ctl_json_print(json_object *o, dynbuf *out)
+/* o in json-c's format flags, then a newline */
+static sc_err json_print_flags(json_object *o, int flags, dynbuf *out)
 {
   const char *s = json_object_to_json_string_ext(
-    o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-         JSON_C_TO_STRING_NOSLASHESCAPE);
+    o, flags | JSON_C_TO_STRING_NOSLASHESCAPE);
   sc_err err;
   if(!s)
     return SC_ERR_NOMEM;
@@ -250,17 +250,15 @@ sc_err ctl_json_print(json_object *o, dynbuf *out)
   return err;
 }
 
+sc_err ctl_json_print(json_object *o, dynbuf *out)
+{
+  return json_print_flags(o, JSON_C_TO_STRING_PRETTY |
+                          JSON_C_TO_STRING_SPACED, out);
+}
+
 sc_err ctl_json_print_line(json_object *o, dynbuf *out)
 {
-  const char *s = json_object_to_json_string_ext(
-    o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-  sc_err err;
-  if(!s)
-    return SC_ERR_NOMEM;
-  err = dynbuf_addstr(out, s);
-  if(!err)
-    err = dynbuf_add(out, "\n", 1);
-  return err;
+  return json_print_flags(o, JSON_C_TO_STRING_PLAIN, out);
 }
 
 /* --- YAML --- */

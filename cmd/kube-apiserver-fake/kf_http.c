@@ -1,0 +1,205 @@
+/* kf_http.c - the fake API server's HTTP side: replies (JSON and
+ * Status objects), request bodies, and the URL routing of /api and /apis
+ * paths with their query parameters. */
+#include "cmd/kube-apiserver-fake/kf_server.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+void kf_reply_json(struct evhttp_request *req, int code,
+                   json_object *o)
+{
+  struct evbuffer *b = evbuffer_new();
+  const char *txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
+  evbuffer_add(b, txt, strlen(txt));
+  evbuffer_add(b, "\n", 1);
+  evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", b);
+  evbuffer_free(b);
+}
+
+json_object *kf_status_obj(int code, const char *reason,
+                           const char *msg)
+{
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "kind", json_object_new_string("Status"));
+  json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+  json_object_object_add(o, "metadata", json_object_new_object());
+  json_object_object_add(o, "status", json_object_new_string("Failure"));
+  json_object_object_add(o, "message", json_object_new_string(msg));
+  json_object_object_add(o, "reason", json_object_new_string(reason));
+  json_object_object_add(o, "code", json_object_new_int(code));
+  return o;
+}
+
+void kf_reply_status(struct evhttp_request *req, int code,
+                     const char *reason, const char *fmt, ...)
+{
+  char msg[600];
+  va_list ap;
+  json_object *o;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  o = kf_status_obj(code, reason, msg);
+  kf_reply_json(req, code, o);
+  json_object_put(o);
+}
+
+/* t: JSON text */
+void kf_reply_text(struct evhttp_request *req, int code, const char *t)
+{
+  struct evbuffer *b = evbuffer_new();
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
+  evbuffer_add(b, t, strlen(t));
+  evhttp_send_reply(req, code, "OK", b);
+  evbuffer_free(b);
+}
+
+sc_err kf_read_body(struct evhttp_request *req, json_object **out)
+{
+  struct evbuffer *in = evhttp_request_get_input_buffer(req);
+  size_t len = evbuffer_get_length(in);
+  char *buf;
+  json_tokener *tok;
+  *out = NULL;
+  if(len > KF_BODY_MAX)
+    return SC_ERR_TOO_LARGE;
+  buf = malloc(len + 1);
+  if(!buf)
+    return SC_ERR_NOMEM;
+  evbuffer_copyout(in, buf, len);
+  buf[len] = 0;
+  tok = json_tokener_new();
+  *out = json_tokener_parse_ex(tok, buf, (int)len);
+  if(json_tokener_get_error(tok) != json_tokener_success ||
+     tok->char_offset != (int)len) {
+    json_object_put(*out);
+    *out = NULL;
+  }
+  json_tokener_free(tok);
+  free(buf);
+  return *out ? SC_OK : SC_ERR_INVALID;
+}
+
+static int split(char *path, char **seg, int max)
+{
+  int n = 0;
+  char *p = path, *save = NULL, *t;
+  while((t = strtok_r(p, "/", &save)) && n < max) {
+    seg[n++] = t;
+    p = NULL;
+  }
+  return n;
+}
+
+const char *kf_qget(struct evkeyvalq *q, const char *k)
+{
+  return evhttp_find_header(q, k);
+}
+
+bool kf_parse_route(struct evhttp_request *req, kf_route *rt)
+{
+  const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+  const char *path = evhttp_uri_get_path(u), *query = evhttp_uri_get_query(u);
+  char pbuf[1024], *seg[12];
+  int n, i = 0, r;
+  const char *group = "", *version;
+  struct evkeyvalq q;
+  const char *v, *accept;
+  memset(rt, 0, sizeof(*rt));
+  rt->res = -1;
+  if(!path || strlen(path) >= sizeof(pbuf))
+    return false;
+  snprintf(pbuf, sizeof(pbuf), "%s", path);
+  n = split(pbuf, seg, 12);
+  if(n >= 3 && !strcmp(seg[0], "api")) {
+    version = seg[1];
+    i = 2;
+  }
+  else if(n >= 4 && !strcmp(seg[0], "apis")) {
+    group = seg[1];
+    version = seg[2];
+    i = 3;
+  }
+  else
+    return false;
+  if(n - i >= 2 && !strcmp(seg[i], "namespaces")) {
+    snprintf(rt->ns, sizeof(rt->ns), "%s", seg[i + 1]);
+    i += 2;
+  }
+  if(i >= n)
+    return false;
+  for(r = 0; r < (int)KF_N_RES; r++)
+    if(!strcmp(kf_resources[r].group, group) &&
+       !strcmp(kf_resources[r].version, version) &&
+       !strcmp(kf_resources[r].plural, seg[i]))
+      rt->res = r;
+  if(rt->res < 0 || (rt->ns[0] && !kf_resources[rt->res].namespaced))
+    return false;
+  i++;
+  if(i < n) {
+    if(!rt->ns[0] && kf_resources[rt->res].namespaced)
+      return false;
+    snprintf(rt->name, sizeof(rt->name), "%s", seg[i++]);
+  }
+  if(i < n) {
+    if(strcmp(seg[i], "status") || !kf_resources[rt->res].status_sub)
+      return false;
+    rt->status = true;
+    i++;
+  }
+  if(i != n)
+    return false;
+  TAILQ_INIT(&q);
+  if(query && evhttp_parse_query_str(query, &q) == 0) {
+    v = kf_qget(&q, "watch");
+    rt->watch = v && (!strcmp(v, "1") || !strcmp(v, "true"));
+    v = kf_qget(&q, "allowWatchBookmarks");
+    rt->bookmarks = v && (!strcmp(v, "1") || !strcmp(v, "true"));
+    v = kf_qget(&q, "resourceVersion");
+    if(v)
+      snprintf(rt->rv, sizeof(rt->rv), "%s", v);
+    v = kf_qget(&q, "timeoutSeconds");
+    if(v)
+      rt->timeout_s = strtol(v, NULL, 10);
+    rt->dry_run = kf_qget(&q, "dryRun") != NULL;
+    v = kf_qget(&q, "limit");
+    if(v)
+      rt->limit = strtol(v, NULL, 10);
+    v = kf_qget(&q, "continue");
+    if(v)
+      snprintf(rt->cont, sizeof(rt->cont), "%s", v);
+    v = kf_qget(&q, "fieldValidation");
+    if(v) {
+      snprintf(rt->fv_text, sizeof(rt->fv_text), "%s", v);
+      rt->fv = !strcmp(v, "Strict") ? KF_FV_STRICT : !strcmp(v, "Warn") ?
+               KF_FV_WARN : !strcmp(v, "Ignore") ? KF_FV_IGNORE : KF_FV_BAD;
+    }
+  }
+  evhttp_clear_headers(&q);
+  accept = evhttp_find_header(evhttp_request_get_input_headers(req),
+                              "Accept");
+  rt->table = accept && strstr(accept, "as=Table");
+  return true;
+}
+
+const char *kf_method_name(enum evhttp_cmd_type c)
+{
+  switch(c) {
+  case EVHTTP_REQ_GET: return "GET";
+  case EVHTTP_REQ_POST: return "POST";
+  case EVHTTP_REQ_PUT: return "PUT";
+  case EVHTTP_REQ_PATCH: return "PATCH";
+  case EVHTTP_REQ_DELETE: return "DELETE";
+  default: return "OTHER";
+  }
+}
