@@ -252,26 +252,29 @@ sc_err join_sessions(planner *pl)
   for(i = 0; i < pl->n_sbs; i++)
     if(pl->sbs[i].claims)
       resolve_claims(pl, &pl->sbs[i]);
-  /* one owner per (tenant, sessionID) */
+  /* one owner per (tenant, sessionID): the table holds the first so far;
+   * a session that loses, now or later, is marked, and the few losers
+   * learn the final owner afterwards (one lookup per session) */
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i], *o;
     if(!r->has_pair)
       continue;
     o = pair_owner(pl, r->tenant, r->sid, &h);
-    if(o && !claim_before(r, o))
+    if(o && !claim_before(r, o)) {
+      r->pair_loser = true;
       continue;
-    if(o)
+    }
+    if(o) {
+      o->pair_loser = true;
       sc_hmap_remove_value(pl->sc->by_pair, h, o);
+    }
     if((err = sc_hmap_put(pl->sc->by_pair, h, r)))
       return err;
   }
   for(i = 0; i < pl->n_recs; i++) {
-    sess_rec *r = &pl->recs[i], *o;
-    if(!r->has_pair || (o = pair_owner(pl, r->tenant, r->sid, &h)) == r)
-      continue;
-    r->pair_loser = true;
-    if(!r->tomb)
-      r->pair_owner = o;
+    sess_rec *r = &pl->recs[i];
+    if(r->pair_loser && !r->tomb)
+      r->pair_owner = pair_owner(pl, r->tenant, r->sid, &h);
   }
   /* our sandboxes no session links go to the owner of their tags */
   for(i = 0; i < pl->n_sbs; i++) {
