@@ -173,15 +173,15 @@ static void attach(sess_rec *r, sb_rec *sb)
   r->n_sbs++;
 }
 
-/* the sessions linking one observed sandbox: the first holds it; live
- * others are in conflict, tombstones let go */
-static void resolve_claims(const planner *pl, sb_rec *sb)
+/* The sessions linking one observed sandbox (each judged already, while
+ * its strings were at hand): the first by claim_before() holds it, if
+ * its tags agree; live others are in conflict, tombstones let go. */
+static void resolve_claims(sb_rec *sb)
 {
   sess_rec *w = sb->claims, *r;
   for(r = sb->claims->next_claim; r; r = r->next_claim)
     if(claim_before(r, w))
       w = r;
-  w->ls = rule4_judge_link(pl, w, sb);
   if(w->ls == LS_OWNED)
     attach(w, sb);
   for(r = sb->claims; r; r = r->next_claim)
@@ -235,28 +235,19 @@ sc_err join_sessions(planner *pl)
   size_t i;
   uint64_t h;
   sc_err err;
-  /* the links */
-  for(i = 0; i < pl->n_recs; i++) {
-    sess_rec *r = &pl->recs[i];
-    read_session(pl, i);
-    if(!r->link)
-      continue;
-    r->link_sb = sandbox_by_id(pl, r->link);
-    if(!r->link_sb) {
-      r->ls = rule2_gone_confirmed(pl, r->link) ? LS_GONE : LS_CONFIRM;
-      continue;
-    }
-    r->next_claim = r->link_sb->claims;
-    r->link_sb->claims = r;
-  }
-  for(i = 0; i < pl->n_sbs; i++)
-    if(pl->sbs[i].claims)
-      resolve_claims(pl, &pl->sbs[i]);
-  /* one owner per (tenant, sessionID): the table holds the first so far;
-   * a session that loses, now or later, is marked, and the few losers
-   * learn the final owner afterwards (one lookup per session) */
+  /* the links, and one owner per (tenant, sessionID): the table holds
+   * the first so far; a session that loses, now or later, is marked, and
+   * the few losers learn the final owner afterwards */
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i], *o;
+    read_session(pl, i);
+    if(r->link && !(r->link_sb = sandbox_by_id(pl, r->link)))
+      r->ls = rule2_gone_confirmed(pl, r->link) ? LS_GONE : LS_CONFIRM;
+    else if(r->link) {
+      r->ls = rule4_judge_link(pl, r, r->link_sb);
+      r->next_claim = r->link_sb->claims;
+      r->link_sb->claims = r;
+    }
     if(!r->has_pair)
       continue;
     o = pair_owner(pl, r->tenant, r->sid, &h);
@@ -271,6 +262,9 @@ sc_err join_sessions(planner *pl)
     if((err = sc_hmap_put(pl->sc->by_pair, h, r)))
       return err;
   }
+  for(i = 0; i < pl->n_sbs; i++)
+    if(pl->sbs[i].claims)
+      resolve_claims(&pl->sbs[i]);
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i];
     if(r->pair_loser && !r->tomb)
