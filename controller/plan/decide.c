@@ -78,7 +78,7 @@ static sc_err add_confirm(planner *pl, const sess_rec *r)
 /* ---------- conflicts ---------- */
 
 /* the conflict the join found for r, into w; false when there is none */
-static bool conflict_of(const planner *pl, const sess_rec *r, want *w)
+static bool conflict_of(const sess_rec *r, want *w)
 {
   const sb_rec *sb = r->link_sb;
   char t1[PLAN_TAG_SHOWN], t2[PLAN_TAG_SHOWN];
@@ -126,7 +126,6 @@ static bool conflict_of(const planner *pl, const sess_rec *r, want *w)
   }
   else
     return false;
-  (void)pl;
   w->conflict = true;
   return true;
 }
@@ -425,7 +424,7 @@ sc_err decide_session(planner *pl, sess_rec *r)
   sc_err err;
 
   want_from_old(s, &w);
-  blocked = conflict_of(pl, r, &w);
+  blocked = conflict_of(r, &w);
   if(is_ended(s))
     err = decide_ended(pl, r, &w);
   else if(invalid) {

@@ -282,8 +282,6 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   pl.in = in;
   pl.cfg = cfg;
   pl.sc = scratch;
-  pl.cname = cfg->controller_name && *cfg->controller_name
-               ? cfg->controller_name : PLAN_DEFAULT_CONTROLLER;
   pl.p = p;
   if(in->cube_now)
     sctime_format_rfc3339(in->cube_now, pl.now_text, sizeof(pl.now_text));

@@ -109,7 +109,6 @@ struct plan_scratch {
 typedef struct planner {
   const plan_input *in;
   const plan_config *cfg;
-  const char *cname;        /* the controller name, defaulted */
   plan_scratch *sc;
   sess_rec *recs;
   size_t n_recs;
@@ -148,7 +147,7 @@ typedef struct want {
 /* ---- join.c ---- */
 sc_err join_sandboxes(planner *pl);
 sc_err join_sessions(planner *pl);
-/* our sandboxes nobody joined, in input order: the orphan candidates */
+/* ours and joined by nobody: an orphan candidate (decide_orphans) */
 bool join_is_orphan(const sb_rec *sb);
 
 /* ---- rules.c ---- */
