@@ -1,36 +1,46 @@
 /*
- * rules.c - the safety rules of the reconcile pass (docs/architecture.md,
- * "Safety rules"), each kept by a function named after it. The planner
+ * rules.c - the safety rules of the reconcile pass (docs/planner.md, "The
+ * safety rules and where they are kept"), each kept by a function named
+ * after it. The planner
  * keeps its half here; the executor's half (the GET before a delete, the
  * idempotent answers, the audit line) lives in controller/act/.
  *
- * | rule | in our words                                   | kept by |
- * |------|------------------------------------------------|---------|
- * |  1   | decisions use Cube's clock and store fields,   | rule_no_local_clock in hack/checksrc.sh (no clock, |
- * |      | never a local clock                            | no I/O under controller/plan/); the planner reads |
- * |      |                                                | in->cube_now only |
- * |  2   | a sandbox missing from a list is not gone      | rule2_gone_confirmed() (a link not listed is |
- * |      | until a GET says so; a short list concludes    | GET-confirmed first), rule2_orphan_may_be_concluded() |
- * |      | no orphan                                      | |
- * |  3   | a delete re-reads the sandbox first            | rule3_delete_expectations() says what the GET must |
- * |      |                                                | find; controller/act/ (executor) does the GET |
- * |  4   | the link (status.sandboxID) and our managed-by | rule4_sandbox_is_ours(), rule4_judge_link(), |
- * |      | tag are the only grounds to touch a sandbox    | rule4_link_proven() (an untagged link needs its proof) |
- * |  5   | a sandbox of another tenant is never acted on  | rule5_tenants_never_cross(), |
- * |      | for a session                                  | rule5_tenant_is_namespace() (--tenant-binding) |
- * |  6   | duplicates: keep the linked one, else the      | rule6_pick_duplicate_winner() (the one tie-break |
- * |      | oldest startedAt, then the lowest ID           | order); deletes wait for the winner's link |
- * |  7   | store writes are compare-and-set               | controller/act/ (executor) and controller/store/ |
- * |  8   | repeated answers (gone, already paused) are    | controller/act/ (executor) |
- * |      | success                                        | |
- * |  9   | deletions justified by absence alone are       | rule9_orphan_guard() |
- * |      | capped                                         | |
- * | 10   | every destructive act is audited               | controller/act/ (executor, audit.c) |
- * | 11   | the intent is stored before the act            | rule11_create_claim_held() (another's fresh create |
- * |      |                                                | claim is waited for); controller/act/ writes it |
- * | 12   | a sandbox belongs to one object (its uid)      | rule12_one_object() |
- * | 13   | brakes only delay, and say so                  | rule9_orphan_guard() withholds and reports, never |
- * |      |                                                | adds; the store identity check is controller/store/ |
+ * rule, in our words                kept by
+ * --------------------------------  ----------------------------------------
+ *  1 decisions use Cube's clock and  rule_no_local_clock, hack/checksrc.sh:
+ *    store fields, never a local     no clock and no I/O under
+ *    clock                           controller/plan/; the planner reads
+ *                                    in->cube_now only
+ *  2 a sandbox missing from a list   rule2_gone_confirmed() (a link not
+ *    is not gone until a GET says    listed is confirmed by GET first),
+ *    so; a short list concludes no   rule2_orphan_may_be_concluded()
+ *    orphan
+ *  3 a delete re-reads the sandbox   rule3_delete_expectations() (what the
+ *    first                           GET must find); the GET itself:
+ *                                    controller/act/ (executor)
+ *  4 only the link (status.sandbox-  rule4_sandbox_is_ours(),
+ *    ID) or our managed-by tag       rule4_judge_link(), rule4_link_proven()
+ *    gives grounds to touch one      (an untagged link needs its proof)
+ *  5 another tenant's sandbox is     rule5_tenants_never_cross(),
+ *    never acted on for a session    rule5_tenant_is_namespace()
+ *  6 duplicates: keep the linked     rule6_pick_duplicate_winner(): the one
+ *    one, else the oldest startedAt, tie-break order; the others are
+ *    then the lowest ID              deleted once the winner is linked
+ *  7 store writes compare-and-set    controller/act/ (executor) and
+ *                                    controller/store/
+ *  8 a repeated answer (gone,        controller/act/ (executor)
+ *    already paused) is success
+ *  9 deletions justified by absence  rule9_orphan_guard()
+ *    alone are capped
+ * 10 every destructive act audited   controller/act/ (executor, audit.c)
+ * 11 the intent is stored before     rule11_create_claim_held() (another's
+ *    the act                         fresh create claim is waited for);
+ *                                    controller/act/ writes the intent
+ * 12 a sandbox belongs to one        rule12_one_object()
+ *    object (its uid)
+ * 13 brakes only delay, and say so   rule9_orphan_guard() withholds and
+ *                                    reports, never adds an action; the
+ *                                    store identity check: controller/store/
  *
  * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
  * rule5_..., rule12_...).

@@ -175,9 +175,9 @@ TEST(rule12_one_object_by_uid)
   world *w = w_new();
   session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
   sb_rec tagged, legacy;
-  CHECK(!sc_kvlist_set(&w_sb(w, "sb-1", CUBE_SB_RUNNING, NOW, "t1", "a")->metadata,
-                       SESSION_TAG_SESSION_UID, "u-1"));
+  w_sb(w, "sb-1", CUBE_SB_RUNNING, NOW, "t1", "a");
   w_sb(w, "sb-2", CUBE_SB_RUNNING, NOW, "t1", "a");
+  CHECK(!sc_kvlist_set(&w->b[0].metadata, SESSION_TAG_SESSION_UID, "u-1"));
   tagged = rec_of(&w->b[0], true);
   legacy = rec_of(&w->b[1], true);
   CHECK(rule12_one_object(s, &tagged, false)); /* no uid: not checked */
