@@ -254,10 +254,7 @@ TEST(rule3_delete_expectations_by_kind)
   untagged = rec_of(&w->b[1], false);
   w_input(w, &in);
   plan_config_defaults(&cfg);
-  memset(&pl, 0, sizeof(pl));
-  pl.in = &in;
-  pl.cfg = &cfg;
-  pl.p = p;
+  planner_of(&pl, &in, &cfg, p);
   for(k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
     memset(&a, 0, sizeof(a));
     a.type = PLAN_DELETE;
@@ -293,10 +290,7 @@ TEST(rule9_orphan_guard_withholds_only)
       CHECK(p);
       plan_config_defaults(&cfg);
       cfg.force = force;
-      memset(&pl, 0, sizeof(pl));
-      pl.in = &in;
-      pl.cfg = &cfg;
-      pl.p = p;
+      planner_of(&pl, &in, &cfg, p);
       p->n_managed = 12;
       p->actions = calloc(20, sizeof(*p->actions));
       CHECK(p->actions);
