@@ -6,18 +6,63 @@
 #   atoi/atol        -> strtol/strtoll with end and range checks
 #   strtok           -> strtok_r or explicit scanning
 #   gets             -> fgets
+# and (rule_no_local_clock, safety rule 1, with the planner's purity) no
+# file under controller/plan/ reads a clock, does I/O or reads the
+# environment: the planner decides by Cube's clock and its input only.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 banned='sprintf|vsprintf|strcpy|strcat|atoi|atol|strtok|gets'
 files=$(find lib api controller cmd test -name '*.[ch]' 2>/dev/null | sort)
 [ -n "$files" ] || { echo "checksrc: no sources found" >&2; exit 2; }
+status=0
+
+# code: each line of the files as FILE:LINE:TEXT with comments and
+# string and character literals blanked, so only code can match
+code() {
+  awk '
+    FNR == 1 { inc = 0 }
+    {
+      out = ""; n = length($0); i = 1; q = ""
+      while(i <= n) {
+        c = substr($0, i, 1); d = substr($0, i, 2)
+        if(inc) {
+          if(d == "*/") { inc = 0; out = out "  "; i += 2 }
+          else { out = out " "; i++ }
+        } else if(q != "") {
+          if(c == "\\") { out = out "  "; i += 2 }
+          else { if(c == q) q = ""; out = out " "; i++ }
+        } else if(d == "/*") { inc = 1; out = out "  "; i += 2 }
+        else if(d == "//") break
+        else if(c == "\"" || c == "\047") { q = c; out = out " "; i++ }
+        else { out = out c; i++ }
+      }
+      print FILENAME ":" FNR ":" out
+    }' "$@"
+}
+
 # A call is the name not preceded by an identifier character, followed by
 # optional spaces and "(".
-bad=$(grep -nE "(^|[^A-Za-z0-9_])($banned)[[:space:]]*\(" $files |
-      grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|//|/\*)' )
+# shellcheck disable=SC2086
+bad=$(code $files | grep -E "^[^:]+:[0-9]+:.*(^|[^A-Za-z0-9_])($banned)[[:space:]]*\(")
 if [ -n "$bad" ]; then
   echo "checksrc: banned functions used:" >&2
   echo "$bad" >&2
-  exit 1
+  status=1
 fi
-echo "checksrc: $(echo "$files" | wc -l) files clean"
+
+# rule_no_local_clock: clocks, I/O, the environment, randomness, and the
+# libraries that talk to the outside, under controller/plan/
+clock='time|clock|clock_gettime|gettimeofday|timespec_get|ftime|sctime_mono_ms|sctime_wall_ms'
+io='fopen|fdopen|freopen|fclose|open|openat|creat|close|read|write|pread|pwrite|fread|fwrite|fgets|fputs|fputc|putc|putchar|getchar|puts|printf|fprintf|vprintf|vfprintf|dprintf|perror|syslog|socket|connect|send|recv|sendto|recvfrom|popen|system|getenv|secure_getenv|getrandom|rand|random|srand|sc_hash_seed|log_kv|audit_record|metrics_[a-z_]+|store_[a-z_]+|curl_[a-z_]+|sqlite3_[a-z_]+|event_[a-z_]+|evhttp_[a-z_]+|bufferevent_[a-z_]+'
+pfiles=$(find controller/plan -name '*.[ch]' 2>/dev/null | sort)
+if [ -n "$pfiles" ]; then
+  # shellcheck disable=SC2086
+  bad=$(code $pfiles | grep -E "^[^:]+:[0-9]+:.*(^|[^A-Za-z0-9_])($clock|$io)[[:space:]]*\(")
+  if [ -n "$bad" ]; then
+    echo "checksrc: rule_no_local_clock: the planner (controller/plan/) must not read a clock or do I/O:" >&2
+    echo "$bad" >&2
+    status=1
+  fi
+fi
+[ "$status" -eq 0 ] || exit 1
+echo "checksrc: $(echo "$files" | wc -l) files clean, planner pure ($(echo "$pfiles" | wc -w) files)"

@@ -30,6 +30,7 @@
 #include "api/session.h"
 #include "controller/plan/plan.h"
 #include "controller/cube/sandbox.h"
+#include "lib/dynbuf.h"
 
 /* plan_compute_ex() and its scratch, when the library has them (weak: the
  * same bench_plan.c builds against older versions of plan.c, which lack
@@ -169,6 +170,26 @@ static void reset_peak(void)
     fputs("5", f);
     fclose(f);
   }
+}
+
+/* BENCH_DUMP=PREFIX in the environment: the plan of a pass as text
+ * (plan_format) into PREFIX.WHAT, to compare two versions byte for byte */
+static void dump(const plan *p, const char *what)
+{
+  const char *prefix = getenv("BENCH_DUMP");
+  char path[4096];
+  dynbuf b;
+  FILE *f;
+  if(!prefix || !*prefix)
+    return;
+  snprintf(path, sizeof(path), "%s.%s", prefix, what);
+  dynbuf_init(&b, (size_t)1 << 30);
+  if(plan_format(p, &b) || !(f = fopen(path, "w")))
+    die("cannot dump the plan");
+  if(fwrite(dynbuf_ptr(&b), 1, dynbuf_len(&b), f) != dynbuf_len(&b) ||
+     fclose(f))
+    die("cannot write the plan");
+  dynbuf_free(&b);
 }
 
 static int dbl_cmp(const void *a, const void *b)
@@ -317,6 +338,7 @@ int main(int argc, char **argv)
       die("plan_compute failed");
     cold = now_ms() - t0;
   }
+  dump(p, "cold");
   hwm_cold = proc_kb("VmHWM");
   /* write the statuses back, as the executor does, then time the passes
    * of a settled cluster (same world; only statuses changed) */
@@ -343,6 +365,7 @@ int main(int argc, char **argv)
     }
   }
   hwm_steady = proc_kb("VmHWM");
+  dump(p, "steady");
   flt = (minflt() - flt0) / rounds;
   for(i = 0; i < n; i++)
     if(p->sessions[i].status_changed)

@@ -1848,6 +1848,35 @@ TEST(undecodable_object_holds_only_its_tenants_orphans)
   w_del(w);
 }
 
+/* Reasons print durations as the project's one formatter does
+ * (api/duration.c): half of a 3s idleTimeout is "1.5s" and a reclaimAfter
+ * of 90.5s is "1m30.5s" (the planner's own formatter printed "1s500ms"
+ * and "1m30s500ms"). */
+TEST(reasons_use_the_project_duration_format)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", RUN);
+  session *r = w_sess(w, "t1", "b", SESSION_STATE_ACTIVE);
+  plan *p;
+  const plan_action *a;
+  s->spec.idle_timeout_ms = 3000;
+  s->status.applied_idle_timeout_ms = 3000;
+  w_link(s, "sb1");
+  w_sb(w, "sb1", SBR, NOW + 1000, "t1", "a");
+  r->spec.reclaim_after_ms = 90 * 1000 + 500;
+  w_link(r, "sb2");
+  w_sb(w, "sb2", CUBE_SB_PAUSED, NOW - 2 * MIN_MS, "t1", "b");
+  p = w_plan(w);
+  CHECK(p);
+  a = p_find(p, PLAN_KEEPALIVE, "sb1");
+  CHECK(a && strstr(a->reason, "within idleTimeout/2 = 1.5s)"));
+  a = p_find(p, PLAN_DELETE, "sb2");
+  CHECK(a && strstr(a->reason, "paused for 2m by Cube's clock"));
+  CHECK(a && strstr(a->reason, ">= reclaimAfter 1m30.5s"));
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
   T(rule1_no_local_clock_only_cube_now),
   T(rule2_missing_sandbox_is_confirmed_not_recreated),
@@ -1906,6 +1935,7 @@ TEST_LIST = {
   T(invalid_object_gets_no_action_and_keeps_its_sandbox),
   T(rule4_untagged_link_needs_its_proof),
   T(undecodable_object_holds_only_its_tenants_orphans),
+  T(reasons_use_the_project_duration_format),
   {0},
 };
 

@@ -1,7 +1,8 @@
-/* The planner's join under 64-bit hash collisions and under the guesses
- * of its one-pass join (docs/planner.md, "Third round"): equal hashes
- * must fall back to the strings, and a guess proved wrong by a later
- * session must give the plan the input order would not change. The
+/* The planner's join (controller/plan/join.c) under 64-bit hash
+ * collisions and in either input order: equal hashes must fall back to
+ * the strings (lib/hmap.h compares the keys of an equal hash), and a
+ * later session's link must win over an earlier one's tags whatever the
+ * order. The
  * collisions are built from the real hash (lib/schash.h), and each test
  * first checks that its strings do collide, so it cannot pass vacuously
  * if the hash changes. */
@@ -175,9 +176,9 @@ TEST(pair_hash_collision_is_not_a_shared_pair)
   }
 }
 
-/* The one-pass join guesses that a sandbox found by its tags is not
- * linked by a later session; when it is, the link wins and the first
- * session is decided again. The plan text is the same in both orders. */
+/* A sandbox tagged for one session and linked by another: the link wins
+ * (a sandbox anyone links is never joined by its tags), in either input
+ * order. The plan text is the same in both orders. */
 TEST(tag_join_yields_to_a_later_link_in_any_order)
 {
   char *text[2];

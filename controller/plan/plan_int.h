@@ -1,0 +1,202 @@
+/*
+ * plan_int.h - the parts of the planner, shared by the files of
+ * controller/plan/ only (other modules include controller/plan/plan.h).
+ *
+ * A pass (plan_compute_ex) runs in this order:
+ *
+ *   join.c    the sandboxes by ID, the sessions' links and tags: who owns
+ *             what (one join, lib/hmap.h keyed by lib/schash.h)
+ *   decide.c  per session, what its spec.state asks given its sandboxes;
+ *             then the orphans
+ *   rules.c   the safety rules the decisions call, one function per rule
+ *             (the table at its top maps every rule to its keeper)
+ *   status.c  the status a session should show, compared with the old one
+ *             by api/'s session_status_equal(); plan_status_after()
+ *   pass.c    the entry point, the actions and their one order, plan_free
+ *   proof.c   the link proofs (HMAC) and the config helpers
+ *   format.c  plan_format() and the names of actions and kinds
+ *
+ * Everything here is pure: no clock, no I/O (hack/checksrc.sh checks
+ * controller/plan/ for both).
+ *
+ * Ownership: a planner lives for one plan_compute_ex() call. Its records
+ * point into the input (sessions, sandboxes, their strings) and live in
+ * the plan_scratch, which owns the arrays and tables between calls and
+ * keeps nothing a plan points to.
+ */
+#ifndef SC_PLAN_INT_H
+#define SC_PLAN_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/plan/plan.h"
+#include "lib/hmap.h"
+#include "lib/sctime.h"
+
+#define PLAN_DEFAULT_CONTROLLER "session-controller"
+#define PLAN_MSG_MAX 320    /* a condition message */
+#define PLAN_REASON_MAX 512 /* an action's reason */
+#define PLAN_TAG_SHOWN 136  /* a tag from Cube as a message shows it */
+#define PLAN_DUR_MAX 32     /* duration_format() */
+
+/* How a session's status.sandboxID resolved this pass. */
+enum link_state {
+  LS_NONE = 0,        /* no link, or the link lost to a live session */
+  LS_OWNED,           /* observed and ours */
+  LS_CONFIRM,         /* not observed, not known gone: GET it (rule 2) */
+  LS_GONE,            /* a GET this pass said 404 */
+  LS_CONFLICT_TENANT, /* its tenant tag names another tenant (rule 5) */
+  LS_CONFLICT_SB,     /* its session, managed-by or uid tag is someone
+                         else's, or no tag and no proof (rules 4, 12) */
+  LS_CLAIMED          /* another live session records the same ID */
+};
+
+typedef struct sess_rec sess_rec;
+typedef struct sb_rec sb_rec;
+
+/* One per input sandbox with an ID, in input order. */
+struct sb_rec {
+  const cube_sandbox *b;    /* the input */
+  const char *id;           /* b->sandbox_id */
+  const char *tenant, *sid, *managed_by; /* its lea.* tags, or NULL */
+  const char *uid;          /* its lea.session_uid tag, or NULL */
+  const char *tmpl;         /* its lea.template tag, or NULL */
+  bool tagged;              /* it carries some lea.* tag */
+  bool ours;                /* managed_by names this controller (rule 4) */
+  bool dup;                 /* a second report of a listed ID: ignored */
+  sess_rec *claims;         /* sessions whose status.sandboxID is this ID
+                               (chain: sess_rec.next_claim) */
+  sess_rec *owner;          /* the session it joined, by link or tags */
+  sb_rec *next_of_owner;    /* the owner's next sandbox */
+};
+
+/* One per input session, in input order. */
+struct sess_rec {
+  const session *s;
+  size_t idx;               /* index in the input */
+  const char *link;         /* status.sandboxID; NULL for none or "" */
+  const char *tenant, *sid; /* the effective spec.tenantID, sessionID */
+  bool tomb;                /* a tombstone (deletion_timestamp set) */
+  bool unbound;             /* tenantID is not the namespace, and the
+                               config binds them (rule 5): no tag join */
+  bool has_pair;            /* takes part in the tag join */
+  enum link_state ls;
+  sb_rec *link_sb;          /* the observed sandbox its link names */
+  sess_rec *next_claim;     /* the next session linking link_sb */
+  const sess_rec *link_winner; /* LS_CLAIMED: who holds the link */
+  bool pair_loser;          /* another session owns its (tenant, sid) */
+  const sess_rec *pair_owner;  /* that one, when this one is live */
+  sb_rec *sbs;              /* its sandboxes (chain: next_of_owner) */
+  size_t n_sbs;
+};
+
+/* Working memory of a pass, kept between passes (plan.h). */
+struct plan_scratch {
+  sess_rec *recs;
+  size_t cap_recs;
+  sb_rec *sbs;
+  size_t cap_sbs;
+  sc_hmap *by_id;           /* sb_rec by sandbox ID */
+  sc_hmap *by_pair;         /* the owning sess_rec of each (tenant, sid) */
+  const char **gone;        /* in->gone, sorted */
+  size_t cap_gone;
+  session_condition *conds; /* the wanted status's conditions (status.c) */
+  size_t cap_conds;
+};
+
+typedef struct planner {
+  const plan_input *in;
+  const plan_config *cfg;
+  plan_scratch *sc;
+  sess_rec *recs;
+  size_t n_recs;
+  sb_rec *sbs;
+  size_t n_sbs;
+  const char **gone;
+  size_t n_gone;
+  plan *p;
+  size_t cap_actions;
+  char now_text[SCTIME_RFC3339_MAX]; /* cube_now as the reasons show it */
+} planner;
+
+/* What the planner wants a session's status to say (decide.c fills it,
+ * status.c applies it onto the old status). Fields not named keep the old
+ * status's values. */
+typedef struct want {
+  session_phase phase;
+  const char *sandbox_id;
+  const char *sandbox_state;
+  const char *proof;        /* status.sandboxProof */
+  sc_time end_at;
+  int64_t reclaimed_generation;
+  bool paused_by_controller;
+  int64_t applied_idle_timeout_ms;
+  bool keep_intent;         /* status.createIntent stays (else cleared) */
+  const char *ready_status, *ready_reason; /* NULL: Ready unchanged */
+  char ready_msg[PLAN_MSG_MAX];
+  bool conflict;            /* Conflict True (else False once it exists) */
+  const char *conflict_reason;
+  char conflict_msg[PLAN_MSG_MAX];
+  bool tmpl_stale;          /* the sandbox runs another template */
+  char uptodate_msg[400];   /* the UpToDate message when stale */
+  char proof_buf[PLAN_PROOF_LEN + 1];
+} want;
+
+/* ---- join.c ---- */
+sc_err join_sandboxes(planner *pl);
+sc_err join_sessions(planner *pl);
+/* ours and joined by nobody: an orphan candidate (decide_orphans) */
+bool join_is_orphan(const sb_rec *sb);
+
+/* ---- rules.c ---- */
+bool rule2_gone_confirmed(const planner *pl, const char *id);
+bool rule2_orphan_may_be_concluded(const planner *pl, const sb_rec *sb);
+sc_err rule3_delete_expectations(planner *pl, plan_action *a,
+                                 const sb_rec *sb);
+bool rule4_sandbox_is_ours(const planner *pl, const char *managed_by);
+bool rule4_untagged(const sb_rec *sb);
+bool rule4_link_proven(const planner *pl, const sess_rec *r);
+enum link_state rule4_judge_link(const planner *pl, const sess_rec *r,
+                                 const sb_rec *sb);
+bool rule5_tenants_never_cross(const sess_rec *r, const sb_rec *sb);
+bool rule5_tenant_is_namespace(const planner *pl, const session *s);
+const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r);
+sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
+bool rule11_create_claim_held(const planner *pl, const session *s);
+bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link);
+
+/* ---- decide.c ---- */
+sc_err decide_session(planner *pl, sess_rec *r);
+sc_err decide_orphans(planner *pl);
+
+/* ---- status.c ---- */
+void want_from_old(const session *s, want *w);
+void want_ready(want *w, const char *status, const char *reason,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void want_sandbox(want *w, const session *s, const sb_rec *sb);
+void want_nosandbox(want *w);
+void status_msg_running(char *b, size_t n, const char *id);
+void status_msg_paused(char *b, size_t n, const char *id);
+void status_msg_idle(char *b, size_t n, const char *id);
+void status_msg_reclaimed(char *b, size_t n, int64_t rg);
+extern const char status_msg_ended[];
+/* ps->status: what w makes of s->status; a shallow view of s->status
+ * when that is unchanged, else an owned copy (status_changed) */
+sc_err status_settle(planner *pl, const session *s, const want *w,
+                     plan_session *ps);
+
+/* ---- pass.c ---- */
+/* a new action (its strings in the plan's arena), NULL when out of
+ * memory; deletes get their expectations (rule 3) */
+plan_action *plan_add_action(planner *pl, plan_action_type type,
+                             plan_delete_kind kind, const sess_rec *r,
+                             const sb_rec *sb, int64_t timeout_s,
+                             const char *fmt, ...)
+  __attribute__((format(printf, 7, 8)));
+/* t as reasons show it: RFC 3339, "(none)" for 0 */
+void plan_time_text(const planner *pl, sc_time t, char *buf, size_t len);
+char *plan_strdup(planner *pl, const char *s);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * rules.c - the safety rules of the reconcile pass (docs/planner.md, "The
+ * safety rules and where they are kept"), each kept by a function named
+ * after it. The planner
+ * keeps its half here; the executor's half (the GET before a delete, the
+ * idempotent answers, the audit line) lives in controller/act/.
+ *
+ * rule, in our words                kept by
+ * --------------------------------  ----------------------------------------
+ *  1 decisions use Cube's clock and  rule_no_local_clock, hack/checksrc.sh:
+ *    store fields, never a local     no clock and no I/O under
+ *    clock                           controller/plan/; the planner reads
+ *                                    in->cube_now only
+ *  2 a sandbox missing from a list   rule2_gone_confirmed() (a link not
+ *    is not gone until a GET says    listed is confirmed by GET first),
+ *    so; a short list concludes no   rule2_orphan_may_be_concluded()
+ *    orphan
+ *  3 a delete re-reads the sandbox   rule3_delete_expectations() (what the
+ *    first                           GET must find); the GET itself:
+ *                                    controller/act/ (executor)
+ *  4 only the link (status.sandbox-  rule4_sandbox_is_ours(),
+ *    ID) or our managed-by tag       rule4_judge_link(), rule4_link_proven()
+ *    gives grounds to touch one      (an untagged link needs its proof)
+ *  5 another tenant's sandbox is     rule5_tenants_never_cross(),
+ *    never acted on for a session    rule5_tenant_is_namespace()
+ *  6 duplicates: keep the linked     rule6_pick_duplicate_winner(): the one
+ *    one, else the oldest startedAt, tie-break order; the others are
+ *    then the lowest ID              deleted once the winner is linked
+ *  7 store writes compare-and-set    controller/act/ (executor) and
+ *                                    controller/store/
+ *  8 a repeated answer (gone,        controller/act/ (executor)
+ *    already paused) is success
+ *  9 deletions justified by absence  rule9_orphan_guard()
+ *    alone are capped
+ * 10 every destructive act audited   controller/act/ (executor, audit.c)
+ * 11 the intent is stored before     rule11_create_claim_held() (another's
+ *    the act                         fresh create claim is waited for);
+ *                                    controller/act/ writes the intent
+ * 12 a sandbox belongs to one        rule12_one_object()
+ *    object (its uid)
+ * 13 brakes only delay, and say so   rule9_orphan_guard() withholds and
+ *                                    reports, never adds an action; the
+ *                                    store identity check: controller/store/
+ *
+ * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
+ * rule5_..., rule12_...).
+ */
+#include "controller/plan/plan_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/scstr.h"
+
+/* ---------- rule 2: absence is not evidence ---------- */
+
+static int str_cmp(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Did a GET this pass say 404 for id? Only then is a linked sandbox that
+ * the lists miss taken as gone; otherwise the planner asks for the GET
+ * (PLAN_CONFIRM) and concludes nothing. pl->gone is sorted. */
+bool rule2_gone_confirmed(const planner *pl, const char *id)
+{
+  return pl->n_gone &&
+         bsearch(&id, pl->gone, pl->n_gone, sizeof(*pl->gone), str_cmp);
+}
+
+/* May an orphan be concluded from its absence in the store? Not from a
+ * list that failed or may be short, and not when the store could not
+ * decode an object of its tenant (or it has no tenant tag): that object
+ * may be its session. */
+bool rule2_orphan_may_be_concluded(const planner *pl, const sb_rec *sb)
+{
+  const plan_input *in = pl->in;
+  size_t i;
+  if(!in->list_complete)
+    return false;
+  if(!in->n_hold_tenants)
+    return true;
+  if(!sb->tenant)
+    return false;
+  for(i = 0; i < in->n_hold_tenants; i++)
+    if(sc_str_eq0(in->hold_tenants[i], sb->tenant))
+      return false;
+  return true;
+}
+
+/* ---------- rule 3: confirm before delete (the planner's half) ---------- */
+
+/* What the executor's GET must still find before this delete: the tenant
+ * tag seen now; still paused for a reclaim or an orphan; for an orphan
+ * our managed-by as well. */
+sc_err rule3_delete_expectations(planner *pl, plan_action *a,
+                                 const sb_rec *sb)
+{
+  if(sb->tenant && !(a->expect_tenant = plan_strdup(pl, sb->tenant)))
+    return SC_ERR_NOMEM;
+  a->expect_paused = a->del_kind == PLAN_DEL_RECLAIM ||
+                     a->del_kind == PLAN_DEL_ORPHAN;
+  a->expect_managed_by = a->del_kind == PLAN_DEL_ORPHAN;
+  return SC_OK;
+}
+
+/* ---------- rule 4: ownership recorded twice ---------- */
+
+bool rule4_sandbox_is_ours(const planner *pl, const char *managed_by)
+{
+  return managed_by && plan_config_owns(pl->cfg, managed_by);
+}
+
+/* no lea.* tag at all: Cube dropped them on pause, or it was never ours */
+bool rule4_untagged(const sb_rec *sb)
+{
+  return !sb->tagged;
+}
+
+/* A link to an untagged sandbox is ours only with its proof (plan.h,
+ * "link proofs"): a status writer can set status.sandboxID to anything,
+ * but cannot make the proof. Without a key, nothing is asked. */
+bool rule4_link_proven(const planner *pl, const sess_rec *r)
+{
+  char want_proof[PLAN_PROOF_LEN + 1];
+  if(!pl->cfg->link_key)
+    return true;
+  if(!r->s->status.sandbox_proof)
+    return false;
+  plan_link_proof(pl->cfg->link_key, r->s->meta.uid, r->link, want_proof);
+  return !strcmp(want_proof, r->s->status.sandbox_proof);
+}
+
+/* What a session's link to the observed sandbox sb is worth: its tags,
+ * when it has any, must agree with the session (rules 5 and 12); without
+ * tags, the proof decides. */
+enum link_state rule4_judge_link(const planner *pl, const sess_rec *r,
+                                 const sb_rec *sb)
+{
+  if(rule4_untagged(sb))
+    return rule4_link_proven(pl, r) ? LS_OWNED : LS_CONFLICT_SB;
+  if(!rule5_tenants_never_cross(r, sb))
+    return LS_CONFLICT_TENANT;
+  if((sb->sid && r->sid && strcmp(sb->sid, r->sid)) ||
+     (sb->managed_by && !sb->ours) || !rule12_one_object(r->s, sb, true))
+    return LS_CONFLICT_SB;
+  return LS_OWNED;
+}
+
+/* ---------- rule 5: tenants never cross ---------- */
+
+/* true unless sb's tenant tag names another tenant than r's */
+bool rule5_tenants_never_cross(const sess_rec *r, const sb_rec *sb)
+{
+  return !sb->tenant || !strcmp(sb->tenant, r->tenant);
+}
+
+/* With --tenant-binding namespace (the default), a session acts only for
+ * the tenant of its namespace: one whose spec.tenantID is another joins
+ * no sandbox by tags and creates none. */
+bool rule5_tenant_is_namespace(const planner *pl, const session *s)
+{
+  const char *tenant = session_eff_tenant_id(s);
+  return !pl->cfg->bind_tenant_to_namespace || !tenant ||
+         !strcmp(tenant, session_eff_namespace(s));
+}
+
+/* ---------- rule 6: duplicates resolve deterministically ---------- */
+
+/* The one tie-break order among a session's sandboxes: the oldest
+ * startedAt (an unknown startedAt, 0, counts as youngest), then the
+ * lowest ID. IDs are unique after the join, so this is a total order. */
+static bool rule6_before(const sb_rec *a, const sb_rec *b)
+{
+  sc_time as = a->b->started_at, bs = b->b->started_at;
+  if(as != bs)
+    return as && (!bs || as < bs);
+  return strcmp(a->id, b->id) < 0;
+}
+
+/* The sandbox a session keeps: the linked one when it holds its link,
+ * else the first by rule6_before(); NULL when it has none. The others
+ * are deleted only once the store links the winner (decide.c). */
+const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r)
+{
+  const sb_rec *best = NULL, *sb;
+  if(r->ls == LS_OWNED)
+    return r->link_sb;
+  for(sb = r->sbs; sb; sb = sb->next_of_owner)
+    if(!best || rule6_before(sb, best))
+      best = sb;
+  return best;
+}
+
+/* ---------- rules 9 and 13: the blast-radius guard ---------- */
+
+/* The orphan deletes (the actions from first_orphan on, all of them
+ * orphans) are withheld when they are more than max_delete_fraction of
+ * the managed sandboxes and more than the floor, unless --force. The
+ * guard only holds back: it drops those actions and says why; it never
+ * adds one. */
+sc_err rule9_orphan_guard(planner *pl, size_t first_orphan)
+{
+  plan *p = pl->p;
+  const plan_config *cfg = pl->cfg;
+  char msg[PLAN_MSG_MAX];
+  p->n_orphans = p->n_actions - first_orphan;
+  if(cfg->force || p->n_orphans <= cfg->max_delete_floor ||
+     (double)p->n_orphans <= cfg->max_delete_fraction * (double)p->n_managed)
+    return SC_OK;
+  snprintf(msg, sizeof(msg),
+           "guard: withheld %zu orphan deletions: more than %.0f%% of %zu "
+           "managed sandboxes and more than %zu (--force overrides)",
+           p->n_orphans, cfg->max_delete_fraction * 100.0, p->n_managed,
+           cfg->max_delete_floor);
+  if(!(p->guard_message = strdup(msg)))
+    return SC_ERR_NOMEM;
+  p->guard_tripped = true;
+  p->n_actions = first_orphan; /* their strings stay in the arena */
+  return SC_OK;
+}
+
+/* ---------- rule 11: intent before the act (the planner's half) ---------- */
+
+/* Another process claimed this create (status.createIntent) less than
+ * the TTL ago by Cube's clock: its sandbox may exist and not be listed
+ * yet, so no CREATE. Our own claim means our last attempt failed: go. */
+bool rule11_create_claim_held(const planner *pl, const session *s)
+{
+  const session_status *st = &s->status;
+  sc_time now = pl->in->cube_now;
+  if(!st->create_intent_at || !now || pl->cfg->create_intent_ttl_ms <= 0)
+    return false;
+  if(pl->cfg->identity && sc_str_eq0(st->create_intent_by, pl->cfg->identity))
+    return false;
+  return now - st->create_intent_at < pl->cfg->create_intent_ttl_ms;
+}
+
+/* ---------- rule 12: a sandbox belongs to one object ---------- */
+
+/* May session s join sandbox sb? A sandbox whose lea.session_uid is
+ * another uid was created for an earlier object of the same name: never
+ * joined (a link to it is a conflict; by tags it stays unowned, so the
+ * tombstone and orphan rules delete it). A sandbox without the tag
+ * predates it: it joins through status.sandboxID (by_link) only, since a
+ * new object of an old name has no link. An object without a uid (a store
+ * that sets none) is not checked. */
+bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link)
+{
+  const char *uid = s->meta.uid;
+  if(!uid || !*uid)
+    return true;
+  if(!sb->uid)
+    return by_link;
+  return !strcmp(sb->uid, uid);
+}

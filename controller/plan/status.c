@@ -1,0 +1,334 @@
+/*
+ * status.c - the status a session should show: a want (decide.c) applied
+ * onto the old status, and compared with it by api/'s
+ * session_status_equal(), the one status comparison of the project; and
+ * plan_status_after(), the status after an action succeeded.
+ *
+ * Both apply their changes to a view: a session_status struct whose
+ * strings are borrowed (from the old status, the want, the sandbox
+ * record or constants) and whose conditions sit in a borrowed array. A
+ * view is never freed or kept: it is compared, and copied with
+ * session_status_copy() when it differs. So unknown parts of a status
+ * survive, equal values compare equal, and the rules of a condition
+ * update (lastTransitionTime kept while the status is the same) exist
+ * once, in view_set_cond().
+ *
+ * Cost, written down: every session's Ready message is formatted with
+ * snprintf and the view compared string by string, about 0.1-0.2 us per
+ * session; an unchanged status is not copied (plan.h: a shallow view).
+ */
+#include "controller/plan/plan_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/scstr.h"
+
+#define MSG_RESOLVED "no conflicting sandbox or session"
+#define MSG_UPTODATE "the sandbox runs spec.template"
+
+const char status_msg_ended[] = "spec.state Ended: no sandbox left";
+
+void status_msg_running(char *b, size_t n, const char *id)
+{
+  snprintf(b, n, "sandbox %s is running", id);
+}
+
+void status_msg_paused(char *b, size_t n, const char *id)
+{
+  snprintf(b, n, "sandbox %s is paused as spec.state Paused asks", id);
+}
+
+void status_msg_idle(char *b, size_t n, const char *id)
+{
+  snprintf(b, n, "sandbox %s was paused by Cube for idleness; the next "
+           "request resumes it", id);
+}
+
+void status_msg_reclaimed(char *b, size_t n, int64_t rg)
+{
+  snprintf(b, n, "sandbox reclaimed at generation %lld; bump spec.wake for "
+           "a new one", (long long)rg);
+}
+
+/* ---------- the want ---------- */
+
+void want_from_old(const session *s, want *w)
+{
+  const session_status *o = &s->status;
+  memset(w, 0, sizeof(*w));
+  w->phase = o->phase;
+  w->sandbox_id = o->sandbox_id;
+  w->proof = o->sandbox_proof;
+  w->sandbox_state = o->sandbox_state;
+  w->end_at = o->end_at;
+  w->reclaimed_generation = o->reclaimed_generation;
+  w->paused_by_controller = o->paused_by_controller;
+  w->applied_idle_timeout_ms = o->applied_idle_timeout_ms;
+  w->keep_intent = true;
+}
+
+void want_ready(want *w, const char *status, const char *reason,
+                const char *fmt, ...)
+{
+  va_list ap;
+  w->ready_status = status;
+  w->ready_reason = reason;
+  va_start(ap, fmt);
+  vsnprintf(w->ready_msg, sizeof(w->ready_msg), fmt, ap);
+  va_end(ap);
+}
+
+/* sb is the session's sandbox: its facts as Cube reports them; what was
+ * recorded about another sandbox (paused by us, the applied timeout, the
+ * proof) does not carry over */
+void want_sandbox(want *w, const session *s, const sb_rec *sb)
+{
+  const session_status *o = &s->status;
+  bool same = sc_str_eq0(o->sandbox_id, sb->id);
+  w->sandbox_id = sb->id;
+  if(!same)
+    w->proof = NULL; /* made anew for this sandbox, if at all */
+  w->sandbox_state = cube_sb_state_name(sb->b->state);
+  w->end_at = sb->b->end_at;
+  w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
+  w->keep_intent = false; /* a sandbox is found: the claim is done */
+  w->paused_by_controller = same && o->paused_by_controller;
+  if(sb->b->state == CUBE_SB_RUNNING && s->spec.state != SESSION_STATE_PAUSED)
+    w->paused_by_controller = false; /* someone resumed it */
+  /* UpToDate: a spec.template changed on a live session cannot reach its
+   * running sandbox (Cube has no call for it); said in a condition */
+  w->tmpl_stale = sb->tmpl && s->spec.template_id &&
+                  strcmp(sb->tmpl, s->spec.template_id);
+  if(w->tmpl_stale)
+    snprintf(w->uptodate_msg, sizeof(w->uptodate_msg),
+             "spec.template is %s but sandbox %s was created from %s: the "
+             "new template applies to the next sandbox (after a reclaim and "
+             "a wake, or once this one is gone)", s->spec.template_id,
+             sb->id, sb->tmpl);
+}
+
+void want_nosandbox(want *w)
+{
+  w->sandbox_id = NULL;
+  w->proof = NULL;
+  w->keep_intent = false;
+  w->sandbox_state = NULL;
+  w->end_at = 0;
+  w->applied_idle_timeout_ms = 0;
+  w->paused_by_controller = false;
+}
+
+/* ---------- views ---------- */
+
+static session_condition *view_get_cond(session_status *v, const char *type)
+{
+  size_t i;
+  for(i = 0; i < v->n_conditions; i++)
+    if(sc_str_eq0(v->conditions[i].type, type))
+      return &v->conditions[i];
+  return NULL;
+}
+
+/* Set the condition of this type in the view, as
+ * session_status_set_condition() would: lastTransitionTime is kept while
+ * the status stays the same. The view's array has room for one more. */
+static void view_set_cond(session_status *v, const char *type,
+                          const char *status, const char *reason,
+                          const char *msg, int64_t gen, sc_time now)
+{
+  session_condition *c = view_get_cond(v, type);
+  sc_time ltt = now;
+  if(c && sc_str_eq0(c->status, status) && c->last_transition_time)
+    ltt = c->last_transition_time;
+  if(!c)
+    c = &v->conditions[v->n_conditions++];
+  c->type = (char *)type;
+  c->status = (char *)status;
+  c->reason = (char *)reason;
+  c->message = (char *)msg;
+  c->last_transition_time = ltt;
+  c->observed_generation = gen;
+}
+
+/* v: a view of st with room for extra more conditions in conds */
+static void view_of(const session_status *st, session_condition *conds,
+                    session_status *v)
+{
+  *v = *st;
+  if(st->n_conditions)
+    memcpy(conds, st->conditions, st->n_conditions * sizeof(*conds));
+  v->conditions = conds;
+}
+
+/* the want w applied onto a view of s->status (room for 3 conditions) */
+static void view_apply_want(const session *s, const want *w, sc_time now,
+                            session_condition *conds, session_status *v)
+{
+  int64_t og = s->meta.generation;
+  view_of(&s->status, conds, v);
+  v->phase = w->phase;
+  v->sandbox_id = (char *)w->sandbox_id;
+  v->sandbox_proof = w->sandbox_id ? (char *)w->proof : NULL;
+  v->sandbox_state = (char *)w->sandbox_state;
+  v->end_at = w->end_at;
+  v->observed_generation = og;
+  v->reclaimed_generation = w->reclaimed_generation;
+  v->paused_by_controller = w->paused_by_controller;
+  v->applied_idle_timeout_ms = w->applied_idle_timeout_ms;
+  if(!w->keep_intent) {
+    v->create_intent_by = NULL;
+    v->create_intent_at = 0;
+  }
+  if(w->ready_status)
+    view_set_cond(v, "Ready", w->ready_status, w->ready_reason,
+                  w->ready_msg, og, now);
+  if(w->conflict)
+    view_set_cond(v, "Conflict", "True", w->conflict_reason,
+                  w->conflict_msg, og, now);
+  else if(view_get_cond(v, "Conflict"))
+    view_set_cond(v, "Conflict", "False", "Resolved", MSG_RESOLVED, og, now);
+  if(w->tmpl_stale)
+    view_set_cond(v, "UpToDate", "False", "TemplateChanged",
+                  w->uptodate_msg, og, now);
+  else if(view_get_cond(v, "UpToDate"))
+    view_set_cond(v, "UpToDate", "True", "UpToDate", MSG_UPTODATE, og, now);
+}
+
+sc_err status_settle(planner *pl, const session *s, const want *w,
+                     plan_session *ps)
+{
+  plan_scratch *sc = pl->sc;
+  size_t need = s->status.n_conditions + 3;
+  session_status v;
+  sc_err err;
+  ps->status = s->status; /* unchanged: a shallow view (plan.h) */
+  ps->status_changed = false;
+  if(need > sc->cap_conds) {
+    session_condition *c = realloc(sc->conds, need * sizeof(*c));
+    if(!c)
+      return SC_ERR_NOMEM;
+    sc->conds = c;
+    sc->cap_conds = need;
+  }
+  view_apply_want(s, w, pl->in->cube_now, sc->conds, &v);
+  if(session_status_equal(&v, &s->status))
+    return SC_OK;
+  if((err = session_status_copy(&ps->status, &v))) {
+    ps->status = s->status;
+    return err;
+  }
+  ps->status_changed = true;
+  return SC_OK;
+}
+
+/* ---------- after an action ---------- */
+
+static void view_no_sandbox(session_status *v)
+{
+  v->sandbox_id = NULL;
+  v->sandbox_proof = NULL;
+  v->sandbox_state = NULL;
+  v->end_at = 0;
+  v->paused_by_controller = false;
+  v->applied_idle_timeout_ms = 0;
+}
+
+/* what action a changes in the view v of the status (msg: room for the
+ * Ready message) */
+static sc_err view_apply_action(const session *s, const plan_action *a,
+                                const char *new_id, session_status *v,
+                                char *msg, size_t len)
+{
+  int64_t og = s->meta.generation;
+  const char *id = a->sandbox_id ? a->sandbox_id : "";
+  v->observed_generation = og;
+  switch(a->type) {
+  case PLAN_CREATE:
+    if(!new_id || !*new_id)
+      return SC_ERR_INVALID;
+    v->sandbox_id = (char *)new_id;
+    v->sandbox_proof = NULL;
+    v->sandbox_state = "running";
+    v->phase = SESSION_PHASE_RUNNING;
+    v->end_at = 0; /* unknown until Cube lists it */
+    v->paused_by_controller = false;
+    v->create_intent_by = NULL; /* the claim is done */
+    v->create_intent_at = 0;
+    v->applied_idle_timeout_ms = session_eff_idle_timeout_ms(s);
+    status_msg_running(msg, len, new_id);
+    view_set_cond(v, "Ready", "True", "SandboxRunning", msg, og, a->cube_now);
+    return SC_OK;
+  case PLAN_PAUSE:
+    v->sandbox_state = "paused";
+    v->phase = SESSION_PHASE_PAUSED;
+    v->paused_by_controller = true;
+    status_msg_paused(msg, len, id);
+    view_set_cond(v, "Ready", "True", "SandboxPaused", msg, og, a->cube_now);
+    return SC_OK;
+  case PLAN_RESUME:
+    v->sandbox_state = "running";
+    v->phase = SESSION_PHASE_RUNNING;
+    v->paused_by_controller = false;
+    status_msg_running(msg, len, id);
+    view_set_cond(v, "Ready", "True", "SandboxRunning", msg, og, a->cube_now);
+    return SC_OK;
+  case PLAN_KEEPALIVE:
+  case PLAN_CONFIRM:
+    return SC_OK;
+  case PLAN_SET_TIMEOUT:
+    v->applied_idle_timeout_ms = session_eff_idle_timeout_ms(s);
+    return SC_OK;
+  case PLAN_DELETE:
+    break;
+  default:
+    return SC_ERR_INVALID;
+  }
+  /* a duplicate or an orphan was not the session's sandbox */
+  if((a->del_kind == PLAN_DEL_DUPLICATE || a->del_kind == PLAN_DEL_ORPHAN) &&
+     !sc_str_eq0(v->sandbox_id, a->sandbox_id))
+    return SC_OK;
+  if(!v->sandbox_id || sc_str_eq0(v->sandbox_id, a->sandbox_id))
+    view_no_sandbox(v);
+  switch(a->del_kind) {
+  case PLAN_DEL_RECLAIM:
+    v->phase = SESSION_PHASE_RECLAIMED;
+    v->reclaimed_generation = session_eff_generation(s);
+    status_msg_reclaimed(msg, len, v->reclaimed_generation);
+    view_set_cond(v, "Ready", "False", "Reclaimed", msg, og, a->cube_now);
+    return SC_OK;
+  case PLAN_DEL_ENDED:
+  case PLAN_DEL_TOMBSTONE:
+    v->phase = SESSION_PHASE_ENDED;
+    view_set_cond(v, "Ready", "False", "Ended", status_msg_ended, og,
+                  a->cube_now);
+    return SC_OK;
+  default:
+    return SC_OK;
+  }
+}
+
+sc_err plan_status_after(const session *s, const plan_action *a,
+                         const char *new_id, session_status *st)
+{
+  char msg[PLAN_MSG_MAX];
+  session_condition *conds;
+  session_status v, out;
+  sc_err err;
+  if(!a || !st)
+    return SC_ERR_INVALID;
+  if(!s)
+    return a->del_kind == PLAN_DEL_ORPHAN ? SC_OK : SC_ERR_INVALID;
+  if(!(conds = malloc((st->n_conditions + 1) * sizeof(*conds))))
+    return SC_ERR_NOMEM;
+  view_of(st, conds, &v);
+  err = view_apply_action(s, a, new_id, &v, msg, sizeof(msg));
+  if(!err && !(err = session_status_copy(&out, &v))) {
+    session_status_clear(st);
+    *st = out;
+  }
+  free(conds);
+  return err;
+}
