@@ -224,7 +224,7 @@ sc_err cube_delete_now(cube_client *c, const char *id, cube_cb cb, void *ud);
 /* GET /health, then a tiny list; see docs/cube-client.md for the rules. */
 sc_err cube_probe(cube_client *c, cube_cb cb, void *ud);
 
-/* --- metadata filter (cube_meta.c) ---
+/* --- metadata filter (meta.c) ---
  * The value of the `metadata` query parameter as it appears in the URL:
  * each key and value percent-encoded twice, joined as k=v&k2=v2, and the
  * whole percent-encoded once more (what the E2B SDK sends; E2B's query
@@ -239,7 +239,7 @@ sc_err cube_meta_decode(const char *query_value, sc_kvlist *out,
 /* Percent-encode bytes (encodeURIComponent, plus ' ! ( ) * escaped). */
 sc_err cube_pct_encode(const char *s, size_t len, dynbuf *out);
 
-/* --- response parsing (cube_json.c); strict, typed, messages name the
+/* --- response parsing (json.c); strict, typed, messages name the
  * row and field. Exposed for tests and fuzzing. --- */
 /* A JSON array of ListedSandbox. On error no rows are returned. */
 sc_err cube_parse_list(const char *body, size_t len, cube_sandbox **rows,

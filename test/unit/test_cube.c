@@ -1241,6 +1241,69 @@ TEST(pause_connect_timeout_delete)
   fx_free(&f);
 }
 
+/* A bad argument ends the call through its callback, later from the loop
+ * (never inside the call), with SC_ERR_INVALID, a message naming the
+ * method and path, and no request sent. */
+static int bad_arg_ends(fixture *f, got *g, sc_err accepted, int n,
+                        const char *tail)
+{
+  char want[SC_ERRBUF_SIZE];
+  snprintf(want, sizeof(want), "cube %s: %s", cube_client_peer(f->c), tail);
+  if(accepted != SC_OK || g->n != n - 1) {
+    fprintf(stderr, "    call %d: returned %d, callback ran %d times "
+            "inside it\n", n, (int)accepted, g->n - (n - 1));
+    return 0;
+  }
+  if(!wait_for(f->base, &g->n, n, 5000) || g->err != SC_ERR_INVALID ||
+     strcmp(g->msg, want)) {
+    fprintf(stderr, "    call %d: err %d, message\n      %s\n    want\n"
+            "      %s\n", n, (int)g->err, g->msg, want);
+    return 0;
+  }
+  return 1;
+}
+
+TEST(bad_arguments_end_through_the_callback)
+{
+  fixture f;
+  got g = {0};
+  cube_create_req req = {0};
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  CHECK(bad_arg_ends(&f, &g, cube_get(f.c, "a b", on_result, &g), 1,
+                     "GET /sandboxes/a b: sandbox ID \"a b\" is not 1..128 "
+                     "bytes of [A-Za-z0-9-]"));
+  CHECK(bad_arg_ends(&f, &g, cube_delete_now(f.c, NULL, on_result, &g), 2,
+                     "DELETE /sandboxes/: sandbox ID \"(null)\" is not "
+                     "1..128 bytes of [A-Za-z0-9-]"));
+  CHECK(bad_arg_ends(&f, &g, cube_pause(f.c, "", on_result, &g), 3,
+                     "POST /sandboxes//pause: sandbox ID \"\" is not 1..128 "
+                     "bytes of [A-Za-z0-9-]"));
+  CHECK(bad_arg_ends(&f, &g, cube_connect(f.c, "s1", -1, on_result, &g), 4,
+                     "POST /sandboxes/{id}/connect: timeout -1 s is not "
+                     "0..2147483647"));
+  CHECK(bad_arg_ends(&f, &g,
+                     cube_set_timeout_now(f.c, "s1", 2147483648LL, on_result,
+                                          &g),
+                     5, "POST /sandboxes/{id}/timeout: timeout 2147483648 s "
+                        "is not 0..2147483647"));
+  CHECK(bad_arg_ends(&f, &g, cube_list(f.c, NULL, "pausing", on_result, &g),
+                     6, "GET /v2/sandboxes: state \"pausing\" is not running "
+                        "or paused"));
+  CHECK(bad_arg_ends(&f, &g,
+                     cube_list_page(f.c, NULL, NULL, 101, NULL, on_result,
+                                    &g),
+                     7, "GET /v2/sandboxes: limit 101 is not 1..100"));
+  CHECK(bad_arg_ends(&f, &g, cube_create(f.c, &req, on_result, &g), 8,
+                     "POST /sandboxes: templateID is required"));
+  req.template_id = "tpl";
+  req.timeout_s = -2;
+  CHECK(bad_arg_ends(&f, &g, cube_create(f.c, &req, on_result, &g), 9,
+                     "POST /sandboxes: timeout -2 s is not 0..2147483647"));
+  CHECK_INT(f.s.requests, 0);
+  got_clear(&g);
+  fx_free(&f);
+}
+
 TEST(retry_after_parsed)
 {
   fixture f;
@@ -1915,6 +1978,7 @@ TEST_LIST = {
   T(get_and_not_found),
   T(create_sends_both_dialects),
   T(pause_connect_timeout_delete),
+  T(bad_arguments_end_through_the_callback),
   T(retry_after_parsed),
   T(body_over_cap),
   T(stalled_body_times_out),

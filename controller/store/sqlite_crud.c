@@ -1,0 +1,479 @@
+/*
+ * sqlite_crud.c - the SQLite backend's reads and writes (store.h): get,
+ * list, apply, update spec and status, delete (a tombstone) and purge.
+ * Every change is one BEGIN IMMEDIATE transaction whose write goes
+ * through save(): bump the revision, write the object row, append the
+ * history row, compact the history. See sqlite_int.h and docs/store.md.
+ */
+#include "controller/store/sqlite_int.h"
+#include "api/session_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Read ns/name; *out NULL (and SC_OK) when there is no row. */
+static sc_err load_why(sq_store *s, const char *ns, const char *name,
+                       session **out, char *why, size_t whylen,
+                       sc_errbuf *eb);
+
+static sc_err load(sq_store *s, const char *ns, const char *name,
+                   session **out, sc_errbuf *eb)
+{
+  return load_why(s, ns, name, out, NULL, 0, eb);
+}
+
+/* the same; a row that does not decode says why (no prefix) */
+static sc_err load_why(sq_store *s, const char *ns, const char *name,
+                       session **out, char *why, size_t whylen,
+                       sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err;
+  int rc;
+  *out = NULL;
+  err = sq_prep(s, "SELECT " OBJ_COLS " FROM objects"
+                   " WHERE namespace = ?1 AND name = ?2", &q, "read", eb);
+  if(err)
+    return err;
+  sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+  rc = sqlite3_step(q);
+  if(rc == SQLITE_ROW)
+    err = sq_row_to_session(s, q, out, why, whylen, eb);
+  else if(rc != SQLITE_DONE)
+    err = sq_fail(s, rc, "read", eb);
+  sqlite3_finalize(q);
+  return err;
+}
+
+static sc_err not_found(sq_store *s, const char *op, const char *ns,
+                        const char *name, sc_errbuf *eb)
+{
+  return sc_errf(eb, SC_ERR_NOT_FOUND, "%s: %s %s/%s: no such session",
+                 s->label, op, ns, name);
+}
+
+static sc_err check_version(sq_store *s, const session *cur, const char *op,
+                            const char *expected, sc_errbuf *eb)
+{
+  if(strcmp(cur->meta.resource_version, expected))
+    return sc_errf(eb, SC_ERR_CONFLICT,
+                   "%s: %s %s/%s: resourceVersion is %s, not %s (changed "
+                   "since it was read)", s->label, op, cur->meta.namespace_,
+                   cur->meta.name, cur->meta.resource_version, expected);
+  return SC_OK;
+}
+
+/* The current row of ns/name, inside the write transaction of op:
+ * NOT_FOUND when there is none, CONFLICT when expected (NULL: no check)
+ * is not its resourceVersion. */
+static sc_err load_current(sq_store *s, const char *op, const char *ns,
+                           const char *name, const char *expected,
+                           session **cur, sc_errbuf *eb)
+{
+  sc_err err = load(s, ns, name, cur, eb);
+  if(!err && !*cur)
+    err = not_found(s, op, ns, name, eb);
+  if(!err && expected)
+    err = check_version(s, *cur, op, expected, eb);
+  return err;
+}
+
+/* Compaction: history keeps at least keep revisions; once it holds more
+ * than keep+slack, the oldest go and meta.compacted moves up. */
+static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
+                            sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  int64_t to;
+  sc_err err;
+  if(rev - compacted <= s->keep + s->slack)
+    return SC_OK;
+  to = rev - s->keep;
+  err = sq_prep(s, "DELETE FROM history WHERE revision <= ?1", &q,
+                "compact history", eb);
+  if(err)
+    return err;
+  sqlite3_bind_int64(q, 1, to);
+  err = sq_done(s, q, "compact history", eb);
+  if(err)
+    return err;
+  err = sq_prep(s, "UPDATE meta SET compacted = ?1", &q, "compact history",
+                eb);
+  if(err)
+    return err;
+  sqlite3_bind_int64(q, 1, to);
+  return sq_done(s, q, "compact history", eb);
+}
+
+/* Write o as the new state of its key (inside a write transaction): bump
+ * the revision, store the row, append the history event. Sets
+ * o->meta.resource_version to the new revision. */
+static sc_err save(sq_store *s, session *o, store_event_type type,
+                   sc_errbuf *eb)
+{
+  sqlite3_stmt *q = NULL;
+  sq_row_text t;
+  char rev[STORE_REV_LEN], *rv;
+  int64_t revision, compacted;
+  sc_err err;
+
+  err = sq_prep(s, "UPDATE meta SET revision = revision + 1"
+                   " RETURNING revision, compacted", &q, "bump revision",
+                eb);
+  if(err)
+    return err;
+  err = sq_step_meta(s, q, "bump revision", eb);
+  if(err) {
+    sqlite3_finalize(q);
+    return err;
+  }
+  revision = sqlite3_column_int64(q, 0);
+  compacted = sqlite3_column_int64(q, 1);
+  sqlite3_finalize(q);
+  q = NULL;
+
+  store_rev_format(revision, rev);
+  rv = strdup(rev);
+  if(!rv)
+    return SC_ERR_NOMEM;
+  free(o->meta.resource_version);
+  o->meta.resource_version = rv;
+
+  if(sq_row_encode(o, &t)) {
+    err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory encoding %s/%s",
+                  s->label, o->meta.namespace_, o->meta.name);
+    goto out;
+  }
+
+  err = sq_prep(s, "INSERT OR REPLACE INTO objects(" OBJ_COLS ")"
+                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                &q, "write object", eb);
+  if(err)
+    goto out;
+  sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 3, o->meta.uid, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(q, 4, o->meta.generation);
+  sqlite3_bind_int64(q, 5, revision);
+  sqlite3_bind_int64(q, 6, o->meta.creation_timestamp);
+  sqlite3_bind_int64(q, 7, o->meta.deletion_timestamp);
+  sqlite3_bind_text(q, 8, t.labels, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 9, t.annotations, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 10, t.spec, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 11, t.status, -1, SQLITE_STATIC);
+  err = sq_done(s, q, "write object", eb);
+  if(err)
+    goto out;
+
+  err = sq_prep(s, "INSERT INTO history(revision, type, namespace, name,"
+                   " object) VALUES(?1, ?2, ?3, ?4, ?5)",
+                &q, "append history", eb);
+  if(err)
+    goto out;
+  sqlite3_bind_int64(q, 1, revision);
+  sqlite3_bind_text(q, 2, store_event_type_name(type), -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 3, o->meta.namespace_, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 4, o->meta.name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 5, t.whole, -1, SQLITE_STATIC);
+  err = sq_done(s, q, "append history", eb);
+  if(!err)
+    err = maybe_compact(s, revision, compacted, eb);
+out:
+  sq_row_text_free(&t);
+  return err;
+}
+
+/* --- reads --- */
+
+sc_err sq_list(store *base, const store_list_opts *opts,
+               store_list_result *out, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  sqlite3_stmt *q = NULL;
+  char rev[STORE_REV_LEN], why[SC_ERRBUF_SIZE];
+  int64_t revision = 0;
+  size_t alloc = 0;
+  sc_err err;
+  int rc;
+
+  /* One read transaction: the revision and the rows are one snapshot. */
+  err = sq_exec(s, "BEGIN", "list", eb);
+  if(err)
+    return err;
+  err = sq_read_revision(s, &revision, NULL, eb);
+  if(!err)
+    err = sq_prep(s, "SELECT " OBJ_COLS " FROM objects"
+                     " WHERE (?1 IS NULL OR namespace = ?1)"
+                     " AND (?2 OR deleted_ms = 0)"
+                     " ORDER BY namespace, name", &q, "list", eb);
+  if(err)
+    goto out;
+  if(opts->namespace_)
+    sqlite3_bind_text(q, 1, opts->namespace_, -1, SQLITE_STATIC);
+  sqlite3_bind_int(q, 2, opts->include_deleted ? 1 : 0);
+  while((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    session *o;
+    if(out->n == alloc) {
+      size_t na = alloc ? alloc * 2 : 16;
+      session **items = realloc(out->items, na * sizeof(*items));
+      if(!items) {
+        err = SC_ERR_NOMEM;
+        goto out;
+      }
+      out->items = items;
+      alloc = na;
+    }
+    why[0] = '\0';
+    err = sq_row_to_session(s, q, &o, why, sizeof(why), eb);
+    if(err && why[0]) {
+      /* another tool wrote a row we cannot read: skipped and reported,
+       * the others listed (store.h, "Objects that do not decode") */
+      err = store_skip_report(base, out, "list",
+                              (const char *)sqlite3_column_text(q, 0),
+                              (const char *)sqlite3_column_text(q, 1),
+                              (const char *)sqlite3_column_text(q, 2), why,
+                              NULL);
+      if(err) {
+        err = sc_errf(eb, err, "%s: out of memory", s->label);
+        goto out;
+      }
+      continue;
+    }
+    if(err)
+      goto out;
+    out->items[out->n++] = o;
+  }
+  if(rc != SQLITE_DONE)
+    err = sq_fail(s, rc, "list", eb);
+out:
+  sqlite3_finalize(q);
+  err = sq_tx_end(s, err, "list", eb);
+  if(!err) {
+    store_rev_format(revision, rev);
+    out->revision = strdup(rev);
+    if(!out->revision)
+      err = SC_ERR_NOMEM;
+  }
+  if(!err && !opts->namespace_)
+    store_skip_list_done(base, out);
+  if(err)
+    store_list_result_free(out);
+  return err;
+}
+
+sc_err sq_get(store *base, const char *ns, const char *name,
+              session **out, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  char why[SC_ERRBUF_SIZE];
+  sc_err err;
+  why[0] = '\0';
+  err = load_why(s, ns, name, out, why, sizeof(why), eb);
+  if(err && why[0]) /* reported as any skipped row; the get fails */
+    (void)store_skip_report(base, NULL, "get", ns, name, NULL, why, NULL);
+  if(!err && !*out)
+    err = not_found(s, "get", ns, name, eb);
+  return err;
+}
+
+/* --- writes --- */
+
+/* A new object from what apply was given: fresh uid, generation 1, empty
+ * status. */
+static sc_err new_object(sq_store *s, const session *in, session **out,
+                         sc_errbuf *eb)
+{
+  char uid[STORE_UID_LEN];
+  session *o;
+  sc_err err = store_uid_new(uid, eb);
+  *out = NULL;
+  if(err)
+    return err;
+  o = session_new();
+  if(!o)
+    return SC_ERR_NOMEM;
+  o->meta.namespace_ = strdup(in->meta.namespace_);
+  o->meta.name = strdup(in->meta.name);
+  o->meta.uid = strdup(uid);
+  o->meta.generation = 1;
+  o->meta.creation_timestamp = sctime_wall_ms();
+  if(!o->meta.namespace_ || !o->meta.name || !o->meta.uid ||
+     sc_kvlist_copy(&o->meta.labels, &in->meta.labels) ||
+     sc_kvlist_copy(&o->meta.annotations, &in->meta.annotations) ||
+     session_spec_copy(&o->spec, &in->spec)) {
+    session_free(o);
+    return sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  }
+  *out = o;
+  return SC_OK;
+}
+
+/* Apply one object inside the transaction. */
+static sc_err apply_one(sq_store *s, const session *in,
+                        store_apply_outcome *outcome, sc_errbuf *eb)
+{
+  session *cur = NULL, *o = NULL;
+  bool spec_changed;
+  sc_err err = load(s, in->meta.namespace_, in->meta.name, &cur, eb);
+  if(err)
+    return err;
+  if(!cur || cur->meta.deletion_timestamp) {
+    /* New, or over a tombstone: a new object with a new uid. */
+    err = new_object(s, in, &o, eb);
+    if(!err)
+      err = save(s, o, STORE_EVENT_ADDED, eb);
+    *outcome = STORE_APPLY_CREATED;
+    goto out;
+  }
+  spec_changed = !session_spec_equal(&cur->spec, &in->spec);
+  if(!spec_changed && sc_kvlist_equal(&cur->meta.labels, &in->meta.labels) &&
+     sc_kvlist_equal(&cur->meta.annotations, &in->meta.annotations)) {
+    *outcome = STORE_APPLY_UNCHANGED;
+    goto out;
+  }
+  sc_kvlist_clear(&cur->meta.labels);
+  sc_kvlist_clear(&cur->meta.annotations);
+  session_spec_clear(&cur->spec);
+  if(sc_kvlist_copy(&cur->meta.labels, &in->meta.labels) ||
+     sc_kvlist_copy(&cur->meta.annotations, &in->meta.annotations) ||
+     session_spec_copy(&cur->spec, &in->spec)) {
+    err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    goto out;
+  }
+  if(spec_changed)
+    cur->meta.generation++;
+  err = save(s, cur, STORE_EVENT_MODIFIED, eb);
+  *outcome = STORE_APPLY_CONFIGURED;
+out:
+  session_free(cur);
+  session_free(o);
+  return err;
+}
+
+sc_err sq_apply(store *base, session *const *objs, size_t n,
+                store_apply_outcome *outcomes, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  sc_err err = sq_tx_begin(s, "apply", eb);
+  size_t i;
+  if(err)
+    return err;
+  for(i = 0; i < n && !err; i++) {
+    store_apply_outcome oc = STORE_APPLY_UNCHANGED;
+    err = apply_one(s, objs[i], &oc, eb);
+    if(!err && outcomes)
+      outcomes[i] = oc;
+  }
+  return sq_tx_end(s, err, "apply", eb);
+}
+
+/* End the transaction of an update (commit when err is SC_OK) and give
+ * the version it left (new_version may be NULL); frees cur. */
+static sc_err update_end(sq_store *s, sc_err err, const char *op,
+                         session *cur, char **new_version, sc_errbuf *eb)
+{
+  err = sq_tx_end(s, err, op, eb);
+  if(!err && new_version) {
+    *new_version = strdup(cur->meta.resource_version);
+    if(!*new_version)
+      err = SC_ERR_NOMEM;
+  }
+  session_free(cur);
+  return err;
+}
+
+sc_err sq_update_spec(store *base, const char *ns, const char *name,
+                      const char *expected_version,
+                      const session_spec *spec, char **new_version,
+                      sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  session *cur = NULL;
+  sc_err err = sq_tx_begin(s, "update spec", eb);
+  if(err)
+    return err;
+  err = load_current(s, "update spec", ns, name, expected_version, &cur,
+                     eb);
+  if(!err && cur->meta.deletion_timestamp)
+    err = sc_errf(eb, SC_ERR_NOT_FOUND,
+                  "%s: update spec %s/%s: the session is deleted", s->label,
+                  ns, name);
+  if(!err && !session_spec_equal(&cur->spec, spec)) {
+    session_spec_clear(&cur->spec);
+    if(session_spec_copy(&cur->spec, spec))
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    else {
+      cur->meta.generation++;
+      err = save(s, cur, STORE_EVENT_MODIFIED, eb);
+    }
+  }
+  return update_end(s, err, "update spec", cur, new_version, eb);
+}
+
+sc_err sq_update_status(store *base, const char *ns, const char *name,
+                        const char *expected_version,
+                        const session_status *status,
+                        char **new_version, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  session *cur = NULL;
+  sc_err err = sq_tx_begin(s, "update status", eb);
+  if(err)
+    return err;
+  err = load_current(s, "update status", ns, name, expected_version, &cur,
+                     eb);
+  if(!err && !session_status_equal(&cur->status, status)) {
+    session_status_clear(&cur->status);
+    if(session_status_copy(&cur->status, status))
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    else
+      err = save(s, cur, STORE_EVENT_MODIFIED, eb);
+  }
+  return update_end(s, err, "update status", cur, new_version, eb);
+}
+
+sc_err sq_delete(store *base, const char *ns, const char *name,
+                 sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  session *cur = NULL;
+  sc_err err = sq_tx_begin(s, "delete", eb);
+  if(err)
+    return err;
+  err = load_current(s, "delete", ns, name, NULL, &cur, eb);
+  if(!err && !cur->meta.deletion_timestamp) {
+    cur->meta.deletion_timestamp = sctime_wall_ms();
+    err = save(s, cur, STORE_EVENT_DELETED, eb);
+  }
+  session_free(cur);
+  return sq_tx_end(s, err, "delete", eb);
+}
+
+sc_err sq_purge(store *base, const char *ns, const char *name,
+                const char *expected_version, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  session *cur = NULL;
+  sqlite3_stmt *q;
+  sc_err err = sq_tx_begin(s, "purge", eb);
+  if(err)
+    return err;
+  err = load_current(s, "purge", ns, name, expected_version, &cur, eb);
+  if(!err && !cur->meta.deletion_timestamp)
+    err = sc_errf(eb, SC_ERR_INVALID,
+                  "%s: purge %s/%s: the session is not deleted", s->label,
+                  ns, name);
+  /* No revision and no history: watchers had the DELETED event. */
+  if(!err)
+    err = sq_prep(s, "DELETE FROM objects WHERE namespace = ?1"
+                     " AND name = ?2", &q, "purge", eb);
+  if(!err) {
+    sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+    err = sq_done(s, q, "purge", eb);
+  }
+  session_free(cur);
+  return sq_tx_end(s, err, "purge", eb);
+}

@@ -1,0 +1,131 @@
+/*
+ * sqlite_int.h - what the files of the sqlite:PATH backend share (not for
+ * users of the store: they include store.h). See docs/store.md.
+ *
+ * The backend is split by concern:
+ *   sqlite.c        open and close, the schema, the file's identity, the
+ *                   row codec (columns <-> session) and the backend table
+ *   sqlite_stmt.c   errors, statements, transactions, the meta counters
+ *   sqlite_crud.c   get, list, apply, update spec/status, delete, purge,
+ *                   and the write every change goes through (save)
+ *   sqlite_watch.c  the watch: a libevent timer polling the history
+ *   sqlite_name.c   the controller name table (claim, served-by)
+ *
+ * Ownership: an sq_store is made by store_sqlite_open() and freed by its
+ * close op, which first frees the watches still running (s->watches).
+ * Strings in it are its own. One connection per store
+ * (SQLITE_OPEN_NOMUTEX): a store is used from one thread.
+ */
+#ifndef SC_STORE_SQLITE_INT_H
+#define SC_STORE_SQLITE_INT_H
+
+#include "controller/store/backend.h"
+
+#include <sys/types.h>
+#include <sqlite3.h>
+
+/* the columns of an objects row, in the order sq_row_to_session reads */
+#define OBJ_COLS                                                          \
+  "namespace, name, uid, generation, revision, created_ms, deleted_ms, "  \
+  "labels, annotations, spec, status"
+
+typedef struct sq_watch sq_watch; /* sqlite_watch.c */
+
+typedef struct sq_store {
+  store base;
+  sqlite3 *db;
+  char *label;               /* "sqlite:PATH", for messages */
+  struct event_base *evbase;
+  int busy_ms;
+  bool relaxed_sync;
+  int poll_ms;
+  int64_t keep;              /* history rows kept */
+  int64_t slack;             /* compaction runs once keep+slack is passed */
+  sq_watch *watches;         /* running watches, to free on close */
+  char *path;                /* as given, for the identity check */
+  dev_t dev;                 /* the file opened (stat before and after */
+  ino_t ino;                 /* the open agreed) */
+  char *claimed;             /* the controller name claimed, or NULL */
+} sq_store;
+
+/* --- sqlite_stmt.c: errors, statements, transactions --- */
+
+/* An SQLite result code as an sc_err with "LABEL: what: why" in eb. */
+sc_err sq_fail(sq_store *s, int rc, const char *what, sc_errbuf *eb);
+sc_err sq_prep(sq_store *s, const char *sql, sqlite3_stmt **q,
+               const char *what, sc_errbuf *eb);
+sc_err sq_exec(sq_store *s, const char *sql, const char *what,
+               sc_errbuf *eb);
+/* Run q to completion (no rows expected); finalizes q. */
+sc_err sq_done(sq_store *s, sqlite3_stmt *q, const char *what,
+               sc_errbuf *eb);
+/* BEGIN IMMEDIATE: the write lock, taken up front. */
+sc_err sq_tx_begin(sq_store *s, const char *what, sc_errbuf *eb);
+/* Commit when err is SC_OK, else (or when the commit fails) roll back. */
+sc_err sq_tx_end(sq_store *s, sc_err err, const char *what, sc_errbuf *eb);
+/* Column col of the current row as a malloc'd string ("" for NULL). */
+sc_err sq_dup_col(sqlite3_stmt *q, int col, char **out);
+/* The integer of the first row of sql (no row: the schema is broken). */
+sc_err sq_pragma_int(sq_store *s, const char *sql, int64_t *out,
+                     sc_errbuf *eb);
+/* The meta row: the last revision written and the compaction mark
+ * (compacted may be NULL). */
+sc_err sq_read_revision(sq_store *s, int64_t *rev, int64_t *compacted,
+                        sc_errbuf *eb);
+/* Step q, a statement on the meta row (revision, compacted): SC_OK with
+ * the row current, or an error (no row: "the meta row is missing"). */
+sc_err sq_step_meta(sq_store *s, sqlite3_stmt *q, const char *what,
+                    sc_errbuf *eb);
+
+/* --- sqlite.c: the row codec --- */
+
+/* The object of the current row of q (columns OBJ_COLS). A row that does
+ * not decode: an error in eb, and (why not NULL) the reason alone. */
+sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
+                         char *why, size_t whylen, sc_errbuf *eb);
+
+/* The text columns of an objects row and the history entry of o. */
+typedef struct sq_row_text {
+  char *labels, *annotations, *spec, *status;
+  char *whole;               /* the whole object, for history */
+} sq_row_text;
+/* SC_OK, or an error (out of memory) with t holding what was made;
+ * sq_row_text_free either way. */
+sc_err sq_row_encode(const session *o, sq_row_text *t);
+void sq_row_text_free(sq_row_text *t);
+
+/* --- the store_ops of the backend (sqlite.c holds the table) --- */
+
+/* sqlite_crud.c */
+sc_err sq_list(store *base, const store_list_opts *opts,
+               store_list_result *out, sc_errbuf *eb);
+sc_err sq_get(store *base, const char *ns, const char *name, session **out,
+              sc_errbuf *eb);
+sc_err sq_apply(store *base, session *const *objs, size_t n,
+                store_apply_outcome *outcomes, sc_errbuf *eb);
+sc_err sq_update_spec(store *base, const char *ns, const char *name,
+                      const char *expected_version, const session_spec *spec,
+                      char **new_version, sc_errbuf *eb);
+sc_err sq_update_status(store *base, const char *ns, const char *name,
+                        const char *expected_version,
+                        const session_status *status, char **new_version,
+                        sc_errbuf *eb);
+sc_err sq_delete(store *base, const char *ns, const char *name,
+                 sc_errbuf *eb);
+sc_err sq_purge(store *base, const char *ns, const char *name,
+                const char *expected_version, sc_errbuf *eb);
+
+/* sqlite_watch.c */
+sc_err sq_watch_start(store *base, const char *from_revision,
+                      store_watch_cb cb, store_watch_err_cb err_cb, void *ud,
+                      store_watch **out, sc_errbuf *eb);
+void sq_watch_stop(store_watch *base);
+/* Free a watch now (the store's close: no callback is running). */
+void sq_watch_free(sq_watch *w);
+
+/* sqlite_name.c */
+sc_err sq_claim_name(store *base, const char *name, const char *adopt_from,
+                     store_served_by *out, sc_errbuf *eb);
+sc_err sq_served_by_get(store *base, store_served_by *out, sc_errbuf *eb);
+
+#endif

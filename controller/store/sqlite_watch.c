@@ -1,0 +1,317 @@
+/*
+ * sqlite_watch.c - the SQLite backend's watch: a libevent timer polls the
+ * history table (every poll_ms, at once while batches come full) and
+ * hands each entry after the watch's revision to the callback, in order;
+ * a hole, a store behind the watch or history compacted past it ends the
+ * watch with SC_ERR_EXPIRED (relist). See sqlite_int.h and docs/store.md.
+ */
+#include "controller/store/sqlite_int.h"
+#include "api/session_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#define SQ_WATCH_BATCH 1000
+
+struct sq_watch {
+  store_watch base;
+  sq_store *st;
+  sq_watch *prev, *next;
+  struct event *timer;
+  store_watch_cb cb;
+  store_watch_err_cb err_cb;
+  void *ud;
+  int64_t pos;               /* the last revision delivered */
+  bool delivering;           /* inside a callback: stop defers the free */
+  bool stop_requested;
+  bool dead;                 /* reported EXPIRED: no more polls */
+  bool failing;              /* the last poll failed (reported once) */
+};
+
+typedef struct hist_row {
+  int64_t revision;
+  store_event_type type;
+  bool type_ok;
+  char *object;
+} hist_row;
+
+static void rows_free(hist_row *rows, size_t n)
+{
+  size_t i;
+  for(i = 0; i < n; i++)
+    free(rows[i].object);
+  free(rows);
+}
+
+static bool parse_type(const char *t, store_event_type *out)
+{
+  static const store_event_type all[] = {
+    STORE_EVENT_ADDED, STORE_EVENT_MODIFIED, STORE_EVENT_DELETED};
+  size_t i;
+  for(i = 0; t && i < sizeof(all) / sizeof(all[0]); i++)
+    if(!strcmp(t, store_event_type_name(all[i]))) {
+      *out = all[i];
+      return true;
+    }
+  return false;
+}
+
+/* Read the counters and, when there is something after pos that history
+ * still holds, up to SQ_WATCH_BATCH rows: one snapshot. */
+static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
+                         int64_t *compacted, hist_row **rows, size_t *n,
+                         sc_errbuf *eb)
+{
+  sqlite3_stmt *q = NULL;
+  sc_err err;
+  int rc;
+  *rows = NULL;
+  *n = 0;
+  err = sq_read_revision(s, rev, compacted, eb); /* the cheap check */
+  if(err || *rev == pos)
+    return err;
+  err = sq_exec(s, "BEGIN", "watch", eb);
+  if(err)
+    return err;
+  err = sq_read_revision(s, rev, compacted, eb);
+  if(err || *rev <= pos || pos < *compacted)
+    goto out;
+  err = sq_prep(s, "SELECT revision, type, object FROM history"
+                   " WHERE revision > ?1 ORDER BY revision LIMIT ?2", &q,
+                "watch", eb);
+  if(err)
+    goto out;
+  sqlite3_bind_int64(q, 1, pos);
+  sqlite3_bind_int(q, 2, SQ_WATCH_BATCH);
+  *rows = calloc(SQ_WATCH_BATCH, sizeof(**rows));
+  if(!*rows) {
+    err = SC_ERR_NOMEM;
+    goto out;
+  }
+  while((rc = sqlite3_step(q)) == SQLITE_ROW && *n < SQ_WATCH_BATCH) {
+    hist_row *r = &(*rows)[*n];
+    r->revision = sqlite3_column_int64(q, 0);
+    r->type_ok = parse_type((const char *)sqlite3_column_text(q, 1),
+                            &r->type);
+    err = sq_dup_col(q, 2, &r->object);
+    if(err)
+      goto out;
+    (*n)++;
+  }
+  if(rc != SQLITE_DONE && rc != SQLITE_ROW)
+    err = sq_fail(s, rc, "watch", eb);
+out:
+  sqlite3_finalize(q);
+  err = sq_tx_end(s, err, "watch", eb);
+  if(err) {
+    rows_free(*rows, *n);
+    *rows = NULL;
+    *n = 0;
+  }
+  return err;
+}
+
+static void watch_schedule(sq_watch *w, int ms)
+{
+  struct timeval tv;
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  evtimer_add(w->timer, &tv);
+}
+
+/* Report an error to the watcher; EXPIRED ends the watch. */
+static void watch_report(sq_watch *w, sc_err err, const char *msg)
+{
+  if(err == SC_ERR_EXPIRED)
+    w->dead = true;
+  if(w->err_cb)
+    w->err_cb(err, msg, w->ud);
+}
+
+/* A history entry that does not decode: skipped and reported (store.h,
+ * "Objects that do not decode"), not given to err_cb; the watch goes on
+ * with the next revision. The key is read from the raw text if it can. */
+static void skip_entry(sq_store *s, const hist_row *r, const char *why)
+{
+  char msg[SC_ERRBUF_SIZE * 2];
+  json_object *raw = json_tokener_parse(r->object);
+  json_object *m = NULL, *v;
+  const char *f[2] = {NULL, NULL};
+  size_t k;
+  for(k = 0; k < 2 && json_object_object_get_ex(raw, "metadata", &m); k++)
+    if(json_object_object_get_ex(m, k ? "name" : "namespace", &v) &&
+       json_object_is_type(v, json_type_string))
+      f[k] = json_object_get_string(v);
+  snprintf(msg, sizeof(msg), "history revision %lld: %s",
+           (long long)r->revision, why);
+  (void)store_skip_report(&s->base, NULL, "watch", f[0], f[1], NULL, msg,
+                          NULL);
+  json_object_put(raw);
+}
+
+static void watch_poll(evutil_socket_t fd, short what, void *arg)
+{
+  sq_watch *w = arg;
+  sq_store *s = w->st;
+  hist_row *rows = NULL;
+  size_t n = 0, i;
+  int64_t rev = 0, compacted = 0;
+  sc_errbuf eb;
+  char msg[SC_ERRBUF_SIZE * 2];
+  sc_err err;
+  (void)fd;
+  (void)what;
+
+  eb.msg[0] = 0;
+  err = read_batch(s, w->pos, &rev, &compacted, &rows, &n, &eb);
+  w->delivering = true;
+  if(err) {
+    /* Transient (busy, I/O): told once per run of failures; retried. */
+    if(!w->failing) {
+      w->failing = true;
+      watch_report(w, err, eb.msg);
+    }
+    goto out;
+  }
+  w->failing = false;
+  if(rev < w->pos) {
+    snprintf(msg, sizeof(msg),
+             "%s: watch from revision %lld, but the store is at %lld (was "
+             "the database replaced?): relist", s->label,
+             (long long)w->pos, (long long)rev);
+    watch_report(w, SC_ERR_EXPIRED, msg);
+    goto out;
+  }
+  if(w->pos < compacted) {
+    snprintf(msg, sizeof(msg),
+             "%s: revision %lld is older than the kept history (compacted "
+             "through %lld): relist", s->label, (long long)w->pos,
+             (long long)compacted);
+    watch_report(w, SC_ERR_EXPIRED, msg);
+    goto out;
+  }
+  if(!n && rev > w->pos) {
+    snprintf(msg, sizeof(msg),
+             "%s: the revisions after %lld are missing from the history: "
+             "relist", s->label, (long long)w->pos);
+    watch_report(w, SC_ERR_EXPIRED, msg);
+    goto out;
+  }
+  for(i = 0; i < n && !w->stop_requested && !w->dead; i++) {
+    hist_row *r = &rows[i];
+    session *o = NULL;
+    char rv[STORE_REV_LEN];
+    store_event ev;
+    if(r->revision != w->pos + 1) {
+      /* History is contiguous; a hole means it was compacted past us. */
+      snprintf(msg, sizeof(msg),
+               "%s: revision %lld is missing from the history (next kept is "
+               "%lld): relist", s->label, (long long)(w->pos + 1),
+               (long long)r->revision);
+      watch_report(w, SC_ERR_EXPIRED, msg);
+      break;
+    }
+    w->pos = r->revision;
+    if(!r->type_ok)
+      err = sc_errf(&eb, SC_ERR_INVALID, "unknown event type");
+    else
+      err = session_from_json(r->object, strlen(r->object), &o, &eb);
+    if(err == SC_ERR_NOMEM) {
+      watch_report(w, err, "out of memory decoding a history entry");
+      continue;
+    }
+    if(err) {
+      skip_entry(s, r, eb.msg);
+      continue;
+    }
+    store_rev_format(r->revision, rv);
+    ev.type = r->type;
+    ev.obj = o;
+    ev.revision = rv;
+    w->cb(&ev, w->ud);
+    session_free(o);
+  }
+out:
+  w->delivering = false;
+  rows_free(rows, n);
+  if(w->stop_requested) {
+    sq_watch_free(w);
+    return;
+  }
+  if(!w->dead)
+    watch_schedule(w, n == SQ_WATCH_BATCH ? 0 : s->poll_ms);
+}
+
+sc_err sq_watch_start(store *base, const char *from_revision,
+                      store_watch_cb cb, store_watch_err_cb err_cb,
+                      void *ud, store_watch **out, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  sq_watch *w;
+  int64_t pos = 0;
+  sc_err err;
+
+  if(!s->evbase)
+    return sc_errf(eb, SC_ERR_INVALID,
+                   "%s: watch: the store was opened without an event base",
+                   s->label);
+  if(!from_revision || !*from_revision)
+    err = sq_read_revision(s, &pos, NULL, eb);
+  else if(store_rev_parse(from_revision, &pos))
+    err = sc_errf(eb, SC_ERR_INVALID,
+                  "%s: watch: bad revision \"%s\" (want a decimal number)",
+                  s->label, from_revision);
+  else
+    err = SC_OK;
+  if(err)
+    return err;
+  w = calloc(1, sizeof(*w));
+  if(!w)
+    return SC_ERR_NOMEM;
+  w->base.ops = s->base.ops; /* the backend table (sqlite.c) */
+  w->st = s;
+  w->cb = cb;
+  w->err_cb = err_cb;
+  w->ud = ud;
+  w->pos = pos;
+  w->timer = evtimer_new(s->evbase, watch_poll, w);
+  if(!w->timer) {
+    free(w);
+    return SC_ERR_NOMEM;
+  }
+  w->next = s->watches;
+  if(s->watches)
+    s->watches->prev = w;
+  s->watches = w;
+  watch_schedule(w, 0);
+  *out = &w->base;
+  return SC_OK;
+}
+
+void sq_watch_free(sq_watch *w)
+{
+  sq_store *s = w->st;
+  if(w->prev)
+    w->prev->next = w->next;
+  else
+    s->watches = w->next;
+  if(w->next)
+    w->next->prev = w->prev;
+  event_free(w->timer);
+  free(w);
+}
+
+void sq_watch_stop(store_watch *base)
+{
+  sq_watch *w = (sq_watch *)base;
+  if(w->delivering) {
+    /* Called from its own callback: freed when the callback returns. */
+    w->stop_requested = true;
+    return;
+  }
+  sq_watch_free(w);
+}
+
