@@ -1,5 +1,5 @@
 /*
- * cube_json.c - strict, typed parsing of Cube / E2B response bodies.
+ * json.c - strict, typed parsing of Cube / E2B response bodies.
  *
  * Rules (docs/cube-client.md): depth-limited strict JSON with UTF-8
  * validation; no NUL byte anywhere (raw or \u0000); the fields we read are

@@ -1,5 +1,5 @@
 /*
- * cube_meta.c - the `metadata` list filter as E2B decodes it.
+ * meta.c - the `metadata` list filter as E2B decodes it.
  *
  * The E2B JS SDK builds the value as encodeURIComponent on each key and
  * value, URLSearchParams (a second encoding of each), and the query

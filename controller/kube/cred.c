@@ -1,4 +1,4 @@
-/* kube_cred.c - the credential source of a Kubernetes connection (see
+/* cred.c - the credential source of a Kubernetes connection (see
  * kube_cred.h). */
 #include "controller/kube/cred.h"
 

@@ -16,7 +16,7 @@
  *    run is not repeated for a while (1 s doubling to 30 s, 30 s after a
  *    timeout): its error is given again meanwhile.
  *
- * The HTTP layer (kube_http.c, the kube store's watches) asks it before
+ * The HTTP layer (controller/kube/http.c, the kube store's watches) asks it before
  * each request (kube_cred_get) and tells it about a 401
  * (kube_cred_unauthorized).
  *

@@ -1,4 +1,4 @@
-/* kube_events.c - Kubernetes Events through kube_http (see
+/* events.c - Kubernetes Events through kube_http (see
  * kube_events.h). */
 #include "controller/kube/events.h"
 

@@ -1,4 +1,4 @@
-/* kube_exec.c - client-go credential plugins (see kube_exec.h).
+/* exec.c - client-go credential plugins (see kube_exec.h).
  *
  * A job: posix_spawn() of the plugin (no shell) with stdin /dev/null,
  * stdout and stderr on non-blocking pipes, every other descriptor closed,

@@ -1,4 +1,4 @@
-/* kube_leader.c - leader election on a Lease through kube_http (see
+/* leader.c - leader election on a Lease through kube_http (see
  * kube_leader.h). */
 #include "controller/kube/leader.h"
 

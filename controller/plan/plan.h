@@ -3,8 +3,8 @@
  * -> actions with reasons, and the status each session should show.
  *
  * No I/O, no clock, no globals: identical inputs give identical plans, so
- * every replica decides alike (docs/architecture.md "Safety rules"). The executor (loop.c)
- * performs the actions, confirming each delete with a GET first.
+ * every replica decides alike (docs/architecture.md "Safety rules"). The
+ * executor (controller/act/exec.c) performs the actions, confirming each delete with a GET first.
  *
  * Ownership: the input is only read and must outlive the plan (the plan
  * points at input sessions). plan_compute() gives the caller a plan to

@@ -6,7 +6,7 @@
  *   1 the spec column (session_spec_from_json)
  *   2 the status column (session_status_from_json)
  *   3 the labels / annotations columns (kv_from_json, static in
- *     store_sqlite.c: that file is included here to reach it)
+ *     controller/store/sqlite.c: that file is included here to reach it)
  * Whatever decodes must survive encode -> decode -> encode with the same
  * bytes (session_json.h promises lossless round trips).
  */
