@@ -14,6 +14,11 @@ metadata: {name: s1, namespace: tenant-a}
 spec: {template: python, state: Paused}
 YAML
 ctl apply -f "$T/s1.yaml" >/dev/null
+# the forged status goes in once the controller has written its own (a
+# raw UPDATE keeps the version, so an earlier one could be overwritten by
+# the controller's compare-and-set write, and the test would prove nothing)
+settled() { test "$(sess_field "$1" tenant-a '.status.observedGeneration // 0')" = 1; }
+wait_until 10 settled s1
 # a sandbox whose tenant tag is hostile (ESC ] 0 ; title BEL, a line
 # break, CSI as C1, a right-to-left override), linked to s1 by a status
 # written straight into the store
@@ -46,6 +51,7 @@ foreign=$(curl -sf -X POST -H 'Content-Type: application/json' \
   -d '{"templateID":"python","metadata":{"owner":"another-system"}}' "$SIM/sandboxes" | jq -r .sandboxID)
 printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: s2, namespace: tenant-a}\nspec: {template: python, state: Paused}\n' >"$T/s2.yaml"
 ctl apply -f "$T/s2.yaml" >/dev/null
+wait_until 10 settled s2
 sqlite3 -cmd ".timeout 10000" "$T/sessions.db" "UPDATE objects SET status = '{\"sandboxID\":\"$foreign\"}' WHERE name = 's2'"
 mismatch() { sess_field s2 tenant-a '.status.conditions[]? | select(.type=="Conflict") | .reason' | grep -q SandboxMismatch; }
 check "forged link to an untagged sandbox: a conflict" wait_until 10 mismatch
