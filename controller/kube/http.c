@@ -12,6 +12,7 @@
 #include "lib/sctime.h"
 
 typedef struct kreq kreq;
+static void stream_unlink_free(kube_http_stream *s);
 
 struct kube_http {
   struct event_base *base;
@@ -23,6 +24,10 @@ struct kube_http {
   int active;              /* calls started (an easy handle each) */
   kreq *wait_head, *wait_tail; /* calls waiting for a slot, oldest first */
   int n_waiting;
+  curlev *sev;             /* streams: a multi handle of their own */
+  kube_http_stream *streams;
+  int n_streams;           /* of them, not ended nor cancelled */
+  int delivering;          /* inside stream callbacks: frees wait */
 };
 
 struct kreq {
@@ -113,11 +118,48 @@ static void req_unlink_free(kreq *q)
   free(q);
 }
 
+/* Accept, the optional Content-Type and the credential's token; NULL
+ * when out of memory */
+static struct curl_slist *req_headers(const char *ctype, const kube_auth *a)
+{
+  struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
+  if(ctype)
+    h = add_hdr(h, "Content-Type", "", ctype);
+  if(a->token)
+    h = add_hdr(h, "Authorization", "Bearer ", a->token);
+  return h;
+}
+
+/* what every request of the client sets on its easy handle: the URL
+ * (server + path), method GET unless set after, headers, User-Agent,
+ * TLS, the error buffer and the owner (CURLOPT_PRIVATE) */
+static sc_err easy_setup(kube_http *h, CURL *e, const char *path,
+                         struct curl_slist *hdrs, const kube_auth *a,
+                         char *ebuf, void *owner, long connect_ms,
+                         sc_errbuf *eb)
+{
+  char url[2400];
+  if(snprintf(url, sizeof(url), "%s%s", h->conn.server, path) >=
+     (int)sizeof(url))
+    return sc_errf(eb, SC_ERR_INVALID, "kube: URL too long: %s", path);
+  ebuf[0] = '\0';
+  curl_easy_reset(e);
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, owner);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  kube_conn_curl_tls(&h->conn, a, e);
+  return SC_OK;
+}
+
 /* (re)start the transfer of q */
 static sc_err req_begin(kreq *q, sc_errbuf *eb)
 {
   kube_http *h = q->h;
-  char url[2400];
   long tmo = q->timeout_ms - q->waited_ms;
   sc_err err;
   q->waited_ms = 0; /* only the first attempt waited */
@@ -126,38 +168,23 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
   if(err)
     return err;
   curl_slist_free_all(q->hdrs);
-  q->hdrs = curl_slist_append(NULL, "Accept: application/json");
-  if(q->ctype)
-    q->hdrs = add_hdr(q->hdrs, "Content-Type", "", q->ctype);
-  if(q->auth.token)
-    q->hdrs = add_hdr(q->hdrs, "Authorization", "Bearer ", q->auth.token);
+  q->hdrs = req_headers(q->ctype, &q->auth);
   if(!q->hdrs)
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  if(snprintf(url, sizeof(url), "%s%s", h->conn.server, q->path) >=
-     (int)sizeof(url))
-    return sc_errf(eb, SC_ERR_INVALID, "kube: URL too long: %s", q->path);
+  err = easy_setup(h, q->easy, q->path, q->hdrs, &q->auth, q->ebuf, q,
+                   tmo < 5000 ? tmo : 5000L, eb);
+  if(err)
+    return err;
   dynbuf_reset(&q->resp);
-  q->ebuf[0] = '\0';
   q->attempt++;
-  curl_easy_reset(q->easy);
-  curl_easy_setopt(q->easy, CURLOPT_URL, url);
   curl_easy_setopt(q->easy, CURLOPT_CUSTOMREQUEST, q->method);
-  curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->hdrs);
-  curl_easy_setopt(q->easy, CURLOPT_USERAGENT, h->user_agent);
   curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
-  curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
-  curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->ebuf);
-  curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                   tmo < 5000 ? tmo : 5000L);
   curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
-  curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
   if(q->body) {
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->body));
   }
-  kube_conn_curl_tls(&h->conn, &q->auth, q->easy);
   if(curlev_add(h->ev, q->easy))
     return sc_errf(eb, SC_ERR_INTERNAL, "kube: cannot start %s %s",
                    q->method, q->path);
@@ -314,16 +341,55 @@ static bool req_retry(kreq *q, long retry_after_s)
   return evtimer_add(q->retry, &tv) == 0;
 }
 
+/* The result of a transfer that ended with cc (and, when CURLE_OK, the
+ * HTTP status and the body resp): the error, the message naming the
+ * request, the body parsed (a 2xx one only with parse_2xx; the caller
+ * puts res->body). after ends the messages of failures that were retried
+ * ("" when none). */
+static void result_fill(kube_http *h, const char *method, const char *path,
+                        CURLcode cc, const char *ebuf, long status,
+                        const dynbuf *resp, bool parse_2xx,
+                        const char *after, kube_http_result *res, char *msg,
+                        size_t mlen)
+{
+  char d[SC_ERRBUF_SIZE + 300];
+  json_object *m;
+  res->message = "";
+  res->raw = "";
+  if(cc != CURLE_OK) {
+    res->err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
+               : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
+                                                : SC_ERR_UNAVAILABLE;
+    kube_http_curl_detail(&h->conn, cc, ebuf, d, sizeof(d));
+    snprintf(msg, mlen, "kube %s %s%s: %s%s", method, h->conn.server, path,
+             d, after);
+    res->message = msg;
+    return;
+  }
+  res->status = status;
+  res->body_len = dynbuf_len(resp);
+  res->raw = dynbuf_ptr(resp);
+  if(res->body_len && (parse_2xx || status < 200 || status > 299))
+    res->body = json_tokener_parse(res->raw);
+  if(status >= 300) {
+    bool has = res->body && json_object_object_get_ex(res->body, "message",
+                                                     &m);
+    snprintf(msg, mlen, "kube %s %s%s: HTTP %ld%s%s%s", method,
+             h->conn.server, path, status, has ? ": " : "",
+             has ? json_object_get_string(m) : "",
+             status == 429 || status >= 500 ? after : "");
+    res->message = msg;
+  }
+}
+
 static void req_done(kreq *q, CURLcode cc)
 {
   kube_http *h = q->h;
   kube_http_result res;
-  char msg[SC_ERRBUF_SIZE + 600], d[SC_ERRBUF_SIZE + 300], after[40] = "";
-  json_object *body = NULL, *m;
+  char msg[SC_ERRBUF_SIZE + 600], after[40] = "";
   curl_off_t ra = 0;
+  long status = 0;
   memset(&res, 0, sizeof(res));
-  res.message = "";
-  res.raw = "";
   res.attempts = q->attempt;
   if(q->retries > 0)
     snprintf(after, sizeof(after), " (after %d attempt%s)", q->attempt,
@@ -331,17 +397,10 @@ static void req_done(kreq *q, CURLcode cc)
   if(cc != CURLE_OK) {
     if(!kube_http_curl_permanent(cc) && req_retry(q, 0))
       return;
-    res.err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
-              : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
-                                               : SC_ERR_UNAVAILABLE;
-    kube_http_curl_detail(&h->conn, cc, q->ebuf, d, sizeof(d));
-    snprintf(msg, sizeof(msg), "kube %s %s%s: %s%s", q->method,
-             h->conn.server, q->path, d, after);
-    res.message = msg;
   }
   else {
-    curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &res.status);
-    if(res.status == 401 && !q->reauthed &&
+    curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+    if(status == 401 && !q->reauthed &&
        kube_conn_unauthorized(&h->conn, &q->auth)) {
       /* rotated? read the token file again, or run the plugin again */
       sc_errbuf eb;
@@ -354,36 +413,21 @@ static void req_done(kreq *q, CURLcode cc)
       snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP 401, and no new "
                "credential: %s", q->method, h->conn.server, q->path, eb.msg);
       res.err = SC_ERR_UNAVAILABLE;
-      res.status = 0;
       res.message = msg;
+      res.raw = "";
       q->cb(&res, q->ud);
       req_unlink_free(q);
       return;
     }
     (void)curl_easy_getinfo(q->easy, CURLINFO_RETRY_AFTER, &ra);
     res.retry_after_s = (long)ra;
-    if((res.status == 429 || res.status >= 500) &&
-       req_retry(q, res.retry_after_s))
+    if((status == 429 || status >= 500) && req_retry(q, res.retry_after_s))
       return;
-    res.body_len = dynbuf_len(&q->resp);
-    res.raw = dynbuf_ptr(&q->resp);
-    if(dynbuf_len(&q->resp) &&
-       (!q->raw_2xx || res.status < 200 || res.status > 299))
-      body = json_tokener_parse(dynbuf_ptr(&q->resp));
-    res.body = body;
-    if(res.status >= 300) {
-      snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP %ld%s%s%s", q->method,
-               h->conn.server, q->path, res.status,
-               body && json_object_object_get_ex(body, "message", &m) ? ": "
-                                                                      : "",
-               body && json_object_object_get_ex(body, "message", &m)
-                 ? json_object_get_string(m) : "",
-               res.status == 429 || res.status >= 500 ? after : "");
-      res.message = msg;
-    }
   }
+  result_fill(h, q->method, q->path, cc, q->ebuf, status, &q->resp,
+              !q->raw_2xx, after, &res, msg, sizeof(msg));
   q->cb(&res, q->ud);
-  json_object_put(body);
+  json_object_put(res.body);
   req_unlink_free(q);
 }
 
@@ -450,6 +494,9 @@ void kube_http_free(kube_http *h)
   if(!h)
     return;
   kube_http_abort_all(h);
+  while(h->streams)
+    stream_unlink_free(h->streams);
+  curlev_free(h->sev);
   curlev_free(h->ev);
   kube_cred_detach(h->conn.cred, h->base);
   kube_conn_clear(&h->conn);
@@ -542,4 +589,288 @@ int kube_http_waiting(const kube_http *h)
 const char *kube_http_server(const kube_http *h)
 {
   return h->conn.server;
+}
+
+/* ------------------------------------------------------------------ */
+/* streams (kube_http.h, "streaming GET") */
+
+struct kube_http_stream {
+  kube_http *h;
+  CURL *easy;
+  struct curl_slist *hdrs;
+  char *path;
+  kube_auth auth;          /* the credential of the running request */
+  kube_http_stream_cb cb;
+  void *ud;
+  long connect_ms, idle_s;
+  size_t line_max;
+  dynbuf line;             /* bytes of the body not yet a whole line */
+  size_t cur_line;         /* of them, the bytes after the last newline */
+  bool skipping;           /* dropping a line over line_max */
+  size_t oversized;        /* lines dropped so, not reported yet */
+  dynbuf errbody;          /* a non-2xx body (capped), for its Status */
+  long status;             /* 0 until the first byte of the body */
+  bool open_told, reauthed;
+  bool ended;              /* the transfer is over: end() is due */
+  bool gone;               /* cancelled or ended: no callback any more */
+  CURLcode cc;
+  char msg[SC_ERRBUF_SIZE + 600];
+  char ebuf[CURL_ERROR_SIZE];
+  kube_http_stream *prev, *next;
+};
+
+static void stream_unlink_free(kube_http_stream *s)
+{
+  kube_http *h = s->h;
+  if(s->prev)
+    s->prev->next = s->next;
+  else
+    h->streams = s->next;
+  if(s->next)
+    s->next->prev = s->prev;
+  if(s->easy) {
+    curlev_remove(h->sev, s->easy);
+    curl_easy_cleanup(s->easy);
+  }
+  curl_slist_free_all(s->hdrs);
+  kube_auth_clear(&s->auth);
+  dynbuf_free(&s->line);
+  dynbuf_free(&s->errbody);
+  free(s->path);
+  free(s);
+}
+
+/* The body as it comes (inside libcurl: nothing of the owner runs
+ * here). A 2xx body is cut into lines; a line longer than line_max is
+ * dropped as it comes, to its end, and counted. */
+static size_t on_stream_body(char *p, size_t sz, size_t n, void *ud)
+{
+  kube_http_stream *s = ud;
+  size_t len = sz * n, off = 0;
+  if(!s->status)
+    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+  if(s->status < 200 || s->status > 299) {
+    (void)dynbuf_add(&s->errbody, p, len); /* past the cap: cut */
+    return len;
+  }
+  while(off < len) {
+    const char *nl = memchr(p + off, '\n', len - off);
+    size_t seg = nl ? (size_t)(nl - (p + off)) + 1 : len - off;
+    if(s->skipping) {
+      s->skipping = !nl;
+      off += seg;
+      continue;
+    }
+    if(s->cur_line + seg > s->line_max + (nl ? 1 : 0)) {
+      /* this line is over the cap: forget what we have of it */
+      s->line.len -= s->cur_line;
+      if(s->line.mem)
+        s->line.mem[s->line.len] = '\0';
+      s->cur_line = 0;
+      s->oversized++;
+      s->skipping = !nl;
+      off += seg;
+      continue;
+    }
+    if(dynbuf_add(&s->line, p + off, seg))
+      return 0; /* more whole lines than the buffer holds: fail */
+    s->cur_line = nl ? 0 : s->cur_line + seg;
+    off += seg;
+  }
+  return len;
+}
+
+static sc_err stream_begin(kube_http_stream *s, sc_errbuf *eb)
+{
+  kube_http *h = s->h;
+  sc_err err;
+  kube_auth_clear(&s->auth);
+  err = kube_conn_auth(&h->conn, h->base, &s->auth, eb);
+  if(err)
+    return err;
+  curl_slist_free_all(s->hdrs);
+  s->hdrs = req_headers(NULL, &s->auth);
+  if(!s->hdrs)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  err = easy_setup(h, s->easy, s->path, s->hdrs, &s->auth, s->ebuf, s,
+                   s->connect_ms, eb);
+  if(err)
+    return err;
+  dynbuf_reset(&s->line);
+  dynbuf_reset(&s->errbody);
+  s->cur_line = 0;
+  s->skipping = false;
+  s->status = 0;
+  curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_stream_body);
+  curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+  if(s->idle_s > 0) {
+    curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_TIME, s->idle_s);
+  }
+  if(curlev_add(h->sev, s->easy))
+    return sc_errf(eb, SC_ERR_INTERNAL, "kube: cannot start GET %s",
+                   s->path);
+  return SC_OK;
+}
+
+/* Hand the owner what came: open, the whole lines, the count of the
+ * dropped ones, and the end. From the loop only (after a batch of
+ * libcurl's work); stops as soon as the stream is gone. */
+static void stream_deliver(kube_http_stream *s)
+{
+  size_t off = 0, len;
+  char *buf, *nl;
+  if(!s->open_told && s->status >= 200 && s->status <= 299) {
+    s->open_told = true;
+    if(s->cb.open)
+      s->cb.open(s->status, s->ud);
+  }
+  len = dynbuf_len(&s->line);
+  if(!s->gone && len && (buf = dynbuf_take(&s->line)) != NULL) {
+    while(!s->gone && (nl = memchr(buf + off, '\n', len - off))) {
+      *nl = '\0';
+      if(nl > buf + off)
+        s->cb.line(buf + off, (size_t)(nl - (buf + off)), s->ud);
+      off = (size_t)(nl - buf) + 1;
+    }
+    if(off < len && !s->gone)
+      (void)dynbuf_add(&s->line, buf + off, len - off);
+    free(buf);
+    s->cur_line = dynbuf_len(&s->line);
+  }
+  if(!s->gone && s->oversized) {
+    size_t n = s->oversized;
+    s->oversized = 0;
+    if(s->cb.oversized)
+      s->cb.oversized(n, s->ud);
+  }
+  if(!s->gone && s->ended) {
+    kube_http_result res;
+    curl_off_t ra = 0;
+    memset(&res, 0, sizeof(res));
+    res.attempts = 1;
+    if(s->msg[0]) { /* a 401 and no new credential */
+      res.err = SC_ERR_UNAVAILABLE;
+      res.message = s->msg;
+      res.raw = "";
+    }
+    else {
+      (void)curl_easy_getinfo(s->easy, CURLINFO_RETRY_AFTER, &ra);
+      res.retry_after_s = (long)ra;
+      result_fill(s->h, "GET", s->path, s->cc, s->ebuf, s->status,
+                  &s->errbody, false, "", &res, s->msg, sizeof(s->msg));
+    }
+    s->gone = true;
+    s->h->n_streams--;
+    s->cb.end(&res, s->ud);
+    json_object_put(res.body);
+  }
+}
+
+/* a stream's transfer ended (taken out of the multi) */
+static void on_stream_done(CURL *e, CURLcode cc, void *ud)
+{
+  kube_http_stream *s = NULL;
+  (void)ud;
+  curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&s);
+  if(s->gone)
+    return;
+  if(!s->status)
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &s->status);
+  s->cc = cc;
+  if(cc == CURLE_OK && s->status == 401 && !s->reauthed &&
+     kube_conn_unauthorized(&s->h->conn, &s->auth)) {
+    /* as a call: once more with a new credential */
+    sc_errbuf eb;
+    eb.msg[0] = '\0';
+    s->reauthed = true;
+    if(!stream_begin(s, &eb))
+      return;
+    snprintf(s->msg, sizeof(s->msg), "kube GET %s%s: HTTP 401, and no new "
+             "credential: %s", s->h->conn.server, s->path, eb.msg);
+  }
+  s->ended = true;
+}
+
+/* after each batch of libcurl's work on the streams */
+static void on_stream_batch(void *ud)
+{
+  kube_http *h = ud;
+  kube_http_stream *s, *next;
+  h->delivering++;
+  for(s = h->streams; s; s = s->next)
+    if(!s->gone)
+      stream_deliver(s);
+  h->delivering--;
+  if(h->delivering)
+    return;
+  for(s = h->streams; s; s = next) {
+    next = s->next;
+    if(s->gone)
+      stream_unlink_free(s);
+  }
+}
+
+sc_err kube_http_stream_start(kube_http *h, const char *path,
+                              const kube_http_stream_opts *opts,
+                              const kube_http_stream_cb *cb, void *ud,
+                              kube_http_stream **out, sc_errbuf *eb)
+{
+  kube_http_stream *s;
+  sc_err err;
+  *out = NULL;
+  if(!cb || !cb->line || !cb->end)
+    return sc_errf(eb, SC_ERR_INVALID, "kube: a stream needs line and end "
+                   "callbacks");
+  if(!h->sev) {
+    h->sev = curlev_new(h->base, on_stream_done, on_stream_batch, h, eb);
+    if(!h->sev)
+      return SC_ERR_NOMEM;
+  }
+  s = calloc(1, sizeof(*s));
+  if(!s)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  s->h = h;
+  s->cb = *cb;
+  s->ud = ud;
+  s->line_max = opts && opts->line_max ? opts->line_max : KUBE_HTTP_LINE_MAX;
+  s->connect_ms = opts && opts->connect_ms > 0 ? opts->connect_ms : 5000;
+  s->idle_s = opts ? opts->idle_s : 0;
+  /* whole lines wait here until the batch ends: room for two */
+  dynbuf_init(&s->line, 2 * s->line_max + 2);
+  dynbuf_init(&s->errbody, KUBE_HTTP_STREAM_ERRBODY_MAX);
+  s->path = strdup(path);
+  s->easy = curl_easy_init();
+  s->next = h->streams;
+  if(h->streams)
+    h->streams->prev = s;
+  h->streams = s;
+  if(!s->path || !s->easy) {
+    stream_unlink_free(s);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  err = stream_begin(s, eb);
+  if(err) {
+    stream_unlink_free(s);
+    return err;
+  }
+  h->n_streams++;
+  *out = s;
+  return SC_OK;
+}
+
+void kube_http_stream_cancel(kube_http_stream *s)
+{
+  if(!s)
+    return;
+  if(!s->gone)
+    s->h->n_streams--;
+  s->gone = true;
+  if(!s->h->delivering)
+    stream_unlink_free(s);
+}
+
+int kube_http_streams(const kube_http *h)
+{
+  return h ? h->n_streams : 0;
 }
