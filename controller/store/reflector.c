@@ -34,6 +34,8 @@ struct reflector {
 };
 
 static void do_list(reflector *r);
+static void fail(reflector *r, sc_err err, const char *msg,
+                 int64_t delay_ms);
 
 static void reflector_destroy(reflector *r)
 {
@@ -171,24 +173,10 @@ static void do_list(reflector *r)
   lo.include_deleted = r->include_deleted;
   eb.msg[0] = '\0';
   err = store_list_async(r->st, &lo, on_list, r, &eb);
-  if(!err) {
+  if(!err)
     r->listing = true;
-    return;
-  }
-  /* not sent: a failed list, told from the loop (the timer) */
-  {
-    int64_t d = next_backoff(r);
-    struct timeval tv;
-    if(r->cb.error) {
-      r->in_cb = true;
-      r->cb.error(err, eb.msg, d, r->ud);
-      if(!back_from_cb(r))
-        return;
-    }
-    tv.tv_sec = (time_t)(d / 1000);
-    tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
-    evtimer_add(r->timer, &tv);
-  }
+  else /* not sent: a failed list */
+    fail(r, err, eb.msg, next_backoff(r));
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

@@ -3,7 +3,7 @@
  *
  * One interface, several backends chosen by URL:
  *   sqlite:PATH   the embedded default (store_sqlite.c)
- *   kube          the Kubernetes API server (store_kube.c, docs/store.md)
+ *   kube          the Kubernetes API server (store/kube*.c, docs/store.md)
  *   kube:CONTEXT  the same with a kubeconfig context other than the current
  *
  * Calls are synchronous except watch, which delivers events from the
