@@ -233,7 +233,7 @@ TEST(an_expired_watch_is_listed_again)
   CHECK_INT(w.lists, 1);
   usleep(60 * 1000); /* the watch has run for more than one backoff step */
   for(i = 0; i < 10; i++) {
-    char n[8];
+    char n[16];
     snprintf(n, sizeof(n), "x%d", i);
     put(&e, n, "t");
   }
@@ -285,7 +285,7 @@ TEST(failed_lists_back_off_and_a_success_resets)
   usleep(120 * 1000);
   fail_lists = 1;
   for(i = 0; i < 10; i++) {
-    char n[8];
+    char n[16];
     snprintf(n, sizeof(n), "x%d", i);
     put(&e, n, "t");
   }
