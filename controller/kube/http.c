@@ -1,6 +1,6 @@
-/* kube_http.c - asynchronous Kubernetes API calls on a libcurl multi
- * handle driven by libevent (see kube_http.h). */
-#include "controller/kube/http.h"
+/* http.c - asynchronous Kubernetes API calls on a libcurl multi handle
+ * driven by libevent (see http.h); the streams are in http_stream.c. */
+#include "controller/kube/http_int.h"
 #include "lib/curlev.h"
 
 #include <stdio.h>
@@ -10,20 +10,6 @@
 #include <event2/event.h>
 #include "lib/dynbuf.h"
 #include "lib/sctime.h"
-
-typedef struct kreq kreq;
-
-struct kube_http {
-  struct event_base *base;
-  kube_conn conn;
-  char *user_agent;
-  curlev *ev;              /* the multi handle on the loop */
-  kreq *reqs;              /* every call: on the wire, retrying, waiting */
-  int n_reqs;
-  int active;              /* calls started (an easy handle each) */
-  kreq *wait_head, *wait_tail; /* calls waiting for a slot, oldest first */
-  int n_waiting;
-};
 
 struct kreq {
   kube_http *h;
@@ -113,11 +99,48 @@ static void req_unlink_free(kreq *q)
   free(q);
 }
 
+/* Accept, the optional Content-Type and the credential's token; NULL
+ * when out of memory */
+struct curl_slist *khttp_req_headers(const char *ctype, const kube_auth *a)
+{
+  struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
+  if(ctype)
+    h = add_hdr(h, "Content-Type", "", ctype);
+  if(a->token)
+    h = add_hdr(h, "Authorization", "Bearer ", a->token);
+  return h;
+}
+
+/* what every request of the client sets on its easy handle: the URL
+ * (server + path), method GET unless set after, headers, User-Agent,
+ * TLS, the error buffer and the owner (CURLOPT_PRIVATE) */
+sc_err khttp_easy_setup(kube_http *h, CURL *e, const char *path,
+                        struct curl_slist *hdrs, const kube_auth *a,
+                        char *ebuf, void *owner, long connect_ms,
+                        sc_errbuf *eb)
+{
+  char url[2400];
+  if(snprintf(url, sizeof(url), "%s%s", h->conn.server, path) >=
+     (int)sizeof(url))
+    return sc_errf(eb, SC_ERR_INVALID, "kube: URL too long: %s", path);
+  ebuf[0] = '\0';
+  curl_easy_reset(e);
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, owner);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ebuf);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  kube_conn_curl_tls(&h->conn, a, e);
+  return SC_OK;
+}
+
 /* (re)start the transfer of q */
 static sc_err req_begin(kreq *q, sc_errbuf *eb)
 {
   kube_http *h = q->h;
-  char url[2400];
   long tmo = q->timeout_ms - q->waited_ms;
   sc_err err;
   q->waited_ms = 0; /* only the first attempt waited */
@@ -126,38 +149,23 @@ static sc_err req_begin(kreq *q, sc_errbuf *eb)
   if(err)
     return err;
   curl_slist_free_all(q->hdrs);
-  q->hdrs = curl_slist_append(NULL, "Accept: application/json");
-  if(q->ctype)
-    q->hdrs = add_hdr(q->hdrs, "Content-Type", "", q->ctype);
-  if(q->auth.token)
-    q->hdrs = add_hdr(q->hdrs, "Authorization", "Bearer ", q->auth.token);
+  q->hdrs = khttp_req_headers(q->ctype, &q->auth);
   if(!q->hdrs)
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  if(snprintf(url, sizeof(url), "%s%s", h->conn.server, q->path) >=
-     (int)sizeof(url))
-    return sc_errf(eb, SC_ERR_INVALID, "kube: URL too long: %s", q->path);
+  err = khttp_easy_setup(h, q->easy, q->path, q->hdrs, &q->auth, q->ebuf, q,
+                   tmo < 5000 ? tmo : 5000L, eb);
+  if(err)
+    return err;
   dynbuf_reset(&q->resp);
-  q->ebuf[0] = '\0';
   q->attempt++;
-  curl_easy_reset(q->easy);
-  curl_easy_setopt(q->easy, CURLOPT_URL, url);
   curl_easy_setopt(q->easy, CURLOPT_CUSTOMREQUEST, q->method);
-  curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->hdrs);
-  curl_easy_setopt(q->easy, CURLOPT_USERAGENT, h->user_agent);
   curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
-  curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
-  curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->ebuf);
-  curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                   tmo < 5000 ? tmo : 5000L);
   curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, tmo);
-  curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
   if(q->body) {
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
     curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(q->body));
   }
-  kube_conn_curl_tls(&h->conn, &q->auth, q->easy);
   if(curlev_add(h->ev, q->easy))
     return sc_errf(eb, SC_ERR_INTERNAL, "kube: cannot start %s %s",
                    q->method, q->path);
@@ -314,16 +322,55 @@ static bool req_retry(kreq *q, long retry_after_s)
   return evtimer_add(q->retry, &tv) == 0;
 }
 
+/* The result of a transfer that ended with cc (and, when CURLE_OK, the
+ * HTTP status and the body resp): the error, the message naming the
+ * request, the body parsed (a 2xx one only with parse_2xx; the caller
+ * puts res->body). after ends the messages of failures that were retried
+ * ("" when none). */
+void khttp_result_fill(kube_http *h, const char *method, const char *path,
+                       CURLcode cc, const char *ebuf, long status,
+                       const dynbuf *resp, bool parse_2xx,
+                       const char *after, kube_http_result *res, char *msg,
+                       size_t mlen)
+{
+  char d[SC_ERRBUF_SIZE + 300];
+  json_object *m;
+  res->message = "";
+  res->raw = "";
+  if(cc != CURLE_OK) {
+    res->err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
+               : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
+                                                : SC_ERR_UNAVAILABLE;
+    kube_http_curl_detail(&h->conn, cc, ebuf, d, sizeof(d));
+    snprintf(msg, mlen, "kube %s %s%s: %s%s", method, h->conn.server, path,
+             d, after);
+    res->message = msg;
+    return;
+  }
+  res->status = status;
+  res->body_len = dynbuf_len(resp);
+  res->raw = dynbuf_ptr(resp);
+  if(res->body_len && (parse_2xx || status < 200 || status > 299))
+    res->body = json_tokener_parse(res->raw);
+  if(status >= 300) {
+    bool has = res->body && json_object_object_get_ex(res->body, "message",
+                                                     &m);
+    snprintf(msg, mlen, "kube %s %s%s: HTTP %ld%s%s%s", method,
+             h->conn.server, path, status, has ? ": " : "",
+             has ? json_object_get_string(m) : "",
+             status == 429 || status >= 500 ? after : "");
+    res->message = msg;
+  }
+}
+
 static void req_done(kreq *q, CURLcode cc)
 {
   kube_http *h = q->h;
   kube_http_result res;
-  char msg[SC_ERRBUF_SIZE + 600], d[SC_ERRBUF_SIZE + 300], after[40] = "";
-  json_object *body = NULL, *m;
+  char msg[SC_ERRBUF_SIZE + 600], after[40] = "";
   curl_off_t ra = 0;
+  long status = 0;
   memset(&res, 0, sizeof(res));
-  res.message = "";
-  res.raw = "";
   res.attempts = q->attempt;
   if(q->retries > 0)
     snprintf(after, sizeof(after), " (after %d attempt%s)", q->attempt,
@@ -331,17 +378,10 @@ static void req_done(kreq *q, CURLcode cc)
   if(cc != CURLE_OK) {
     if(!kube_http_curl_permanent(cc) && req_retry(q, 0))
       return;
-    res.err = cc == CURLE_WRITE_ERROR ? SC_ERR_TOO_LARGE
-              : cc == CURLE_OPERATION_TIMEDOUT ? SC_ERR_TIMEOUT
-                                               : SC_ERR_UNAVAILABLE;
-    kube_http_curl_detail(&h->conn, cc, q->ebuf, d, sizeof(d));
-    snprintf(msg, sizeof(msg), "kube %s %s%s: %s%s", q->method,
-             h->conn.server, q->path, d, after);
-    res.message = msg;
   }
   else {
-    curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &res.status);
-    if(res.status == 401 && !q->reauthed &&
+    curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+    if(status == 401 && !q->reauthed &&
        kube_conn_unauthorized(&h->conn, &q->auth)) {
       /* rotated? read the token file again, or run the plugin again */
       sc_errbuf eb;
@@ -354,36 +394,21 @@ static void req_done(kreq *q, CURLcode cc)
       snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP 401, and no new "
                "credential: %s", q->method, h->conn.server, q->path, eb.msg);
       res.err = SC_ERR_UNAVAILABLE;
-      res.status = 0;
       res.message = msg;
+      res.raw = "";
       q->cb(&res, q->ud);
       req_unlink_free(q);
       return;
     }
     (void)curl_easy_getinfo(q->easy, CURLINFO_RETRY_AFTER, &ra);
     res.retry_after_s = (long)ra;
-    if((res.status == 429 || res.status >= 500) &&
-       req_retry(q, res.retry_after_s))
+    if((status == 429 || status >= 500) && req_retry(q, res.retry_after_s))
       return;
-    res.body_len = dynbuf_len(&q->resp);
-    res.raw = dynbuf_ptr(&q->resp);
-    if(dynbuf_len(&q->resp) &&
-       (!q->raw_2xx || res.status < 200 || res.status > 299))
-      body = json_tokener_parse(dynbuf_ptr(&q->resp));
-    res.body = body;
-    if(res.status >= 300) {
-      snprintf(msg, sizeof(msg), "kube %s %s%s: HTTP %ld%s%s%s", q->method,
-               h->conn.server, q->path, res.status,
-               body && json_object_object_get_ex(body, "message", &m) ? ": "
-                                                                      : "",
-               body && json_object_object_get_ex(body, "message", &m)
-                 ? json_object_get_string(m) : "",
-               res.status == 429 || res.status >= 500 ? after : "");
-      res.message = msg;
-    }
   }
+  khttp_result_fill(h, q->method, q->path, cc, q->ebuf, status, &q->resp,
+              !q->raw_2xx, after, &res, msg, sizeof(msg));
   q->cb(&res, q->ud);
-  json_object_put(body);
+  json_object_put(res.body);
   req_unlink_free(q);
 }
 
@@ -450,6 +475,7 @@ void kube_http_free(kube_http *h)
   if(!h)
     return;
   kube_http_abort_all(h);
+  khttp_streams_free(h);
   curlev_free(h->ev);
   kube_cred_detach(h->conn.cred, h->base);
   kube_conn_clear(&h->conn);

@@ -15,9 +15,9 @@
  * Ownership: kube_http_new() takes over the strings of *conn (the
  * caller's struct is left zeroed) and returns a client for
  * kube_http_free() (NULL accepted), which aborts what is in flight without
- * calling the callbacks. The result given to a callback (its body and
- * message) is valid only during the callback. Never free the client from
- * one of its callbacks.
+ * calling the callbacks (its streams too). The result given to a callback
+ * (its body and message) is valid only during the callback. Never free
+ * the client from one of its callbacks.
  */
 #ifndef SC_KUBE_HTTP_H
 #define SC_KUBE_HTTP_H
@@ -110,6 +110,75 @@ int kube_http_waiting(const kube_http *h);
 /* Drop every call in flight without calling its callback (for a caller
  * that stops waiting). */
 void kube_http_abort_all(kube_http *h);
+
+/* --- streaming GET (a watch) ---
+ *
+ * kube_http_stream_start() sends GET server+path and hands the body of a
+ * 2xx answer to cb->line one line at a time (newline-delimited JSON watch
+ * events) while it arrives, for as long as the server keeps it open. The
+ * request is that of the calls above: the same credential (a 401 before
+ * any line is asked again once with a new credential: the token file read
+ * again, the plugin run again), headers, User-Agent and TLS settings, and
+ * its end is reported as theirs (kube_http_result: err for no answer,
+ * status and the Status message of a non-2xx answer, Retry-After).
+ * Streams are never retried (their owner decides when to ask again) and
+ * never wait for one of the KUBE_HTTP_ACTIVE_MAX slots: they run on a
+ * multi handle of their own, so a watch never takes a connection of the
+ * calls nor waits behind them.
+ *
+ * Lines: without their newline (a "\r" before it is kept), NUL-terminated,
+ * valid only during the callback; empty lines are not delivered. A line
+ * longer than opts.line_max is dropped as it arrives, to its end, and
+ * counted: cb->oversized (may be NULL) gets the count of lines dropped
+ * since its last call, after the lines before them. Bytes after the last
+ * newline when the stream ends are not a line and are dropped.
+ *
+ * Callbacks run from the loop, never from inside kube_http_stream_start()
+ * nor from inside libcurl: cb->open (may be NULL) once, when the first
+ * bytes of a 2xx answer came (the server is streaming), then cb->line for
+ * each line, cb->oversized as said, and cb->end exactly once (its result
+ * valid during the call) unless the stream was cancelled first. A
+ * callback may cancel its own stream or any other, start streams and
+ * calls; never kube_http_free().
+ *
+ * Ownership: *out is the caller's handle until cb->end has run or
+ * kube_http_stream_cancel() was called, whichever comes first; the
+ * stream's memory is the client's (kube_http_free() drops every stream
+ * without calling back). */
+typedef struct kube_http_stream kube_http_stream;
+
+/* The longest line kept when opts.line_max is 0. */
+#define KUBE_HTTP_LINE_MAX (4 * 1024 * 1024)
+/* The bytes of a non-2xx body kept for its Status message. */
+#define KUBE_HTTP_STREAM_ERRBODY_MAX (64 * 1024)
+
+typedef struct kube_http_stream_opts {
+  size_t line_max;     /* 0 = KUBE_HTTP_LINE_MAX */
+  long connect_ms;     /* connection (TLS included); 0 = 5000 */
+  long idle_s;         /* no byte for this long: the stream ends with
+                          SC_ERR_TIMEOUT; 0 = never */
+} kube_http_stream_opts;
+
+typedef struct kube_http_stream_cb {
+  void (*open)(long status, void *ud);
+  void (*line)(const char *line, size_t len, void *ud);
+  void (*oversized)(size_t n, void *ud);
+  void (*end)(const kube_http_result *res, void *ud);
+} kube_http_stream_cb;
+
+/* SC_ERR_NOMEM, SC_ERR_INVALID (a URL too long), or the credential
+ * source's error (no credential: nothing was sent); cb is copied and
+ * cb->line and cb->end are required. */
+sc_err kube_http_stream_start(kube_http *h, const char *path,
+                              const kube_http_stream_opts *opts,
+                              const kube_http_stream_cb *cb, void *ud,
+                              kube_http_stream **out, sc_errbuf *eb);
+/* Stop it: no callback of it runs after this returns. NULL accepted;
+ * callable from any callback of the client (the stream's own included),
+ * never after its end callback returned. */
+void kube_http_stream_cancel(kube_http_stream *s);
+/* Streams not ended nor cancelled. */
+int kube_http_streams(const kube_http *h);
 
 /* The server URL, for messages. */
 const char *kube_http_server(const kube_http *h);

@@ -63,6 +63,14 @@ typedef struct store_ops {
   sc_err (*claim_name)(store *st, const char *name, const char *adopt_from,
                        store_served_by *out, sc_errbuf *eb);
   sc_err (*served_by_get)(store *st, store_served_by *out, sc_errbuf *eb);
+  /* Optional (NULL: the backend keeps no finalizers: store.h's
+   * store_needs_finalizer() is false and store_ensure_finalizer_async()
+   * answers with a get, "nothing to do"). The semantics of store.h;
+   * store_finalizer.c checks the loop and the key first. */
+  bool (*needs_finalizer)(const store *st, const session *s);
+  sc_err (*ensure_finalizer_async)(store *st, const session *s,
+                                   store_reply_cb cb, void *ud,
+                                   sc_errbuf *eb);
 } store_ops;
 
 struct store_deferred;

@@ -3,7 +3,7 @@
  *
  * One interface, several backends chosen by URL:
  *   sqlite:PATH   the embedded default (store_sqlite.c)
- *   kube          the Kubernetes API server (store_kube.c, docs/store.md)
+ *   kube          the Kubernetes API server (store/kube*.c, docs/store.md)
  *   kube:CONTEXT  the same with a kubeconfig context other than the current
  *
  * Calls are synchronous except watch, which delivers events from the
@@ -61,7 +61,10 @@ typedef struct store_open_opts {
                                all namespaces */
   bool add_finalizer;       /* kube: the caller is the controller: list and
                                get add the finalizer lea.io/sandbox-cleanup
-                               to live objects that lack it */
+                               to live objects that lack it (the older
+                               way: one failed patch fails the whole list;
+                               store_ensure_finalizer_async() below does
+                               it per object) */
   int watch_timeout_s;      /* kube: watch timeoutSeconds; 0 = random in
                                [240, 360) */
   const char *user_agent;   /* kube: the User-Agent of the calls; NULL =
@@ -325,5 +328,38 @@ sc_err store_purge_async(store *st, const char *ns, const char *name,
 
 /* Asynchronous calls whose callbacks have not run yet. */
 size_t store_async_inflight(const store *st);
+
+/* --- the controller's finalizer (docs/store.md, "The finalizer") ---
+ *
+ * The kube backend's objects carry the finalizer lea.io/sandbox-cleanup,
+ * so that a deletion waits until the controller has removed the sandbox
+ * (store_purge() takes it away). The controller adds it to each live
+ * object that lacks it, one object at a time; a backend without
+ * finalizers (sqlite: its tombstones wait for store_purge() anyway) has
+ * nothing to do.
+ *
+ * store_needs_finalizer(): s (an object as read from st) is live and
+ * lacks it. Always false for a backend without finalizers. NULL s: false.
+ *
+ * store_ensure_finalizer_async(): add it to the object s names, guarded
+ * by s's resourceVersion: one write, neither retried on a conflict nor
+ * preceded by a read. Answered through cb from the loop as the other
+ * asynchronous calls above (same rules: SC_ERR_INVALID without a loop,
+ * arguments copied, abandoned on store_close()):
+ *   SC_OK             rep->obj is the object as written (with the
+ *                     finalizer), rep->new_version its resourceVersion;
+ *   SC_ERR_CONFLICT   the object changed since s was read: its next event
+ *                     or list brings the new version (ask again with it);
+ *   SC_ERR_NOT_FOUND  it is gone;
+ *   another error     (SC_ERR_UNAVAILABLE after the transport's retries,
+ *                     SC_ERR_INVALID for 401/403, SC_ERR_PROTOCOL) for
+ *                     this object only: nothing else is affected.
+ * When s needs nothing (store_needs_finalizer() false) nothing is
+ * written: the answer is the object as it stands now (a get: SC_OK with
+ * rep->obj, or SC_ERR_NOT_FOUND). */
+bool store_needs_finalizer(const store *st, const session *s);
+sc_err store_ensure_finalizer_async(store *st, const session *s,
+                                    store_reply_cb cb, void *ud,
+                                    sc_errbuf *eb);
 
 #endif

@@ -206,6 +206,41 @@ static void send_oversize(struct evhttp_request *req)
   free(b);
 }
 
+/* an object of namespace "fin" with the controller's finalizer */
+#define OBJ_FIN(name, rv)                                                   \
+  "{\"apiVersion\":\"lea.io/v1alpha1\",\"kind\":\"Session\",\"metadata\":" \
+  "{\"name\":\"" name "\",\"namespace\":\"fin\",\"resourceVersion\":\""    \
+  rv "\",\"uid\":\"u-" name "\",\"finalizers\":[\"lea.io/sandbox-cleanup\"]}," \
+  "\"spec\":{\"template\":\"t\"}}"
+
+/* namespace "fin": four objects without the finalizer, whose PATCH
+ * succeeds (ok), conflicts (conflict), finds nothing (gone) or is
+ * refused (broken); "has" carries it already */
+static void send_fin(struct evhttp_request *req, const char *rest)
+{
+  bool patch = evhttp_request_get_command(req) == EVHTTP_REQ_PATCH;
+  if(!*rest)
+    send_body(req, 200, LIST("20", "", OBJ("fin", "ok", "1") ","
+              OBJ("fin", "conflict", "2") "," OBJ("fin", "gone", "3") ","
+              OBJ("fin", "broken", "4")));
+  else if(!strcmp(rest, "/ok") && patch)
+    send_body(req, 200, OBJ_FIN("ok", "11"));
+  else if(!strcmp(rest, "/conflict") && patch)
+    send_body(req, 409, "{\"kind\":\"Status\",\"status\":\"Failure\","
+              "\"reason\":\"Conflict\",\"message\":\"the object has been "
+              "modified\",\"code\":409}");
+  else if(!strcmp(rest, "/conflict"))
+    send_body(req, 200, OBJ("fin", "conflict", "2"));
+  else if(!strcmp(rest, "/broken") && patch)
+    send_body(req, 403, "{\"kind\":\"Status\",\"message\":\"no patch "
+              "for you\",\"code\":403}");
+  else if(!strcmp(rest, "/has"))
+    send_body(req, 200, OBJ_FIN("has", "7"));
+  else
+    send_body(req, 404, "{\"kind\":\"Status\",\"status\":\"Failure\","
+              "\"reason\":\"NotFound\",\"code\":404}");
+}
+
 /* the answers of the child: the namespace names the case; the rest of the
  * path says list ("" ), get ("/x") or status ("/x/status") */
 static void on_req(struct evhttp_request *req, void *arg)
@@ -238,7 +273,9 @@ static void on_req(struct evhttp_request *req, void *arg)
   if(!strncmp(rest, "/sessions", 9))
     rest += 9;
   qparam(query, "resourceVersion", rv, sizeof(rv));
-  if(!strcmp(cs, "notjson"))
+  if(!strcmp(cs, "fin"))
+    send_fin(req, rest);
+  else if(!strcmp(cs, "notjson"))
     send_body(req, 200, "this is not json");
   else if(!strcmp(cs, "trailing"))
     send_body(req, 200, LIST("1", "", "") " {}");
@@ -527,11 +564,13 @@ typedef struct kenv {
   store *st;
 } kenv;
 
-static sc_err kenv_open(kenv *e, const char *namespace_)
+static sc_err kenv_open_fin(kenv *e, const char *namespace_,
+                            bool add_finalizer)
 {
   store_open_opts o;
   sc_errbuf eb;
   memset(&o, 0, sizeof(o));
+  o.add_finalizer = add_finalizer;
   o.base = e->b;
   o.kubeconfig = e->kc;
   o.namespace_ = namespace_;
@@ -544,6 +583,11 @@ static sc_err kenv_open(kenv *e, const char *namespace_)
     return SC_ERR_INVALID;
   }
   return SC_OK;
+}
+
+static sc_err kenv_open(kenv *e, const char *namespace_)
+{
+  return kenv_open_fin(e, namespace_, false);
 }
 
 static pid_t server_start(int *port);
@@ -874,6 +918,122 @@ TEST(watch_skips_bad_events_and_goes_on)
   kenv_stop(&e);
 }
 
+typedef struct freply {
+  int calls;
+  sc_err err;
+  char msg[SC_ERRBUF_SIZE];
+  char new_version[32];
+  bool has_fin;
+} freply;
+
+static void on_freply(store_reply *rep, void *ud)
+{
+  freply *f = ud;
+  size_t i;
+  f->calls++;
+  f->err = rep->err;
+  snprintf(f->msg, sizeof(f->msg), "%s", rep->message);
+  snprintf(f->new_version, sizeof(f->new_version), "%s",
+           rep->new_version ? rep->new_version : "");
+  for(i = 0; rep->obj && i < rep->obj->meta.n_finalizers; i++)
+    if(!strcmp(rep->obj->meta.finalizers[i], "lea.io/sandbox-cleanup"))
+      f->has_fin = true;
+}
+
+/* The finalizer per object (store_ensure_finalizer_async): the list no
+ * longer adds it (one object's refused patch cannot fail it), and each
+ * object's own call says what happened to it alone: success with the
+ * patched object, a conflict (not retried, no re-read), not found, an
+ * error; an object that has it already is only read. */
+TEST(finalizer_per_object_and_the_list_never_fails_for_one)
+{
+  static const struct {
+    const char *name;
+    sc_err err;
+    const char *says;
+  } want[] = {
+    {"broken", SC_ERR_INVALID, "403 Forbidden: no patch for you"},
+    {"conflict", SC_ERR_CONFLICT, "has been modified"},
+    {"gone", SC_ERR_NOT_FOUND, "not found"},
+    {"ok", SC_OK, ""},
+  };
+  kenv e;
+  store_list_result lr;
+  freply f[4], h;
+  session *has = NULL, *dead;
+  sc_errbuf eb;
+  char msg[SC_ERRBUF_SIZE];
+  const char *log;
+  size_t i;
+  CHECK_OK(kenv_start(&e));
+  CHECK_OK(kenv_open(&e, "fin"));
+  CHECK_MSG(list_either(e.st, e.b, 1, "fin", &lr, msg, sizeof(msg)) == SC_OK,
+            "%s", msg);
+  CHECK_INT(lr.n, 4);
+  memset(f, 0, sizeof(f));
+  for(i = 0; i < 4; i++) {
+    CHECK_STR(lr.items[i]->meta.name, want[i].name);
+    CHECK(store_needs_finalizer(e.st, lr.items[i]));
+    CHECK_OK(store_ensure_finalizer_async(e.st, lr.items[i], on_freply,
+                                          &f[i], &eb));
+  }
+  CHECK_INT(f[0].calls + f[1].calls + f[2].calls + f[3].calls, 0);
+  for(i = 0; i < 4; i++)
+    spin(e.b, 5000, &f[i].calls, 1);
+  for(i = 0; i < 4; i++) {
+    CHECK_INT(f[i].calls, 1);
+    CHECK_MSG(f[i].err == want[i].err, "%s: err %d: %s", want[i].name,
+              (int)f[i].err, f[i].msg);
+    CHECK_MSG(strstr(f[i].msg, want[i].says), "%s: %s", want[i].name,
+              f[i].msg);
+  }
+  CHECK(f[3].has_fin);
+  CHECK_STR(f[3].new_version, "11");
+  log = server_log(e.port);
+  /* one guarded patch each, and nothing read again */
+  CHECK_INT(count_of(log, "PATCH "), 4);
+  CHECK_MSG(strstr(log, "PATCH " NS_PREFIX "fin/sessions/ok? {\"metadata\":"
+                   "{\"resourceVersion\":\"1\",\"finalizers\":"
+                   "[\"lea.io\\/sandbox-cleanup\"]}}"), "%s", log);
+  CHECK_INT(count_of(log, "GET " NS_PREFIX "fin/sessions/"), 0);
+  /* what needs nothing: has it, or is being deleted */
+  CHECK_OK(store_get(e.st, "fin", "has", &has, &eb));
+  CHECK(!store_needs_finalizer(e.st, has));
+  dead = session_dup(lr.items[3]);
+  dead->meta.deletion_timestamp = 1;
+  CHECK(!store_needs_finalizer(e.st, dead));
+  CHECK(!store_needs_finalizer(e.st, NULL));
+  memset(&h, 0, sizeof(h));
+  CHECK_OK(store_ensure_finalizer_async(e.st, has, on_freply, &h, &eb));
+  spin(e.b, 5000, &h.calls, 1);
+  CHECK_INT(h.err, SC_OK);
+  CHECK(h.has_fin);
+  CHECK_INT(count_of(server_log(e.port), "PATCH "), 0);
+  session_free(dead);
+  session_free(has);
+  store_list_result_free(&lr);
+  kenv_stop(&e);
+}
+
+/* The older way (store_open_opts.add_finalizer), kept until the
+ * reconciler uses the call above: the list adds the finalizer itself and
+ * the one refused patch fails the whole list. */
+TEST(list_time_finalizer_fails_the_list_for_one)
+{
+  kenv e;
+  store_list_result lr;
+  char msg[SC_ERRBUF_SIZE];
+  sc_err err;
+  CHECK_OK(kenv_start(&e));
+  CHECK_OK(kenv_open_fin(&e, "fin", true));
+  err = list_either(e.st, e.b, 1, "fin", &lr, msg, sizeof(msg));
+  CHECK_MSG(err != SC_OK && strstr(msg, "no patch for you"), "%d: %s",
+            (int)err, msg);
+  CHECK_INT(lr.n, 0);
+  store_list_result_free(&lr);
+  kenv_stop(&e);
+}
+
 enum { OP_LIST, OP_GET, OP_STATUS };
 
 TEST(hostile_server_clear_errors_sync_and_async)
@@ -996,6 +1156,8 @@ TEST_LIST = {
   T(list_continue_expired_relists),
   T(list_page_too_large_asked_smaller),
   T(watch_skips_bad_events_and_goes_on),
+  T(finalizer_per_object_and_the_list_never_fails_for_one),
+  T(list_time_finalizer_fails_the_list_for_one),
   {0},
 };
 TEST_MAIN()
