@@ -361,7 +361,7 @@ int main(int argc, char **argv)
   so.relaxed_sync = true; /* status writes are recomputed by the next pass */
   so.kubeconfig = cfg.kubeconfig;
   so.namespace_ = cfg.namespace_;
-  so.add_finalizer = true; /* the controller: deletion waits for it */
+  /* the finalizer: added per session by the executor (act/exec.c) */
   so.watch_timeout_s = (int)(cfg.watch_timeout_ms / 1000);
   so.create = cfg.create_store;
   so.log = a.lg;       /* objects that do not decode are reported */

@@ -421,8 +421,13 @@ static void start_actions(act_run *run)
     return;
   }
   run->pending = 1; /* held while starting */
-  for(i = 0; i < run->p->n_actions; i++)
-    start_action(run, &run->p->actions[i]);
+  for(i = 0; i < run->p->n_actions; i++) {
+    const plan_action *a = &run->p->actions[i];
+    size_t si = act_run_find(run, a->s);
+    if(si != (size_t)-1 && run->sess[si].held)
+      continue; /* no finalizer yet: nothing may be made for it */
+    start_action(run, a);
+  }
   for(i = 0; i < run->p->n_sessions; i++)
     if(--run->sess[i].pending == 0)
       status_session_end(run, i);
@@ -446,7 +451,7 @@ static void on_link_written(act_run *run, size_t si, sc_err err,
  * a paused sandbox's tags (#1843): a link written late may be too late,
  * and an untagged, unlinked sandbox is never touched again. The actions
  * start once every such write is answered. */
-void act_run_start(act_run *run)
+static void start_links(act_run *run)
 {
   size_t i;
   run->early = 1; /* held while starting */
@@ -454,6 +459,8 @@ void act_run_start(act_run *run)
     const plan_session *pl = &run->p->sessions[i];
     session_status st;
     sc_errbuf eb;
+    if(run->sess[i].held)
+      continue;
     if(!pl->status_changed || !pl->status.sandbox_id ||
        sc_str_eq0(pl->status.sandbox_id, pl->s->status.sandbox_id))
       continue;
@@ -470,4 +477,86 @@ void act_run_start(act_run *run)
   }
   if(--run->early == 0)
     start_actions(run);
+}
+
+/* The finalizer before everything else. The store's list no longer adds
+ * it (a store that decides, and one object's failed PATCH failed the whole
+ * list): the run adds it to each live session that lacks it, one guarded
+ * write per object, before any link, claim or create, so that a session
+ * deleted after this pass stays a tombstone until its sandbox is gone. A
+ * session whose write fails (a conflict, a refusal) is held: no action
+ * and no status write for it this pass, its turn ends as an error (the
+ * queue backs it off and the next look reads it again); every other
+ * session goes on. The new resourceVersion is where the session's later
+ * writes start from (act_sess.rv, as after an early write). */
+typedef struct fin_write {
+  act_run *run;
+  size_t si;
+} fin_write;
+
+static void fin_done(act_run *run)
+{
+  if(--run->early == 0)
+    start_links(run);
+}
+
+static void on_finalized(store_reply *rep, void *ud)
+{
+  fin_write *w = ud;
+  act_run *run = w->run;
+  act_sess *sa = &run->sess[w->si];
+  const session *s = run->p->sessions[w->si].s;
+  if(!rep->err && rep->new_version) {
+    free(sa->rv);
+    sa->rv = rep->new_version;
+    rep->new_version = NULL;
+    session_status_clear(&sa->stored);
+    if(session_status_copy(&sa->stored, &s->status))
+      status_broken(run, w->si);
+  }
+  else if(rep->err) {
+    log_kv(run->env->lg, rep->err == SC_ERR_CONFLICT ? LOG_INFO : LOG_WARN,
+           "finalizer not added: no action for the session this pass",
+           "session", s->meta.name, "namespace", s->meta.namespace_,
+           "error", rep->message, NULL);
+    metrics_add(run->env->m, "session_controller_finalizer_failures_total",
+                NULL, 1);
+    sa->held = sa->broken = sa->failed = true;
+  }
+  free(w);
+  fin_done(run);
+}
+
+void act_run_start(act_run *run)
+{
+  size_t i;
+  run->early = 1; /* held while starting */
+  for(i = 0; i < run->p->n_sessions; i++) {
+    const session *s = run->p->sessions[i].s;
+    fin_write *w;
+    sc_errbuf eb;
+    if(!store_needs_finalizer(run->env->st, s))
+      continue;
+    w = calloc(1, sizeof(*w));
+    snprintf(eb.msg, sizeof(eb.msg), "out of memory");
+    if(w) {
+      eb.msg[0] = '\0';
+      w->run = run;
+      w->si = i;
+      if(!store_ensure_finalizer_async(run->env->st, s, on_finalized, w,
+                                       &eb)) {
+        run->early++;
+        continue;
+      }
+      free(w);
+    }
+    log_kv(run->env->lg, LOG_WARN,
+           "finalizer not added: no action for the session this pass",
+           "session", s->meta.name, "namespace", s->meta.namespace_, "error",
+           eb.msg, NULL);
+    metrics_add(run->env->m, "session_controller_finalizer_failures_total",
+                NULL, 1);
+    run->sess[i].held = run->sess[i].broken = run->sess[i].failed = true;
+  }
+  fin_done(run);
 }

@@ -4,7 +4,9 @@
  * (loop/pass.c), which owns it inside a pass.
  *
  *   act_run_init()  takes a plan, sizes one act_sess per plan session
- *   act_run_start() writes the adopted links first (status/), then starts
+ *   act_run_start() adds the store's finalizer to each live session that
+ *                   lacks it (kube: a deletion then waits for the
+ *                   sandbox), writes the adopted links (status/), starts
  *                   every action (act/); each session whose actions have
  *                   all ended gets its status written once (status/),
  *                   then run->session_end(); when nothing is in flight any
@@ -58,6 +60,8 @@ typedef struct act_sess {
   bool own;              /* st is a copy the run owns (else: the plan's) */
   bool broken;           /* a copy failed: the status is unknown, nothing
                             is written for this session this pass */
+  bool held;             /* the store's finalizer could not be added: no
+                            action and no write this pass (also broken) */
   int pending;           /* actions not finished (+1 while starting) */
   bool failed;
   bool has_confirm;

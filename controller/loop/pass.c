@@ -180,10 +180,7 @@ static void on_observed(observation *obs, void *ud)
   ps->run.session_end = on_session_end;
   ps->run.finished = on_run_finished;
   ps->run.ud = ps;
-  /* The kube finalizer goes here, once the store has a call for it: the
-   * reconciler (not the store's list) adds it to each live session that
-   * lacks it, before the run, so that a session deleted afterwards stays
-   * a tombstone until its sandboxes are gone. Not yet implemented. */
+  /* the run adds the kube finalizer first (act_run_start) */
   act_run_start(&ps->run);
 }
 

@@ -71,10 +71,7 @@ struct reconciler {
   struct event *heartbeat;
   struct event *resync;
   struct event *qtimer;
-  struct event *wtimer;  /* the next try to start the store watch */
-  int64_t watch_backoff_ms;
-  store_watch *watch;
-  bool watch_starting;   /* its list is in flight */
+  struct reflector *refl; /* the store's list + watch (store/reflector.h) */
   bool stopping;
   bool ready;
   bool done;
@@ -111,8 +108,9 @@ void loop_on_qtimer(evutil_socket_t fd, short what, void *arg);
 void loop_on_resync(evutil_socket_t fd, short what, void *arg);
 void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg);
 
-/* watch.c: the store watch, restarted with a backoff when it ends */
+/* watch.c: the store watch through a reflector (relist and backoff are
+ * the reflector's); new at reconciler_new, started at reconciler_start */
+sc_err loop_watch_new(reconciler *r, sc_errbuf *eb);
 void loop_watch_start(reconciler *r);
-void loop_on_wtimer(evutil_socket_t fd, short what, void *arg);
 
 #endif

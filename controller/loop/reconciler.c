@@ -13,6 +13,7 @@
  */
 #include "controller/loop/pass.h"
 #include "controller/act/claim.h"
+#include "controller/store/reflector.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -62,6 +63,9 @@ sc_err reconciler_declare_metrics(metrics *m)
      "Creates not made because another writer changed the session first."},
     {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
      "Passes whose orphan deletions the blast-radius guard withheld."},
+    {"session_controller_finalizer_failures_total", METRIC_COUNTER,
+     "Sessions held for a pass because the store's finalizer could not be "
+     "added to them (kube)."},
     {"session_controller_sessions_invalid", METRIC_GAUGE,
      "Sessions that fail validation (Ready=False/InvalidSpec), as of the "
      "last full pass."},
@@ -139,11 +143,13 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->heartbeat = event_new(opts->base, -1, EV_PERSIST, loop_on_heartbeat, r);
   r->resync = event_new(opts->base, -1, EV_PERSIST, loop_on_resync, r);
   r->qtimer = event_new(opts->base, -1, 0, loop_on_qtimer, r);
-  r->wtimer = event_new(opts->base, -1, 0, loop_on_wtimer, r);
   r->env.claims = act_claims_new();
-  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->wtimer ||
-     !r->env.claims) {
+  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->env.claims) {
     sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    reconciler_free(r);
+    return NULL;
+  }
+  if(!opts->once && loop_watch_new(r, eb)) {
     reconciler_free(r);
     return NULL;
   }
@@ -170,15 +176,13 @@ void reconciler_free(reconciler *r)
 {
   if(!r)
     return;
-  store_watch_stop(r->watch);
+  reflector_free(r->refl);
   if(r->heartbeat)
     event_free(r->heartbeat);
   if(r->resync)
     event_free(r->resync);
   if(r->qtimer)
     event_free(r->qtimer);
-  if(r->wtimer)
-    event_free(r->wtimer);
   act_claims_free(r->env.claims);
   queue_free(r->q);
   plan_scratch_free(r->scratch);
@@ -208,9 +212,7 @@ void reconciler_stop(reconciler *r)
   r->stopping = true;
   event_del(r->resync);
   event_del(r->qtimer);
-  event_del(r->wtimer);
-  store_watch_stop(r->watch);
-  r->watch = NULL;
+  reflector_stop(r->refl);
 }
 
 bool reconciler_idle(const reconciler *r)

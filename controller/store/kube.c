@@ -77,7 +77,6 @@ sc_err store_kube_open(const char *context, const store_open_opts *opts,
       return SC_ERR_NOMEM;
     }
   }
-  k->add_finalizer = opts->add_finalizer;
   k->mark_invalid = opts->mark_invalid;
   k->page_limit = PAGE_LIMIT;
   k->watch_timeout_s = opts->watch_timeout_s;

@@ -90,8 +90,7 @@ void kop_free(kop *o)
       *pp = o->next;
       break;
     }
-  if(!o->parent)
-    o->k->n_ops--;
+  o->k->n_ops--;
   session_free(o->cur);
   store_list_result_free(&o->list);
   free(o->new_version);
@@ -102,22 +101,19 @@ void kop_free(kop *o)
   free(o);
 }
 
-kop *kop_new(kube_store *k, kube_http *h, kop *parent,
-             store_reply_cb cb, void *ud)
+kop *kop_new(kube_store *k, kube_http *h, store_reply_cb cb, void *ud)
 {
   kop *o = calloc(1, sizeof(*o));
   if(!o)
     return NULL;
   o->k = k;
   o->h = h;
-  o->parent = parent;
   o->cb = cb;
   o->ud = ud;
   o->eb.msg[0] = '\0';
   o->next = k->ops;
   k->ops = o;
-  if(!parent)
-    k->n_ops++;
+  k->n_ops++;
   return o;
 }
 
@@ -164,14 +160,10 @@ sc_err kop_decode(kop *o, json_object *j, const char *what,
   return SC_OK;
 }
 
-/* the end of an operation: the caller's callback, or the parent's turn */
+/* the end of an operation: the caller's callback */
 void kop_finish(kop *o, sc_err err)
 {
   store_reply rep;
-  if(o->parent) {
-    kstore_fin_end(o, err);
-    return;
-  }
   memset(&rep, 0, sizeof(rep));
   rep.err = err;
   rep.message = err ? o->eb.msg : "";
@@ -209,7 +201,7 @@ sc_err kop_root(kube_store *k, kube_http *h, const char *ns,
   if(!h)
     return sc_errf(eb, SC_ERR_INVALID, "kube: asynchronous calls need an "
                    "event loop (store_open_opts.base)");
-  o = kop_new(k, h, NULL, cb, ud);
+  o = kop_new(k, h, cb, ud);
   if(o) {
     o->ns = ns ? strdup(ns) : NULL;
     o->name = name ? strdup(name) : NULL;

@@ -41,12 +41,8 @@ static sc_err get_raw(kube_store *k, const char *ns, const char *name,
 
 /* --- get --- */
 
-static void get_after_fin(kop *o)
+static void get_end(kop *o)
 {
-  if(o->err) {
-    kop_finish(o, o->err);
-    return;
-  }
   if(!o->cur) {
     kop_finish(o, sc_errf(&o->eb, SC_ERR_NOT_FOUND, "kube: get %s/%s: not "
                           "found", o->ns, o->name));
@@ -80,22 +76,17 @@ static void get_got(kop *o, const kube_http_result *res)
     kop_finish(o, err);
     return;
   }
-  o->after_fin = get_after_fin;
-  if(o->with_fin && kstore_wants_finalizer(o->k, o->cur) &&
-     kstore_fin_start(o, &o->cur))
-    return;
-  get_after_fin(o);
+  get_end(o);
 }
 
 sc_err kstore_get_start(kube_store *k, kube_http *h, const char *ns,
-                        const char *name, bool with_fin, store_reply_cb cb,
+                        const char *name, store_reply_cb cb,
                         void *ud, sc_errbuf *eb)
 {
   kop *o;
   sc_err err = kop_root(k, h, ns, name, NULL, cb, ud, &o, eb);
   if(err)
     return err;
-  o->with_fin = with_fin;
   kstore_obj_path(o->path, sizeof(o->path), ns, name, NULL);
   err = kop_send(o, "GET", NULL, NULL, get_got, eb);
   if(err)
@@ -263,9 +254,7 @@ sc_err kstore_get(store *st, const char *ns, const char *name,
   sc_err err;
   memset(&w, 0, sizeof(w));
   err = ksync_wait(k, &w, kstore_get_start(k, k->shttp, ns, name,
-                                           k->add_finalizer,
-                                    ksync_on_reply, &w,
-                                    eb), eb);
+                                           ksync_on_reply, &w, eb), eb);
   if(!err)
     *out = w.rep.obj;
   else
@@ -499,7 +488,7 @@ sc_err kstore_get_async(store *st, const char *ns, const char *name,
                         store_reply_cb cb, void *ud, sc_errbuf *eb)
 {
   kube_store *k = (kube_store *)st;
-  return kstore_get_start(k, k->http, ns, name, k->add_finalizer, cb, ud,
+  return kstore_get_start(k, k->http, ns, name, cb, ud,
                           eb);
 }
 

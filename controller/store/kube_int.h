@@ -52,7 +52,6 @@
 #define RETRIES 4
 #define CALL_TIMEOUT_MS 30000
 #define WATCH_BACKOFF_MAX_MS 30000
-#define FIN_PARALLEL 8          /* list-time finalizer patches at once */
 
 typedef struct kube_watch kube_watch;
 typedef struct kop kop;
@@ -61,7 +60,6 @@ typedef struct kube_store {
   store base;
   kube_conn conn;
   char *ns;                /* list/watch filter; NULL = all */
-  bool add_finalizer;      /* store_open_opts.add_finalizer (list-time) */
   int watch_timeout_s;
   struct event_base *evbase;
   kube_http *http;         /* the controller's calls and watches, on evbase */
@@ -136,9 +134,7 @@ sc_err kstore_skip_obj(kube_store *k, store_list_result *res,
  * machines on kube_http: the controller's on its event loop (k->http),
  * sessionctl's the same on the private loop run until they end
  * (k->shttp). A kop holds one operation; its step is what the next
- * answer is for. Adding the finalizer at list time is a sub-operation
- * (parent set) that patches, and on a conflict reads again and patches
- * again (3 tries). */
+ * answer is for. */
 
 typedef void (*kop_step)(kop *o, const kube_http_result *res);
 
@@ -149,24 +145,17 @@ struct kop {
   const char *method;      /* of the request in flight, for messages */
   char path[2048];
   char *ns, *name, *version;
-  store_reply_cb cb;       /* the caller's; NULL for a sub-operation */
+  store_reply_cb cb;       /* the caller's */
   void *ud;
   bool include_deleted;
   session *cur;            /* get, purge: the object */
   store_list_result list;  /* list */
-  size_t fin_next;         /* list: next item to look at */
   char base[600];          /* list: the path without the query */
   char *cont;              /* list: the continue token of the next page */
   int limit;               /* list: objects asked per page */
   size_t pages;            /* list: pages read */
   int relists;             /* list: relists after a 410 on a continue */
   bool whole;              /* list: of every namespace the store sees */
-  bool with_fin;           /* get/list: add the finalizer (add_finalizer) */
-  int fin_running;         /* finalizer sub-operations in flight */
-  void (*after_fin)(kop *o);
-  kop *parent;             /* a finalizer sub-operation's */
-  session **slot;          /* its object, replaced or NULLed */
-  int tries;
   sc_err err;
   sc_errbuf eb;
   char *new_version;
@@ -182,7 +171,7 @@ sc_err kstore_sync_call(kube_store *k, const char *method, const char *path,
                         const char *ctype, const char *body, long *code,
                         json_object **resp, sc_errbuf *eb);
 
-kop *kop_new(kube_store *k, kube_http *h, kop *parent, store_reply_cb cb,
+kop *kop_new(kube_store *k, kube_http *h, store_reply_cb cb,
              void *ud);
 void kop_free(kop *o);
 /* a new root operation *out on ns/name/version (copied); SC_ERR_INVALID
@@ -217,8 +206,8 @@ sc_err ksync_wait(kube_store *k, ksync *w, sc_err err, sc_errbuf *eb);
 /* --- kube_crud.c, kube_list.c: the store ops --- */
 
 sc_err kstore_get_start(kube_store *k, kube_http *h, const char *ns,
-                        const char *name, bool with_fin, store_reply_cb cb,
-                        void *ud, sc_errbuf *eb);
+                        const char *name, store_reply_cb cb, void *ud,
+                        sc_errbuf *eb);
 sc_err kstore_list_start(kube_store *k, kube_http *h,
                          const store_list_opts *opts, store_reply_cb cb,
                          void *ud, sc_errbuf *eb);
@@ -257,13 +246,6 @@ size_t kstore_async_inflight(const store *st);
 
 /* --- kube_fin.c --- */
 
-/* list-time (store_open_opts.add_finalizer): s is live and lacks it */
-bool kstore_wants_finalizer(const kube_store *k, const session *s);
-/* start adding the finalizer to *slot for p (p->fin_running counts it);
- * false when it could not start (p's error is set) */
-bool kstore_fin_start(kop *p, session **slot);
-/* a sub-operation ended: its parent's turn */
-void kstore_fin_end(kop *f, sc_err err);
 /* store_needs_finalizer / store_ensure_finalizer_async */
 bool kstore_needs_finalizer(const store *st, const session *s);
 sc_err kstore_ensure_finalizer_async(store *st, const session *s,

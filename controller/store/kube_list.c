@@ -18,22 +18,9 @@ static int cmp_sess(const void *a, const void *b)
   return c ? c : strcmp(x->meta.name, y->meta.name);
 }
 
-static void list_fins(kop *o)
+static void list_end(kop *o)
 {
   size_t i, n;
-  while(!o->err && o->fin_running < FIN_PARALLEL &&
-        o->fin_next < o->list.n) {
-    i = o->fin_next++;
-    if(o->with_fin && kstore_wants_finalizer(o->k, o->list.items[i]) &&
-       !kstore_fin_start(o, &o->list.items[i]))
-      break;
-  }
-  if(o->fin_running || (!o->err && o->fin_next < o->list.n))
-    return; /* more to come */
-  if(o->err) {
-    kop_finish(o, o->err);
-    return;
-  }
   /* drop the objects that vanished and, unless asked, the tombstones */
   for(i = n = 0; i < o->list.n; i++) {
     session *s = o->list.items[i];
@@ -216,8 +203,7 @@ static void list_got(kop *o, const kube_http_result *res)
   }
   if(o->whole)
     store_skip_list_done(&o->k->base, &o->list);
-  o->after_fin = list_fins;
-  list_fins(o);
+  list_end(o);
 }
 
 sc_err kstore_list_start(kube_store *k, kube_http *h,
@@ -230,7 +216,6 @@ sc_err kstore_list_start(kube_store *k, kube_http *h,
   if(err)
     return err;
   o->include_deleted = opts->include_deleted;
-  o->with_fin = k->add_finalizer;
   o->whole = !opts->namespace_;
   o->limit = k->page_limit > 0 ? k->page_limit : PAGE_LIMIT;
   if(ns)

@@ -34,7 +34,7 @@ struct reflector {
 };
 
 static void do_list(reflector *r);
-static void fail(reflector *r, sc_err err, const char *msg,
+static void fail(reflector *r, reflector_phase ph, sc_err err, const char *msg,
                  int64_t delay_ms);
 
 static void reflector_destroy(reflector *r)
@@ -84,12 +84,13 @@ static int64_t next_backoff(reflector *r)
 }
 
 /* tell the owner, then list again after delay_ms (0: now) */
-static void fail(reflector *r, sc_err err, const char *msg, int64_t delay_ms)
+static void fail(reflector *r, reflector_phase ph, sc_err err,
+                 const char *msg, int64_t delay_ms)
 {
   struct timeval tv;
   if(r->cb.error) {
     r->in_cb = true;
-    r->cb.error(err, msg, delay_ms, r->ud);
+    r->cb.error(ph, err, msg, delay_ms, r->ud);
     if(!back_from_cb(r))
       return;
   }
@@ -121,7 +122,8 @@ static void on_watch_err(sc_err err, const char *msg, void *ud)
     return;
   store_watch_stop(r->watch); /* store.h: allowed from its callback */
   r->watch = NULL;
-  fail(r, err, msg, lived >= r->backoff_ms ? 0 : next_backoff(r));
+  fail(r, REFLECTOR_WATCH_ENDED, err, msg,
+       lived >= r->backoff_ms ? 0 : next_backoff(r));
 }
 
 static void on_list(store_reply *rep, void *ud)
@@ -137,7 +139,7 @@ static void on_list(store_reply *rep, void *ud)
   if(r->stopped)
     return;
   if(rep->err) {
-    fail(r, rep->err, rep->message, next_backoff(r));
+    fail(r, REFLECTOR_LIST, rep->err, rep->message, next_backoff(r));
     return;
   }
   r->failures = 0;
@@ -145,7 +147,8 @@ static void on_list(store_reply *rep, void *ud)
   set_revision(r, rep->list.revision);
   rev = strdup(rep->list.revision ? rep->list.revision : "");
   if(!rev) {
-    fail(r, SC_ERR_NOMEM, "reflector: out of memory", next_backoff(r));
+    fail(r, REFLECTOR_LIST, SC_ERR_NOMEM, "reflector: out of memory",
+         next_backoff(r));
     return;
   }
   r->in_cb = true;
@@ -159,7 +162,8 @@ static void on_list(store_reply *rep, void *ud)
   if(store_watch_start(r->st, rev, on_event, on_watch_err, r, &r->watch,
                        &eb)) {
     r->watch = NULL;
-    fail(r, SC_ERR_UNAVAILABLE, eb.msg, next_backoff(r));
+    fail(r, REFLECTOR_WATCH_START, SC_ERR_UNAVAILABLE, eb.msg,
+         next_backoff(r));
   }
   free(rev);
 }
@@ -176,7 +180,7 @@ static void do_list(reflector *r)
   if(!err)
     r->listing = true;
   else /* not sent: a failed list */
-    fail(r, err, eb.msg, next_backoff(r));
+    fail(r, REFLECTOR_LIST, err, eb.msg, next_backoff(r));
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

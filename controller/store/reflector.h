@@ -12,19 +12,19 @@
  * reflector_start() or another reflector call):
  *
  *   1. LIST   store_list_async(opts.namespace_, opts.include_deleted).
- *             Failed: error(err, msg, delay_ms) with the delay before the
+ *             Failed: error(ph, err, msg, delay_ms) with the delay before the
  *             next list (the backoff below), then 1 again after it.
  *   2.        Listed: the backoff is reset, relisted(list) runs, then the
  *             watch is started from list->revision (a copy taken before
  *             the callback: the callback may take the whole list).
- *             store_watch_start() failed: error(err, msg, delay_ms), 1
+ *             store_watch_start() failed: error(ph, err, msg, delay_ms), 1
  *             after the backoff.
  *   3. WATCH  event(ev) for each change after that revision, in revision
  *             order, the object valid only during the call.
  *   4.        The watch reported an error (any: SC_ERR_EXPIRED when the
  *             history no longer reaches its position; another when an
  *             event may have been lost): the watch is stopped, then
- *             error(err, msg, delay_ms) and 1 again: at once (delay 0)
+ *             error(ph, err, msg, delay_ms) and 1 again: at once (delay 0)
  *             when the watch had run for at least the first backoff
  *             step (opts.backoff_ms), else after the backoff, so a
  *             watch that fails as soon as it starts is not restarted
@@ -81,15 +81,23 @@ typedef struct reflector_opts {
   int backoff_max_ms;       /* its cap; 0 = 30000 */
 } reflector_opts;
 
+/* what failed, for error() */
+typedef enum reflector_phase {
+  REFLECTOR_LIST,          /* a list failed or could not be sent */
+  REFLECTOR_WATCH_START,   /* store_watch_start() failed */
+  REFLECTOR_WATCH_ENDED    /* a running watch reported an error */
+} reflector_phase;
+
 typedef struct reflector_cbs {
   /* after each successful list (required) */
   void (*relisted)(store_list_result *list, void *ud);
   /* each watch event (required) */
   void (*event)(const store_event *ev, void *ud);
   /* a failed list, a failed watch start, a watch that ended (may be
-   * NULL): err, the store's message, and the wait before the next list
-   * in ms (0: at once) */
-  void (*error)(sc_err err, const char *msg, int64_t delay_ms, void *ud);
+   * NULL): which of the three, err, the store's message, and the wait
+   * before the next list in ms (0: at once) */
+  void (*error)(reflector_phase ph, sc_err err, const char *msg,
+                int64_t delay_ms, void *ud);
 } reflector_cbs;
 
 /* SC_ERR_INVALID (no store, no opts.base, a callback missing) or

@@ -59,12 +59,6 @@ typedef struct store_open_opts {
                                in-cluster, ~/.kube/config (in this order) */
   const char *namespace_;   /* kube: list/watch only this namespace; NULL =
                                all namespaces */
-  bool add_finalizer;       /* kube: the caller is the controller: list and
-                               get add the finalizer lea.io/sandbox-cleanup
-                               to live objects that lack it (the older
-                               way: one failed patch fails the whole list;
-                               store_ensure_finalizer_async() below does
-                               it per object) */
   int watch_timeout_s;      /* kube: watch timeoutSeconds; 0 = random in
                                [240, 360) */
   const char *user_agent;   /* kube: the User-Agent of the calls; NULL =

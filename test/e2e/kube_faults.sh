@@ -148,4 +148,29 @@ check "held call: /healthz answers within 1 s meanwhile" curl -sf -o /dev/null -
 check "held call: s7 gets its sandbox within 3 s meanwhile" wait_eq 3 1 sim_live_for s7
 check "held call: ... while s6 still waits for its claim" test "$(sim_live_for s6)" = 0
 check "held call: s6 gets its sandbox once the server answers" wait_eq 20 1 sim_live_for s6
+
+# --- the finalizer is the executor's, one object at a time: the API
+# server refuses every PATCH of f1 (its finalizer); f2, applied with it
+# while no controller ran (so only a full pass can see either), gets its
+# finalizer and its sandbox all the same (when the store's list added
+# finalizers, f1's refusal failed the list, and so every full pass for
+# every session); f1 gets no sandbox while it has no finalizer (a
+# kubectl delete could not wait for it), and both once the server agrees
+fin_of() { curl -sf "$API$SP/namespaces/tenant-a/sessions/$1" | jq -r '.metadata.finalizers // [] | join(",")'; }
+session_yaml f1
+session_yaml f2
+faults "{\"status\":403,\"count\":-1,\"method\":\"PATCH\",\"path\":\"$SP/namespaces/tenant-a/sessions/f1\"}"
+cat "$T/f1.yaml" >"$T/f12.yaml"; echo --- >>"$T/f12.yaml"; cat "$T/f2.yaml" >>"$T/f12.yaml"
+stop_pid "$CTL_PID"
+ctl apply -f "$T/f12.yaml" >/dev/null
+start_controller ctl-fin --orphan-grace 10m --watch-timeout 2s --resync 1s
+check "finalizer: f2 gets its sandbox while f1's PATCH is refused" wait_eq 20 1 sim_live_for f2
+check "finalizer: ... and its finalizer" test "$(fin_of f2)" = lea.io/sandbox-cleanup
+check "finalizer: the refusal is logged for f1" wait_until 10 grep -q 'finalizer not added.*session=f1' "$T/ctl-fin.log"
+sleep 1
+check "finalizer: f1 has no sandbox without its finalizer" test "$(sim_live_for f1)" = 0
+check "finalizer: ... and no finalizer" test "$(fin_of f1)" = ""
+nofaults
+check "finalizer: f1 gets its finalizer once the server agrees" wait_until 20 sh -c "[ \"\$(curl -sf '$API$SP/namespaces/tenant-a/sessions/f1' | jq -r '.metadata.finalizers // [] | join(\",\")')\" = lea.io/sandbox-cleanup ]"
+check "finalizer: ... and its sandbox" wait_eq 20 1 sim_live_for f1
 finish
