@@ -1,5 +1,6 @@
 /* sim_audit.c - the audit trail (see sim_audit.h). */
 #include "cmd/cubesim/sim_audit.h"
+#include "lib/scarray.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -85,13 +86,11 @@ uint64_t sim_audit_add(sim_audit *a, const sim_audit_rec *r)
     fwrite(dynbuf_ptr(&line), 1, dynbuf_len(&line), a->fp);
     fflush(a->fp);
   }
-  if(a->n == a->alloc) {
-    size_t na = a->alloc ? a->alloc * 2 : 1024;
-    size_t *p = realloc(a->offs, na * sizeof(*p));
+  {
+    size_t *p = sc_grow(a->offs, &a->alloc, a->n + 1, sizeof(*p));
     if(!p)
       goto drop;
     a->offs = p;
-    a->alloc = na;
   }
   if(a->n == 0)
     a->first_seq = seq;

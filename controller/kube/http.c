@@ -1,6 +1,7 @@
 /* http.c - asynchronous Kubernetes API calls on a libcurl multi handle
  * driven by libevent (see http.h); the streams are in http_stream.c. */
 #include "controller/kube/http_int.h"
+#include "lib/scstr.h"
 #include "lib/curlev.h"
 
 #include <stdio.h>
@@ -483,17 +484,6 @@ void kube_http_free(kube_http *h)
   free(h);
 }
 
-static char *dup_or_null(const char *s, bool *oom)
-{
-  char *d;
-  if(!s)
-    return NULL;
-  d = strdup(s);
-  if(!d)
-    *oom = true;
-  return d;
-}
-
 sc_err kube_http_request(kube_http *h, const char *method, const char *path,
                          const char *ctype, const char *body,
                          long timeout_ms, kube_http_cb cb, void *ud,
@@ -522,10 +512,10 @@ sc_err kube_http_request_ex(kube_http *h, const char *method,
   q->retries = o->retries > 0 ? o->retries : 0;
   q->raw_2xx = o->raw_2xx;
   dynbuf_init(&q->resp, o->body_max ? o->body_max : KUBE_HTTP_BODY_MAX);
-  q->method = dup_or_null(method, &oom);
-  q->path = dup_or_null(path, &oom);
-  q->ctype = dup_or_null(ctype, &oom);
-  q->body = dup_or_null(body, &oom);
+  q->method = sc_strdup_opt(method, &oom);
+  q->path = sc_strdup_opt(path, &oom);
+  q->ctype = sc_strdup_opt(ctype, &oom);
+  q->body = sc_strdup_opt(body, &oom);
   q->queued_ms = sctime_mono_ms();
   q->next = h->reqs;
   if(h->reqs)

@@ -1,5 +1,6 @@
 /* queue.c - deduplicating work queue with per-item backoff (see queue.h). */
 #include "controller/loop/queue.h"
+#include "lib/scarray.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -146,13 +147,11 @@ static bool hless(const hentry *a, const hentry *b)
 static sc_err heap_push(work_queue *q, int64_t due, qitem *it)
 {
   size_t i;
-  if(q->nheap == q->aheap) {
-    size_t na = q->aheap ? q->aheap * 2 : 64;
-    hentry *h = realloc(q->heap, na * sizeof(*h));
+  {
+    hentry *h = sc_grow(q->heap, &q->aheap, q->nheap + 1, sizeof(*h));
     if(!h)
       return SC_ERR_NOMEM;
     q->heap = h;
-    q->aheap = na;
   }
   i = q->nheap++;
   q->heap[i].due = due;

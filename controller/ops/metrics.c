@@ -122,24 +122,25 @@ static series *find_series(family *f, const char *labels, int create)
   return s;
 }
 
-void metrics_add(metrics *m, const char *name, const char *labels, double v)
+/* the series of a counter or gauge (made on first use), or NULL */
+static series *scalar(metrics *m, const char *name, const char *labels)
 {
   family *f = find_family(m, name);
-  series *s;
   if(!f || f->type == METRIC_HISTOGRAM)
-    return;
-  s = find_series(f, labels, 1);
+    return NULL;
+  return find_series(f, labels, 1);
+}
+
+void metrics_add(metrics *m, const char *name, const char *labels, double v)
+{
+  series *s = scalar(m, name, labels);
   if(s)
     s->value += v;
 }
 
 void metrics_set(metrics *m, const char *name, const char *labels, double v)
 {
-  family *f = find_family(m, name);
-  series *s;
-  if(!f || f->type == METRIC_HISTOGRAM)
-    return;
-  s = find_series(f, labels, 1);
+  series *s = scalar(m, name, labels);
   if(s)
     s->value = v;
 }

@@ -15,6 +15,7 @@
  * scratch owns the records and tables, reused by the next pass.
  */
 #include "controller/plan/plan_int.h"
+#include "lib/scarray.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,14 +89,10 @@ plan_action *plan_add_action(planner *pl, plan_action_type type,
   plan_action *a;
   char reason[PLAN_REASON_MAX];
   va_list ap;
-  if(p->n_actions == pl->cap_actions) {
-    size_t ncap = pl->cap_actions ? pl->cap_actions * 2 : 64;
-    plan_action *na = realloc(p->actions, ncap * sizeof(*na));
-    if(!na)
-      return NULL;
-    p->actions = na;
-    pl->cap_actions = ncap;
-  }
+  a = sc_grow(p->actions, &pl->cap_actions, p->n_actions + 1, sizeof(*a));
+  if(!a)
+    return NULL;
+  p->actions = a;
   va_start(ap, fmt);
   vsnprintf(reason, sizeof(reason), fmt, ap);
   va_end(ap);

@@ -1,5 +1,6 @@
 /* store.c - the store URL dispatch and the helpers backends share. */
 #include "controller/store/backend.h"
+#include "lib/scstr.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -90,17 +91,6 @@ static bool skip_due(store *st, const char *key, const char *reason)
   return true;
 }
 
-static char *dup_or_null(const char *s, bool *oom)
-{
-  char *d;
-  if(!s)
-    return NULL;
-  d = strdup(s);
-  if(!d)
-    *oom = true;
-  return d;
-}
-
 sc_err store_skip_report(store *st, store_list_result *res,
                          const char *where, const char *ns,
                          const char *name, const char *uid,
@@ -139,10 +129,10 @@ sc_err store_skip_report(store *st, store_list_result *res,
       return SC_ERR_NOMEM;
     res->skipped = n;
     n += res->n_skipped;
-    n->ns = dup_or_null(ns, &oom);
-    n->name = dup_or_null(name, &oom);
-    n->uid = dup_or_null(uid, &oom);
-    n->reason = dup_or_null(reason, &oom);
+    n->ns = sc_strdup_opt(ns, &oom);
+    n->name = sc_strdup_opt(name, &oom);
+    n->uid = sc_strdup_opt(uid, &oom);
+    n->reason = sc_strdup_opt(reason, &oom);
     res->n_skipped++; /* freed whole by store_list_result_free */
     if(oom)
       return SC_ERR_NOMEM;
