@@ -26,7 +26,7 @@ static void delete_now(act_call *c)
 
 /* Rule 3 on a GET's answer: may the DELETE go? false: the action ended
  * (done when the sandbox is gone, else skipped or failed). */
-static bool delete_may_go(act_call *c, const cube_result *res)
+static bool rule3_confirmed_before_delete(act_call *c, const cube_result *res)
 {
   const act_env *env = c->run->env;
   const plan_action *a = c->a;
@@ -89,7 +89,7 @@ static bool delete_may_go(act_call *c, const cube_result *res)
 static void on_delete_final(const cube_result *res, void *ud)
 {
   act_call *c = ud;
-  if(delete_may_go(c, res))
+  if(rule3_confirmed_before_delete(c, res))
     delete_now(c);
 }
 
@@ -135,7 +135,7 @@ void act_on_delete_confirm(const cube_result *res, void *ud)
 {
   act_call *c = ud;
   const plan_action *a = c->a;
-  if(!delete_may_go(c, res))
+  if(!rule3_confirmed_before_delete(c, res))
     return;
   if(a->s && !a->s->meta.deletion_timestamp) {
     /* orphans have no session; tombstones stay tombstones */

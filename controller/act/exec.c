@@ -159,7 +159,7 @@ static const char *audit_outcome(act_result r)
 }
 
 /* rule 10: one line per delete and pause attempt, whatever came of it */
-static void audit_action(const act_call *c, const act_outcome *o)
+static void rule10_audit_action(const act_call *c, const act_outcome *o)
 {
   const plan_action *a = c->a;
   char key[300] = "";
@@ -205,7 +205,7 @@ void act_end(act_call *c, const act_outcome *o)
   size_t si = c->si;
   bool ok = o->res == ACT_DONE || o->res == ACT_GONE;
   bool failed = !ok && o->res != ACT_DRY_RUN;
-  audit_action(c, o);
+  rule10_audit_action(c, o);
   if(o->res == ACT_DRY_RUN)
     count_action(run->env, a, "dry-run");
   else if(o->res == ACT_NOT_STARTED)
@@ -297,7 +297,7 @@ static void on_timeout_confirm(const cube_result *res, void *ud)
 }
 
 /* a pause answered "already paused": the GET decides */
-static void on_pause_check(const cube_result *res, void *ud)
+static void rule8_on_already_paused_get(const cube_result *res, void *ud)
 {
   act_call *c = ud;
   observe_count_call(c->run->env->m, CUBE_OP_GET, res, c->t0);
@@ -331,7 +331,7 @@ void act_on_mutation(const cube_result *res, void *ud)
     if(!res->err && res->already) {
       /* 409 / Cube's 500 "already paused": look before concluding */
       c->t0 = sctime_mono_ms();
-      if(cube->get(cube->cl, a->sandbox_id, on_pause_check, c))
+      if(cube->get(cube->cl, a->sandbox_id, rule8_on_already_paused_get, c))
         act_fail(c, (int)res->http_status,
                  "already paused, but the Cube client refused the "
                  "confirming GET", -1);

@@ -102,7 +102,7 @@ void loop_start_single(reconciler *r, const char *key);
 
 /* pump.c: start what the queue and the flags ask for; the timers */
 void loop_pump(reconciler *r);
-bool loop_store_still_ours(reconciler *r);
+bool rule13_store_still_ours(reconciler *r);
 void loop_check_cube_key(reconciler *r);
 void loop_on_qtimer(evutil_socket_t fd, short what, void *arg);
 void loop_on_resync(evutil_socket_t fd, short what, void *arg);

@@ -52,7 +52,7 @@ static void arm_qtimer(reconciler *r)
  * file at its path, the controller name it records). If not, no pass
  * starts: no Cube call, no status write, until it is back (also checked
  * each heartbeat); /readyz says why. Passes already running finish. */
-bool loop_store_still_ours(reconciler *r)
+bool rule13_store_still_ours(reconciler *r)
 {
   sc_errbuf eb;
   eb.msg[0] = '\0';
@@ -78,7 +78,7 @@ bool loop_store_still_ours(reconciler *r)
 void loop_pump(reconciler *r)
 {
   const char *key;
-  if(r->stopping || r->done || !loop_store_still_ours(r))
+  if(r->stopping || r->done || !rule13_store_still_ours(r))
     return;
   queue_promote(r->q, sctime_mono_ms());
   if(!r->full && queue_len(r->q) > BURST_TO_FULL_PASS) {
@@ -128,7 +128,7 @@ void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg)
     /* the store's identity each second, passes due or not: /readyz turns
      * 503 within a second of a move, and work resumes once it is back */
     bool was_lost = r->store_lost;
-    if(loop_store_still_ours(r) && was_lost)
+    if(rule13_store_still_ours(r) && was_lost)
       loop_pump(r);
   }
 }

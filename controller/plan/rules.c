@@ -17,7 +17,8 @@
  *    orphan
  *  3 a delete re-reads the sandbox   rule3_delete_expectations() (what the
  *    first                           GET must find); the GET itself:
- *                                    controller/act/ (executor)
+ *                                    act/delete.c
+ *                                    rule3_confirmed_before_delete()
  *  4 only the link (status.sandbox-  rule4_sandbox_is_ours(),
  *    ID) or our managed-by tag       rule4_judge_link(), rule4_link_proven()
  *    gives grounds to touch one      (an untagged link needs its proof)
@@ -26,13 +27,14 @@
  *  6 duplicates: keep the linked     rule6_pick_duplicate_winner(): the one
  *    one, else the oldest startedAt, tie-break order; the others are
  *    then the lowest ID              deleted once the winner is linked
- *  7 store writes compare-and-set    controller/act/ (executor) and
- *                                    controller/store/
- *  8 a repeated answer (gone,        controller/act/ (executor)
- *    already paused) is success
+ *  7 store writes compare-and-set    status/write.c (every write carries
+ *                                    the version read), controller/store/
+ *  8 a repeated answer (gone,        cube/answers.c on_pause(), on_delete();
+ *    already paused) is success      act/exec.c rule8_on_already_paused_get()
  *  9 deletions justified by absence  rule9_orphan_guard()
  *    alone are capped
- * 10 every destructive act audited   controller/act/ (executor, audit.c)
+ * 10 every destructive act audited   act/exec.c act_end() (the one exit)
+ *                                    -> rule10_audit_action(), act/audit.c
  * 11 the intent is stored before     rule11_create_claim_held() (another's
  *    the act                         fresh create claim is waited for);
  *                                    controller/act/ writes the intent
@@ -40,7 +42,8 @@
  *    object (its uid)
  * 13 brakes only delay, and say so   rule9_orphan_guard() withholds and
  *                                    reports, never adds an action; the
- *                                    store identity check: controller/store/
+ *                                    store identity:
+ *                                    loop/pump.c rule13_store_still_ours()
  *
  * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
  * rule5_..., rule12_...).
