@@ -127,7 +127,14 @@ if [ "${BAD_OBJECTS_BIG:-1}" != 0 ]; then
   hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$CTL_PID/status")
   max=${BAD_OBJECTS_MAX_HWM_KB:-131072}
   echo "     controller VmHWM ${hwm} kB with 52 x 1.3 MB Sessions (load $(cut -d' ' -f1-3 /proc/loadavg))"
-  check "peak RSS stays bounded (${hwm} kB < ${max} kB)" test "$hwm" -lt "$max"
+  if nm "$BINDIR/session-controller" 2>/dev/null | grep -q __asan_init; then
+    # ASan keeps freed memory in its quarantine (256 MB by default) and
+    # pads every block: the peak measures ASan, not us. The bound is
+    # checked on the plain build (make test).
+    echo "     peak RSS bound: not checked under ASan"
+  else
+    check "peak RSS stays bounded (${hwm} kB < ${max} kB)" test "$hwm" -lt "$max"
+  fi
 fi
 
 finish
