@@ -76,7 +76,10 @@ static long mindex_find(const mindex *ix, const manifest_set *set,
                         const char *ns, const char *name)
 {
   objkey k = {set, ns, name};
-  void *v = sc_hmap_get(ix->m, obj_hash(ix, ns, name), obj_eq, &k, NULL);
+  void *v;
+  if(!ns || !name) /* an object without a usable name is never a duplicate */
+    return -1;
+  v = sc_hmap_get(ix->m, obj_hash(ix, ns, name), obj_eq, &k, NULL);
   return v ? (long)SC_HMAP_IDX_OF(v) : -1;
 }
 
