@@ -36,24 +36,44 @@ typedef struct app {
   metrics *m;
   kube_events *kev;    /* kube store only */
   kube_leader *kl;     /* --leader-elect only */
-  struct event *sigterm, *sigint, *poll;
+  audit *au;
+  struct event *sigterm, *sigint, *sighup, *poll;
   bool stopping;
   int64_t stop_deadline;
 } app;
 
 static bool hook_healthy(void *ud, const char **why)
 {
-  return reconciler_healthy(ud, why);
+  const app *a = ud;
+  return reconciler_healthy(a->rec, why);
 }
 
 static bool hook_ready(void *ud, const char **why)
 {
-  *why = reconciler_store_lost(ud);
+  const app *a = ud;
+  *why = reconciler_store_lost(a->rec);
   if(!*why)
-    *why = reconciler_cube_key_refused(ud);
+    *why = reconciler_cube_key_refused(a->rec);
   if(!*why)
-    *why = reconciler_passes_failing(ud);
-  return reconciler_ready(ud);
+    *why = reconciler_passes_failing(a->rec);
+  if(!*why && (*why = audit_failing(a->au)) != NULL)
+    return false; /* destructive calls go on, but their trail does not */
+  return reconciler_ready(a->rec);
+}
+
+/* SIGHUP: reopen --audit-log (logrotate moved it); the process goes on */
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+  app *a = arg;
+  sc_errbuf eb;
+  (void)sig;
+  (void)what;
+  eb.msg[0] = '\0';
+  if(audit_reopen(a->au, &eb))
+    log_kv(a->lg, LOG_ERROR, "SIGHUP: cannot reopen the audit log; the old "
+           "file stays in use", "error", eb.msg, NULL);
+  else
+    log_kv(a->lg, LOG_INFO, "SIGHUP: audit log reopened", NULL);
 }
 
 /* every 100 ms: end the loop once a --once pass is done, or once a stop
@@ -407,11 +427,13 @@ int main(int argc, char **argv)
   if(cfg.cube_insecure_skip_verify)
     log_kv(a.lg, LOG_WARN, "TLS verification of Cube is OFF "
            "(--cube-insecure-skip-verify)", NULL);
-  if(audit_open(cfg.audit_log, a.lg, &au, &eb)) {
+  if(audit_open(cfg.audit_log, a.lg, &au, &eb) ||
+     audit_set_metrics(au, m)) {
     log_kv(a.lg, LOG_ERROR, "cannot open the audit log", "error", eb.msg,
            NULL);
     goto out;
   }
+  a.au = au;
 
   memset(&ro, 0, sizeof(ro));
   ro.base = a.base;
@@ -448,7 +470,7 @@ int main(int argc, char **argv)
   reconciler_set_leader(a.rec, a.kl == NULL);
   metrics_set(m, "session_controller_leader", NULL, a.kl ? 0 : 1);
   if(cfg.metrics_addr && *cfg.metrics_addr) {
-    httpd_hooks hooks = {hook_healthy, hook_ready, a.rec};
+    httpd_hooks hooks = {hook_healthy, hook_ready, &a};
     httpd_opts hopts = {cfg.metrics_max_connections, 0, a.lg};
     char ps[16], mc[16];
     if(httpd_start(a.base, cfg.metrics_addr, m, &hooks, &hopts, &hd, &port,
@@ -463,11 +485,13 @@ int main(int argc, char **argv)
   }
   a.sigterm = evsignal_new(a.base, SIGTERM, on_signal, &a);
   a.sigint = evsignal_new(a.base, SIGINT, on_signal, &a);
+  a.sighup = evsignal_new(a.base, SIGHUP, on_sighup, &a);
   a.poll = event_new(a.base, -1, EV_PERSIST, on_poll, &a);
-  if(!a.sigterm || !a.sigint || !a.poll)
+  if(!a.sigterm || !a.sigint || !a.sighup || !a.poll)
     goto out;
   event_add(a.sigterm, NULL);
   event_add(a.sigint, NULL);
+  event_add(a.sighup, NULL);
   event_add(a.poll, &tick);
 
   log_kv(a.lg, LOG_INFO, "session-controller starting", "version",
@@ -495,6 +519,8 @@ out:
     event_free(a.sigterm);
   if(a.sigint)
     event_free(a.sigint);
+  if(a.sighup)
+    event_free(a.sighup);
   if(a.poll)
     event_free(a.poll);
   audit_close(au);

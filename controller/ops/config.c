@@ -88,7 +88,9 @@ static const opt opts[] = {
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
-   "append one JSON line per destructive action to FILE"},
+   "append one JSON line per destructive action to FILE (SIGHUP reopens "
+   "it; a line that cannot be written is logged, counted and makes "
+   "/readyz 503)"},
   {"metrics-addr", OPT_STR, O(metrics_addr), "127.0.0.1:9090",
    "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off)"},
   {"metrics-max-connections", OPT_INT, O(metrics_max_connections), "64",
