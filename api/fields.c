@@ -84,6 +84,9 @@ static const sf_field spec_rows[] = {
    .key = {SR_META_KEY, ID_MAX_LEN, "._/-", "sandbox metadata key"},
    .val = TEXT_VALUE, .max_items = SF_SANDBOX_METADATA_MAX},
   {.name = "wake", .type = SF_INT, .flags = SF_NONNEG, S(wake), .dflt = "0"},
+  {.name = "resumePolicy", .type = SF_ENUM, .flags = SF_HINT,
+   S(resume_policy), .names = sf_resume_policy_names, .what = "resume policy",
+   .dflt = "Auto"},
 };
 #undef S
 
@@ -109,8 +112,33 @@ static const sf_field intent_rows[] = {
    T(create_intent_at)},
 };
 
+static const char *const pending_kinds[] = {"reclaim", "ended", "tombstone",
+                                            "duplicate", "pause", NULL};
+static const sf_field pending_rows[] = {
+  {.name = "kind", .type = SF_STR, .flags = SF_REQUIRED | SF_GATE,
+   T(pending_kind), .names = pending_kinds},
+  {.name = "sandboxID", .type = SF_STR, .flags = SF_REQUIRED,
+   T(pending_sandbox_id), .val = ANY(128)},
+  {.name = "at", .type = SF_TIME, T(pending_at)},
+  {.name = "by", .type = SF_STR, T(pending_by), .val = ANY(253)},
+};
+
+static const char *const connect_results[] = {SESSION_CONNECT_SERVED,
+                                              SESSION_CONNECT_REFUSED, NULL};
+static const sf_field connect_rows[] = {
+  {.name = "nonce", .type = SF_STR, .flags = SF_REQUIRED | SF_GATE,
+   T(connect_nonce), .val = ANY(SESSION_CONNECT_NONCE_MAX)},
+  {.name = "result", .type = SF_STR, .flags = SF_REQUIRED, T(connect_result),
+   .names = connect_results},
+  {.name = "message", .type = SF_STR, T(connect_message), .val = ANY(1024)},
+};
+
 const sf_table sf_intent = {"status.createIntent", sizeof(session_status),
                             intent_rows, N_(intent_rows)};
+const sf_table sf_pending = {"status.pendingAction", sizeof(session_status),
+                             pending_rows, N_(pending_rows)};
+const sf_table sf_connect = {"status.connect", sizeof(session_status),
+                             connect_rows, N_(connect_rows)};
 const sf_table sf_condition = {"status.conditions[]",
                                sizeof(session_condition), cond_rows,
                                N_(cond_rows)};
@@ -128,6 +156,10 @@ static const sf_field status_rows[] = {
   {.name = "appliedIdleTimeout", .type = SF_DURATION,
    T(applied_idle_timeout_ms), .val = ANY(DURATION_TEXT_MAX)},
   {.name = "createIntent", .type = SF_OBJECT, .sub = &sf_intent},
+  {.name = "pendingAction", .type = SF_OBJECT, .sub = &sf_pending},
+  {.name = "connect", .type = SF_OBJECT, .sub = &sf_connect},
+  {.name = "domain", .type = SF_STR, T(domain), .val = ANY(253)},
+  {.name = "envdAddress", .type = SF_STR, T(envd_address), .val = ANY(300)},
   {.name = "conditions", .type = SF_CONDLIST, T(conditions),
    .off_n = offsetof(session_status, n_conditions), .max_items = 16,
    .sub = &sf_condition},

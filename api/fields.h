@@ -116,11 +116,13 @@ struct sf_table {
   size_t n;
 };
 
-extern const sf_table sf_meta, sf_spec, sf_status, sf_intent, sf_condition;
+extern const sf_table sf_meta, sf_spec, sf_status, sf_intent, sf_condition,
+  sf_pending, sf_connect;
 
 /* NULL-terminated, index = the enum's value. */
 extern const char *const sf_state_names[];
 extern const char *const sf_phase_names[];
+extern const char *const sf_resume_policy_names[];
 
 /* The caps on entries of spec.envVars and spec.sandboxMetadata. */
 #define SF_ENV_VARS_MAX 128

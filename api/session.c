@@ -124,7 +124,9 @@ const char *const sf_state_names[] = {"Active", "Running", "Paused", "Ended",
                                       NULL};
 const char *const sf_phase_names[] = {"",        "Pending", "Creating",
                                       "Running", "Paused",  "Reclaimed",
-                                      "Ended",   "Failed",  NULL};
+                                      "Ended",   "Failed",  "Reclaiming",
+                                      NULL};
+const char *const sf_resume_policy_names[] = {"Auto", "OnConnect", NULL};
 
 const char *session_state_name(session_state s)
 {

@@ -74,8 +74,31 @@ typedef enum session_phase {
   SESSION_PHASE_PAUSED,
   SESSION_PHASE_RECLAIMED,
   SESSION_PHASE_ENDED,
-  SESSION_PHASE_FAILED
+  SESSION_PHASE_FAILED,
+  SESSION_PHASE_RECLAIMING /* a reclaim's intent is written; its DELETE may
+                              be in flight (status.pendingAction) */
 } session_phase;
+
+/* spec.resumePolicy: who may resume a paused sandbox. Auto (the default):
+ * Cube does, on any traffic to it. OnConnect: only a connect request
+ * (the lea.io/connect annotation): the sandbox is created with Cube's
+ * auto-resume off, so no request can resume it behind the store's back. */
+typedef enum session_resume_policy {
+  SESSION_RESUME_AUTO = 0,
+  SESSION_RESUME_ON_CONNECT
+} session_resume_policy;
+
+/* The connect request: a caller (sessionctl connect, kubectl annotate)
+ * sets this annotation to a new nonce to ask for a running sandbox; the
+ * controller answers in status.connect with the same nonce. */
+#define SESSION_ANNOT_CONNECT "lea.io/connect"
+#define SESSION_CONNECT_NONCE_MAX 64
+/* status.connect.result */
+#define SESSION_CONNECT_SERVED "Served"
+#define SESSION_CONNECT_REFUSED "Refused"
+/* the port of the sandbox's envd, as E2B clients address it:
+ * https://49983-<sandboxID>.<domain> */
+#define SESSION_ENVD_PORT 49983
 
 /* "Active", "Running", ... and back; parse returns -1 when unknown. */
 const char *session_state_name(session_state s);
@@ -116,6 +139,7 @@ typedef struct session_spec {
   sc_kvlist env_vars;
   sc_kvlist sandbox_metadata;
   int64_t wake;
+  session_resume_policy resume_policy; /* "resumePolicy"; 0 = Auto */
 } session_spec;
 
 typedef struct session_status {
@@ -139,6 +163,22 @@ typedef struct session_status {
    * sandbox's tags: then the link alone is no evidence of ownership. */
   char *sandbox_proof;
   sc_time create_intent_at;  /* "createIntent.at" */
+  /* "pendingAction": a destructive call's intent (rule 14), written by
+   * compare-and-set before the PAUSE or DELETE goes to Cube and cleared
+   * with its outcome. A replica that finds one resumes it from the facts:
+   * a reclaim whose sandbox is gone is Reclaimed, never a new sandbox. */
+  char *pending_kind;        /* "pendingAction.kind": reclaim, ended,
+                                tombstone, duplicate, pause */
+  char *pending_sandbox_id;  /* "pendingAction.sandboxID" */
+  sc_time pending_at;        /* "pendingAction.at": Cube's clock */
+  char *pending_by;          /* "pendingAction.by": the writing process */
+  /* "connect": the answer to the last connect request served */
+  char *connect_nonce;       /* "connect.nonce": the annotation's value */
+  char *connect_result;      /* "connect.result": Served | Refused */
+  char *connect_message;     /* "connect.message": why, when Refused */
+  /* how a client reaches the sandbox (never an access token) */
+  char *domain;              /* "domain": as Cube answered */
+  char *envd_address;        /* "envdAddress": https://49983-<id>.<domain> */
   session_condition *conditions;
   size_t n_conditions;
 } session_status;
