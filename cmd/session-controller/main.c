@@ -52,6 +52,8 @@ static bool hook_ready(void *ud, const char **why)
 {
   const app *a = ud;
   *why = reconciler_store_lost(a->rec);
+  if(!*why && (*why = reconciler_store_writes_failing(a->rec)) != NULL)
+    return false; /* no destructive call goes out meanwhile */
   if(!*why)
     *why = reconciler_cube_key_refused(a->rec);
   if(!*why)

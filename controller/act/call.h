@@ -12,7 +12,10 @@
 
 #include "controller/act/run.h"
 
-typedef struct act_call {
+typedef struct act_call act_call;
+typedef void (*act_then_fn)(act_call *c);
+
+struct act_call {
   act_run *run;
   size_t si;             /* the plan index of the session, or (size_t)-1 */
   const plan_action *a;
@@ -22,7 +25,9 @@ typedef struct act_call {
   char observed_state[16];
   char tenant_seen[129];
   int get_status;        /* the confirming GET's HTTP status */
-} act_call;
+  bool intent;           /* its status.pendingAction is written */
+  act_then_fn then;      /* intent.c: the call once the intent is written */
+};
 
 /* How an action ended. */
 typedef enum act_result {
@@ -66,6 +71,13 @@ void act_on_mutation(const cube_result *res, void *ud);
 
 /* delete.c: the confirming GET's answer */
 void act_on_delete_confirm(const cube_result *res, void *ud);
+
+/* intent.c (rule 11): write a's intent (status.pendingAction, by
+ * compare-and-set on the session's version), then call then(c); a write
+ * that fails ends the action with no call. An orphan has no object: its
+ * intent is an audit line written before the call, and it goes only while
+ * the store takes writes. */
+void rule11_intent_written(act_call *c, act_then_fn then);
 
 /* claim.c: a create (the claim first, then the call); a create's answer */
 void act_create_start(act_call *c);

@@ -24,6 +24,7 @@
 #include "controller/act/call.h"
 #include "controller/act/claim.h"
 #include "controller/status/write.h"
+#include "controller/observe/observe.h"
 #include "lib/scstr.h"
 
 #include <stdio.h>
@@ -362,10 +363,80 @@ void act_create_answered(act_call *c, const cube_result *res)
   }
   else {
     char key[300];
+    act_sess *sa = &c->run->sess[c->si];
     act_outcome o = {ACT_DONE, (int)res->http_status, NULL, NULL,
                      res->sandbox_id, -1, NULL};
     session_key(c->run->p->sessions[c->si].s, key, sizeof(key));
     refusal_forget(c->run->env->claims, key);
+    free(sa->created);
+    sa->created = res->sandbox_id ? strdup(res->sandbox_id) : NULL;
     act_end(c, &o);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* a create whose object was purged meanwhile */
+
+typedef struct gone_delete {
+  act_run *run;
+  size_t si;
+  int64_t t0;
+} gone_delete;
+
+static void on_gone_deleted(const cube_result *res, void *ud)
+{
+  gone_delete *g = ud;
+  act_run *run = g->run;
+  const act_env *env = run->env;
+  const session *s = run->p->sessions[g->si].s;
+  const char *id = run->sess[g->si].created;
+  char key[300];
+  audit_entry e;
+  bool ok = !res->err || res->already_gone;
+  observe_count_call(env->m, CUBE_OP_DELETE, res, g->t0);
+  session_key(s, key, sizeof(key));
+  memset(&e, 0, sizeof(e));
+  e.replica = env->replica;
+  e.session = key;
+  e.sandbox_id = id;
+  e.action = "delete";
+  e.kind = "object-gone";
+  e.reason = "the session's object was purged while its create was in "
+             "flight: what the create made must not outlive it";
+  e.cube_now = run->cube_now;
+  e.http_status = (int)res->http_status;
+  e.outcome = ok ? (res->already_gone ? "already-gone" : "done") : "failed";
+  e.message = res->err ? res->message : NULL;
+  audit_record(env->au, &e);
+  log_kv(env->lg, ok ? LOG_WARN : LOG_ERROR, ok
+           ? "deleted the sandbox a create made for an object purged "
+             "meanwhile"
+           : "could not delete the sandbox a create made for an object "
+             "purged meanwhile; the orphan sweep will find it",
+         "session", key, "sandbox", id ? id : "-", "error",
+         res->err ? res->message : "", NULL);
+  metrics_add(env->m, "session_controller_creates_for_gone_objects_total",
+              ok ? "result=\"deleted\"" : "result=\"error\"", 1);
+  free(g);
+  act_run_release(run);
+}
+
+void act_create_orphaned(act_run *run, size_t si)
+{
+  const act_cube *cube = run->env->cube;
+  gone_delete *g = calloc(1, sizeof(*g));
+  if(!g)
+    return;
+  g->run = run;
+  g->si = si;
+  g->t0 = sctime_mono_ms();
+  run->pending++;
+  if(cube->delete_now(cube->cl, run->sess[si].created, on_gone_deleted, g)) {
+    run->pending--;
+    log_kv(run->env->lg, LOG_ERROR, "could not delete the sandbox a create "
+           "made for an object purged meanwhile (the Cube client refused "
+           "the call); the orphan sweep will find it", "sandbox",
+           run->sess[si].created, NULL);
+    free(g);
   }
 }

@@ -15,4 +15,10 @@
 act_claims *act_claims_new(void);
 void act_claims_free(act_claims *cl);
 
+/* The object of session si is gone from the store (its status write
+ * found nothing) and this run created a sandbox for it: delete that
+ * sandbox at once, audited, so no sandbox outlives its object. The run
+ * waits for the call (run->pending). */
+void act_create_orphaned(act_run *run, size_t si);
+
 #endif

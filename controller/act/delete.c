@@ -93,38 +93,18 @@ static void on_delete_final(const cube_result *res, void *ud)
     delete_now(c);
 }
 
-/* Rule 3 for the store's side: the plan may be seconds old when its
- * delete is due (its actions wait for the token bucket), and the session's
- * spec may have changed since (reclaimAfter raised, state back to Running,
- * wake bumped). So after the first GET (which waited its turn in the
- * queue) the session is read again from the store: a different
- * generation means the plan's reason may no longer hold, so the delete is
- * skipped and the session looked at again. A session gone or deleted (a
- * tombstone) justifies the delete whatever the plan said. Then a second
- * GET, ahead of the queue, takes the last look: the store read (one API
- * round trip with --store kube, a turn of the loop with SQLite) is not
- * left between the look and the DELETE for a user's request to slip in. */
-static void on_delete_reread(store_reply *rep, void *ud)
+/* The last look, ahead of the queue, once the intent is written: the
+ * first GET waited its turn in the token bucket, and the intent write (a
+ * round trip to the store) came after it; a user's request may have
+ * resumed the sandbox meanwhile. The intent's compare-and-set is the
+ * store's side of rule 3: it fails if the session changed at all since
+ * the plan (reclaimAfter raised, state back to Running, a wake, a connect
+ * request), and then no call is made (intent.c). */
+static void delete_last_look(act_call *c)
 {
-  act_call *c = ud;
   const act_cube *cube = c->run->env->cube;
-  const plan_action *a = c->a;
-  char why[SC_ERRBUF_SIZE + 80];
-  why[0] = '\0';
-  if(rep->err && rep->err != SC_ERR_NOT_FOUND)
-    snprintf(why, sizeof(why), "the store could not be read to confirm the "
-             "session: %s", rep->message);
-  else if(!rep->err && !rep->obj->meta.deletion_timestamp &&
-          rep->obj->meta.generation != a->s->meta.generation)
-    snprintf(why, sizeof(why), "the session's spec changed since the plan "
-             "(generation %lld, now %lld)", (long long)a->s->meta.generation,
-             (long long)rep->obj->meta.generation);
-  if(why[0]) {
-    act_skip(c, c->get_status, why, why);
-    return;
-  }
   c->t0 = sctime_mono_ms();
-  if(cube->get_now(cube->cl, a->sandbox_id, on_delete_final, c)) {
+  if(cube->get_now(cube->cl, c->a->sandbox_id, on_delete_final, c)) {
     act_outcome o = {ACT_FAILED, 0, "client refused the call",
                      "the Cube client refused the call", NULL, -1, NULL};
     act_end(c, &o);
@@ -134,22 +114,10 @@ static void on_delete_reread(store_reply *rep, void *ud)
 void act_on_delete_confirm(const cube_result *res, void *ud)
 {
   act_call *c = ud;
-  const plan_action *a = c->a;
   if(!rule3_confirmed_before_delete(c, res))
     return;
-  if(a->s && !a->s->meta.deletion_timestamp) {
-    /* orphans have no session; tombstones stay tombstones */
-    store_reply rep;
-    sc_errbuf eb;
-    eb.msg[0] = '\0';
-    memset(&rep, 0, sizeof(rep));
-    rep.err = store_get_async(c->run->env->st, a->s->meta.namespace_,
-                              a->s->meta.name, on_delete_reread, c, &eb);
-    if(rep.err) {
-      rep.message = eb.msg; /* not sent: the same skip as a failed read */
-      on_delete_reread(&rep, c);
-    }
-    return;
-  }
-  delete_now(c);
+  /* rule 11: the intent first; orphans (no session) have theirs in the
+   * audit trail and no second look (nothing but absence protects them,
+   * and the guard caps them) */
+  rule11_intent_written(c, c->a->s ? delete_last_look : delete_now);
 }

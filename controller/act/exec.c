@@ -93,6 +93,7 @@ void act_run_clear(act_run *run)
     session_status_clear(&run->sess[i].st);
     session_status_clear(&run->sess[i].stored);
     free(run->sess[i].rv);
+    free(run->sess[i].created);
   }
   free(run->sess);
   sc_hmap_free(run->index);
@@ -194,7 +195,9 @@ static void fold(act_run *run, size_t si, const plan_action *a,
   act_sess *sa = &run->sess[si];
   if(status_own(run, si))
     return;
-  if(!plan_status_after(run->p->sessions[si].s, a, new_id, &sa->st))
+  if(plan_status_after(run->p->sessions[si].s, a, new_id, &sa->st))
+    status_broken(run, si); /* the effect is unknown: write nothing */
+  else
     sa->wants_write = true;
 }
 
@@ -225,6 +228,11 @@ void act_end(act_call *c, const act_outcome *o)
     act_sess *sa = &run->sess[si];
     if(ok && a->type != PLAN_CONFIRM)
       fold(run, si, a, o->new_id);
+    if(o->res == ACT_SKIPPED && c->intent && !status_own(run, si)) {
+      /* the last look withheld the call: the facts void the intent */
+      plan_status_intent_cancel(&sa->st, a);
+      sa->wants_write = true;
+    }
     if(failed || (ok && a->type == PLAN_CONFIRM)) {
       sa->failed = true;
       if(o->retry_after_ms > sa->retry_after_ms)
@@ -355,6 +363,15 @@ void act_on_mutation(const cube_result *res, void *ud)
 /* ------------------------------------------------------------------ */
 /* starting */
 
+static void pause_now(act_call *c)
+{
+  const act_cube *cube = c->run->env->cube;
+  c->op = CUBE_OP_PAUSE;
+  c->t0 = sctime_mono_ms();
+  if(cube->pause(cube->cl, c->a->sandbox_id, act_on_mutation, c))
+    act_not_started(c, "error", -1);
+}
+
 static void start_action(act_run *run, const plan_action *a)
 {
   const act_env *env = run->env;
@@ -385,9 +402,8 @@ static void start_action(act_run *run, const plan_action *a)
     act_create_start(c); /* the claim first (claim.c) */
     return;
   case PLAN_PAUSE:
-    c->op = CUBE_OP_PAUSE;
-    err = cube->pause(cube->cl, a->sandbox_id, act_on_mutation, c);
-    break;
+    rule11_intent_written(c, pause_now); /* the intent first */
+    return;
   case PLAN_RESUME:
   case PLAN_KEEPALIVE:
     c->op = CUBE_OP_CONNECT;
@@ -426,6 +442,14 @@ static void start_actions(act_run *run)
     size_t si = act_run_find(run, a->s);
     if(si != (size_t)-1 && run->sess[si].held)
       continue; /* no finalizer yet: nothing may be made for it */
+    if(si != (size_t)-1 && plan_intent_kind(a)) {
+      /* one intent per session and run (status.pendingAction holds
+       * one): a second pause or delete waits for the next pass, which
+       * this one's status write brings */
+      if(run->sess[si].destructive)
+        continue;
+      run->sess[si].destructive = true;
+    }
     start_action(run, a);
   }
   for(i = 0; i < run->p->n_sessions; i++)

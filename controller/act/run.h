@@ -37,6 +37,19 @@
 struct sc_hmap;
 typedef struct act_claims act_claims; /* act/claim.c */
 
+/* Whether the store takes writes, as this process's writes found it
+ * (act/intent.c). A write that fails for another reason than a conflict
+ * or a gone object (a full disk, a read-only file, the API server
+ * refusing) makes it failing; the next write that works makes it well.
+ * While it fails, no destructive call goes out: the intents cannot be
+ * written, and an orphan (whose intent has no object to live in) is not
+ * deleted either; /readyz says why. Owned by the reconciler. */
+typedef struct act_health {
+  bool failing;
+  char why[256];         /* the last failed write's error */
+  int64_t since_mono;    /* when it began failing (local monotonic) */
+} act_health;
+
 /* What the executor works with, the same for every run of a reconciler. */
 typedef struct act_env {
   const act_cube *cube;
@@ -52,6 +65,7 @@ typedef struct act_env {
   bool dry_run;
   const bool *stopping;  /* true after SIGTERM: no action starts */
   act_claims *claims;    /* act_claims_new() */
+  act_health *health;    /* the reconciler's; may be NULL (tests) */
 } act_env;
 
 /* One plan session's turn in the run. */
@@ -67,6 +81,9 @@ typedef struct act_sess {
   bool has_confirm;
   int64_t retry_after_ms;
   bool wants_write;
+  bool destructive;      /* a pause or delete of it started this run
+                            (one per session and run: one intent) */
+  char *created;         /* the sandbox a create of this run made */
   char *rv;              /* after an early write: the version it made */
   session_status stored; /* after an early write: the status it wrote */
 } act_sess;
@@ -105,6 +122,12 @@ size_t act_run_find(const act_run *run, const session *s);
 
 /* The status of session si as it stands in this run. */
 const session_status *act_run_status(const act_run *run, size_t si);
+
+/* A store write of the run ended (err SC_OK or not): act_health is
+ * kept by it (act/intent.c). */
+void act_health_note(const act_env *env, sc_err err, const char *msg);
+/* Why the store is not taking writes, or NULL. */
+const char *act_health_failing(const act_health *h);
 
 /* One call or write of the run ended: finished() when it was the last. */
 void act_run_release(act_run *run);

@@ -91,6 +91,7 @@ struct reconciler {
   plan_scratch *scratch; /* the planner's arrays, kept across passes */
   act_cube cube;       /* the executor's Cube calls: the real client */
   act_env env;         /* the executor's environment, for every pass */
+  act_health health;   /* whether the store takes writes (act/intent.c) */
   /* store_check_identity() failed: no pass starts (store_still_ours) */
   bool store_lost;
   char store_lost_why[SC_ERRBUF_SIZE];

@@ -130,6 +130,19 @@ void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg)
     bool was_lost = r->store_lost;
     if(rule13_store_still_ours(r) && was_lost)
       loop_pump(r);
+    if(r->health.failing && store_has_write_probe(r->o.st)) {
+      /* writes failed: learn within a second when they work again, and
+       * look at everything then (the destructive calls withheld) */
+      sc_errbuf eb;
+      sc_err err;
+      eb.msg[0] = '\0';
+      err = store_write_probe(r->o.st, &eb);
+      act_health_note(&r->env, err, eb.msg);
+      if(!r->health.failing) {
+        r->full_pending = true;
+        loop_pump(r);
+      }
+    }
   }
 }
 

@@ -63,6 +63,15 @@ sc_err reconciler_declare_metrics(metrics *m)
      "Creates not made because another writer changed the session first."},
     {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
      "Passes whose orphan deletions the blast-radius guard withheld."},
+    {"session_controller_store_write_failures_total", METRIC_COUNTER,
+     "Store writes that failed for another reason than a conflict (a full "
+     "disk, a read-only store, the API server refusing)."},
+    {"session_controller_intent_write_failures_total", METRIC_COUNTER,
+     "Pauses and deletes not called because their intent could not be "
+     "written to the store."},
+    {"session_controller_creates_for_gone_objects_total", METRIC_COUNTER,
+     "Sandboxes a create made for an object purged meanwhile, deleted at "
+     "once (result)."},
     {"session_controller_finalizer_failures_total", METRIC_COUNTER,
      "Sessions held for a pass because the store's finalizer could not be "
      "added to them (kube)."},
@@ -169,6 +178,7 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->env.resync_ms = r->o.resync_ms;
   r->env.dry_run = r->o.dry_run;
   r->env.stopping = &r->stopping;
+  r->env.health = &r->health;
   return r;
 }
 
@@ -258,6 +268,11 @@ bool reconciler_ready(const reconciler *r)
 const char *reconciler_store_lost(const reconciler *r)
 {
   return r->store_lost ? r->store_lost_why : NULL;
+}
+
+const char *reconciler_store_writes_failing(const reconciler *r)
+{
+  return act_health_failing(&r->health);
 }
 
 const char *reconciler_cube_key_refused(const reconciler *r)

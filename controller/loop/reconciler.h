@@ -68,6 +68,9 @@ void reconciler_set_leader(reconciler *r, bool leader);
  * store is still the one opened (store_check_identity, checked before
  * every pass and every second). */
 bool reconciler_ready(const reconciler *r);
+/* Why the store takes no writes (no pause, delete or create goes to
+ * Cube meanwhile: rule 11), or NULL. */
+const char *reconciler_store_writes_failing(const reconciler *r);
 /* Why the store is not the one opened (no pass starts), or NULL. */
 const char *reconciler_store_lost(const reconciler *r);
 /* Why Cube's answers say the API key is refused, or NULL. */

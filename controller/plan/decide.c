@@ -134,7 +134,8 @@ static bool conflict_of(const sess_rec *r, want *w)
 
 /* Ended or deleted: delete every sandbox of the session (intent, never
  * capped), confirm an unconfirmed link; Ended once none is left. */
-static sc_err decide_ended(planner *pl, const sess_rec *r, want *w)
+static sc_err decide_ended(planner *pl, const sess_rec *r, want *w,
+                           sc_time *due)
 {
   const sb_rec *sb;
   char td[SCTIME_RFC3339_MAX];
@@ -156,6 +157,21 @@ static sc_err decide_ended(planner *pl, const sess_rec *r, want *w)
   }
   if(r->ls == LS_CONFIRM && (err = add_confirm(pl, r)))
     return err;
+  if(!r->n_sbs && r->ls != LS_CONFIRM && rule11_create_claim_held(pl, r->s)) {
+    /* another process may still be in its create call for this object:
+     * ended (and purged) now, its sandbox would outlive the object */
+    char ta[SCTIME_RFC3339_MAX];
+    plan_time_text(pl, r->s->status.create_intent_at, ta, sizeof(ta));
+    if(w->phase == SESSION_PHASE_NONE)
+      w->phase = SESSION_PHASE_PENDING;
+    want_ready(w, "False", "Ending", "waiting for the create claimed by %s "
+               "at %s (Cube's clock) to be listed, so that its sandbox is "
+               "deleted too", r->s->status.create_intent_by
+                                ? r->s->status.create_intent_by
+                                : "(unnamed)", ta);
+    *due = r->s->status.create_intent_at + pl->cfg->create_intent_ttl_ms;
+    return SC_OK;
+  }
   if(!r->n_sbs && r->ls != LS_CONFIRM) {
     w->phase = SESSION_PHASE_ENDED;
     if(r->ls != LS_CONFLICT_TENANT && r->ls != LS_CONFLICT_SB)
@@ -180,8 +196,11 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
   session_state state = s->spec.state;
   int64_t idle_s = timeout_secs(session_eff_idle_timeout_ms(s));
   want_nosandbox(w);
+  if(state == SESSION_STATE_PAUSED)
+    want_connect_refused(w, "spec.state is Paused: set it to Active or "
+                         "Running to connect");
   if((state == SESSION_STATE_PAUSED || state == SESSION_STATE_ACTIVE) &&
-     is_reclaimed(s)) {
+     is_reclaimed(s) && !(w->connect_pending && state != SESSION_STATE_PAUSED)) {
     w->phase = SESSION_PHASE_RECLAIMED;
     w->ready_status = "False";
     w->ready_reason = "Reclaimed";
@@ -199,6 +218,7 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
     w->phase = SESSION_PHASE_FAILED;
     want_ready(w, "False", "InvalidSpec",
                "spec.template is empty: cannot create a sandbox");
+    want_connect_refused(w, "%s", w->ready_msg);
     return SC_OK;
   }
   w->phase = SESSION_PHASE_CREATING;
@@ -215,12 +235,17 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
       *due = until;
     return SC_OK;
   }
-  if(create_refused_now(s))
+  if(create_refused_now(s)) {
     /* Cube refused this generation's create for good: keep saying so
      * (phase Failed, Ready CreateFailed with Cube's answer) while the
      * executor tries again once per resync; a success or a new
      * generation replaces it */
+    const session_condition *rc =
+      session_status_get_condition(&s->status, "Ready");
     w->phase = SESSION_PHASE_FAILED;
+    want_connect_refused(w, "%s", rc && rc->message ? rc->message
+                                                    : "Cube refused the create");
+  }
   else
     want_ready(w, "False", "Creating", "creating a sandbox from template %s",
                s->spec.template_id);
@@ -247,6 +272,8 @@ static sc_err decide_running(planner *pl, const sess_rec *r, const sb_rec *sb,
   long long idle_s = (long long)timeout_secs(idle);
   w->phase = SESSION_PHASE_RUNNING;
   if(state == SESSION_STATE_PAUSED) {
+    want_connect_refused(w, "spec.state is Paused: set it to Active or "
+                         "Running to connect");
     want_ready(w, "False", "Pausing",
                "pausing sandbox %s: spec.state is Paused", sb->id);
     return plan_add_action(pl, PLAN_PAUSE, PLAN_DEL_NONE, r, sb, 0,
@@ -256,6 +283,7 @@ static sc_err decide_running(planner *pl, const sess_rec *r, const sb_rec *sb,
   w->ready_status = "True";
   w->ready_reason = "SandboxRunning";
   status_msg_running(w->ready_msg, sizeof(w->ready_msg), sb->id);
+  want_connect_served(w); /* it runs: the caller may use it now */
   if(w->applied_idle_timeout_ms != idle) {
     char ni[PLAN_DUR_MAX], oi[PLAN_DUR_MAX];
     duration_format(idle, ni, sizeof(ni));
@@ -332,6 +360,24 @@ static sc_err decide_paused(planner *pl, const sess_rec *r, const sb_rec *sb,
                            cube_sb_state_name(sb->b->state), idle_s)
              ? SC_OK : SC_ERR_NOMEM;
   }
+  if(state == SESSION_STATE_PAUSED)
+    want_connect_refused(w, "spec.state is Paused: set it to Active or "
+                         "Running to connect");
+  else if(w->connect_pending) {
+    /* a connect before any reclaim intent: it wins, the sandbox resumes
+     * (rule 11: a written reclaim would have been carried on instead) */
+    if(!paused) {
+      want_ready(w, "False", "SandboxPausing", "sandbox %s is pausing; the "
+                 "connect resumes it once paused", sb->id);
+      return SC_OK;
+    }
+    want_ready(w, "False", "Resuming", "resuming sandbox %s for a connect "
+               "request", sb->id);
+    return plan_add_action(pl, PLAN_RESUME, PLAN_DEL_NONE, r, sb, idle_s,
+                           "connect request %s and sandbox %s is paused: "
+                           "resume with timeout %llds", w->connect_pending,
+                           sb->id, idle_s) ? SC_OK : SC_ERR_NOMEM;
+  }
   /* resume before reclaim: back to Active says the user wants it */
   if(state == SESSION_STATE_ACTIVE && w->paused_by_controller && paused) {
     want_ready(w, "False", "Resuming",
@@ -377,6 +423,12 @@ static sc_err decide_live(planner *pl, const sess_rec *r, want *w,
       w->phase = SESSION_PHASE_PENDING;
     return add_confirm(pl, r);
   }
+  if(s->status.pending_kind) {
+    bool done;
+    sc_err err = rule11_resume_intent(pl, r, w, &done);
+    if(err || done)
+      return err;
+  }
   win = rule6_pick_duplicate_winner(r);
   if(!win)
     return decide_create(pl, r, w, due);
@@ -393,6 +445,8 @@ static sc_err decide_live(planner *pl, const sess_rec *r, want *w,
                         win->id, sb->id))
       return SC_ERR_NOMEM;
   want_sandbox(w, s, win);
+  if(w->intent_paused && win->b->state != CUBE_SB_RUNNING)
+    w->paused_by_controller = true; /* the pause its intent recorded */
   if(pl->cfg->link_key && !w->proof && win->ours) {
     /* tagged ours: the evidence of now, kept for when Cube drops it */
     plan_link_proof(pl->cfg->link_key, s->meta.uid, win->id, w->proof_buf);
@@ -425,13 +479,19 @@ sc_err decide_session(planner *pl, sess_rec *r)
 
   want_from_old(s, &w);
   blocked = conflict_of(r, &w);
-  if(is_ended(s))
-    err = decide_ended(pl, r, &w);
+  if(is_ended(s)) {
+    err = decide_ended(pl, r, &w, &due);
+    want_connect_refused(&w, "the session is %s: no sandbox is made for it",
+                         r->tomb ? "deleted" : "Ended (spec.state)");
+    if(w.phase == SESSION_PHASE_ENDED)
+      w.clear_pending = true; /* nothing is left to act on */
+  }
   else if(invalid) {
     /* written straight to the store past sessionctl's checks: the same
      * rules hold here, and nothing is done for it until it is valid */
     w.phase = SESSION_PHASE_FAILED;
     want_ready(&w, "False", "InvalidSpec", "%s", invalid);
+    want_connect_refused(&w, "%s", invalid);
     err = SC_OK;
   }
   else if(blocked) {
@@ -440,6 +500,7 @@ sc_err decide_session(planner *pl, sess_rec *r)
                r->ls == LS_CONFLICT_TENANT || r->unbound ? "TenantConflict"
                                                          : "SandboxConflict",
                "%s", w.conflict_msg);
+    want_connect_refused(&w, "%s", w.conflict_msg);
     err = SC_OK;
   }
   else {

@@ -106,7 +106,7 @@ static bool sb_id_eq(const void *value, const void *key, void *ud)
   return !strcmp(((const sb_rec *)value)->id, (const char *)key);
 }
 
-static sb_rec *sandbox_by_id(const planner *pl, const char *id)
+sb_rec *join_sandbox_by_id(const planner *pl, const char *id)
 {
   return sc_hmap_get(pl->sc->by_id, sc_hash_id(id), sb_id_eq, id, NULL);
 }
@@ -241,7 +241,7 @@ sc_err join_sessions(planner *pl)
   for(i = 0; i < pl->n_recs; i++) {
     sess_rec *r = &pl->recs[i], *o;
     read_session(pl, i);
-    if(r->link && !(r->link_sb = sandbox_by_id(pl, r->link)))
+    if(r->link && !(r->link_sb = join_sandbox_by_id(pl, r->link)))
       r->ls = rule2_gone_confirmed(pl, r->link) ? LS_GONE : LS_CONFIRM;
     else if(r->link) {
       r->ls = rule4_judge_link(pl, r, r->link_sb);

@@ -204,6 +204,22 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
 sc_err plan_status_after(const session *s, const plan_action *a,
                          const char *new_id, session_status *st);
 
+/* Rule 11, the intent before the act. plan_intent_kind(): the
+ * status.pendingAction.kind of a destructive action (pause; reclaim,
+ * ended, tombstone, duplicate deletes), NULL for the others and for
+ * orphans (no object holds their intent: the audit trail does).
+ * plan_status_intent(): st with a's intent recorded (by: this process;
+ * at: a->cube_now, Cube's clock; a reclaim also says phase Reclaiming).
+ * plan_status_intent_cancel(): st without a's intent (the confirming GET
+ * withheld the call). plan_status_set_domain(): status.domain and the
+ * envdAddress made from it and st->sandbox_id (NULL domain: both go).
+ * Pure; st is the caller's. */
+const char *plan_intent_kind(const plan_action *a);
+sc_err plan_status_intent(const session *s, const plan_action *a,
+                          const char *by, session_status *st);
+void plan_status_intent_cancel(session_status *st, const plan_action *a);
+sc_err plan_status_set_domain(session_status *st, const char *domain);
+
 const char *plan_action_type_name(plan_action_type t); /* "create", ... */
 const char *plan_delete_kind_name(plan_delete_kind k); /* "reclaim", ... */
 

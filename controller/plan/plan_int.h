@@ -142,6 +142,15 @@ typedef struct want {
   bool tmpl_stale;          /* the sandbox runs another template */
   char uptodate_msg[400];   /* the UpToDate message when stale */
   char proof_buf[PLAN_PROOF_LEN + 1];
+  const char *domain;       /* status.domain (NULL: none) */
+  bool clear_pending;       /* status.pendingAction goes (rule 11) */
+  bool intent_paused;       /* a pause intent whose sandbox is paused */
+  /* the connect request (the lea.io/connect annotation) this pass sees
+   * unanswered, or NULL; answered: connect_result set */
+  const char *connect_pending;
+  const char *connect_result; /* Served | Refused; NULL: unchanged */
+  char connect_msg[PLAN_MSG_MAX];
+  char envd_buf[320];       /* status.envdAddress, made from domain */
 } want;
 
 /* ---- join.c ---- */
@@ -149,6 +158,8 @@ sc_err join_sandboxes(planner *pl);
 sc_err join_sessions(planner *pl);
 /* ours and joined by nobody: an orphan candidate (decide_orphans) */
 bool join_is_orphan(const sb_rec *sb);
+/* the observed sandbox of this ID, or NULL */
+sb_rec *join_sandbox_by_id(const planner *pl, const char *id);
 
 /* ---- rules.c ---- */
 bool rule2_gone_confirmed(const planner *pl, const char *id);
@@ -165,6 +176,8 @@ bool rule5_tenant_is_namespace(const planner *pl, const session *s);
 const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r);
 sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
 bool rule11_create_claim_held(const planner *pl, const session *s);
+sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
+                            bool *done);
 bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link);
 
 /* ---- decide.c ---- */
@@ -177,6 +190,13 @@ void want_ready(want *w, const char *status, const char *reason,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void want_sandbox(want *w, const session *s, const sb_rec *sb);
 void want_nosandbox(want *w);
+/* the connect request answered: served, or refused with why */
+void want_connect_served(want *w);
+void want_connect_refused(want *w, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+/* the session's unanswered connect nonce (a valid lea.io/connect
+ * annotation that status.connect.nonce does not answer), or NULL */
+const char *plan_connect_pending(const session *s);
 void status_msg_running(char *b, size_t n, const char *id);
 void status_msg_paused(char *b, size_t n, const char *id);
 void status_msg_idle(char *b, size_t n, const char *id);
@@ -184,7 +204,7 @@ void status_msg_reclaimed(char *b, size_t n, int64_t rg);
 extern const char status_msg_ended[];
 /* ps->status: what w makes of s->status; a shallow view of s->status
  * when that is unchanged, else an owned copy (status_changed) */
-sc_err status_settle(planner *pl, const session *s, const want *w,
+sc_err status_settle(planner *pl, const session *s, want *w,
                      plan_session *ps);
 
 /* ---- pass.c ---- */

@@ -36,8 +36,13 @@
  * 10 every destructive act audited   act/exec.c act_end() (the one exit)
  *                                    -> rule10_audit_action(), act/audit.c
  * 11 the intent is stored before     rule11_create_claim_held() (another's
- *    the act                         fresh create claim is waited for);
- *                                    controller/act/ writes the intent
+ *    the act                         fresh create claim is waited for),
+ *                                    rule11_resume_intent() (a recorded
+ *                                    pendingAction is carried on from the
+ *                                    facts, never undone into a create);
+ *                                    act/intent.c rule11_intent_written()
+ *                                    writes it before every pause and
+ *                                    delete, act/claim.c before a create
  * 12 a sandbox belongs to one        rule12_one_object()
  *    object (its uid)
  * 13 brakes only delay, and say so   rule9_orphan_guard() withholds and
@@ -238,6 +243,98 @@ bool rule11_create_claim_held(const planner *pl, const session *s)
   if(pl->cfg->identity && sc_str_eq0(st->create_intent_by, pl->cfg->identity))
     return false;
   return now - st->create_intent_at < pl->cfg->create_intent_ttl_ms;
+}
+
+/* A recorded intent (status.pendingAction: its writer may have died at
+ * any step, or still be in its call) is carried on from the facts:
+ *  - reclaim: its sandbox paused: the DELETE again (a second DELETE is
+ *    harmless, a 404 is success); pausing: wait; running (traffic resumed
+ *    it): the intent is void, the session goes on as any; gone: the
+ *    outcome, phase Reclaimed, never a new sandbox (a pending connect is
+ *    the one thing that makes one, as a wake would). A connect never
+ *    cancels a written reclaim: its writer may be between its last GET and
+ *    its DELETE, so resuming the sandbox could hand the user one that is
+ *    about to die; the connect gets a new sandbox once the reclaim is done.
+ *  - pause: paused: done (the controller paused it); otherwise the plan
+ *    pauses again while spec.state says Paused.
+ *  - ended, tombstone, duplicate: the plan deletes again while the sandbox
+ *    is there; once it is gone the intent goes.
+ * "Gone": a GET said 404, or an unlinked sandbox a complete list misses.
+ * done: the session's decision is made here. */
+static bool intent_gone(const planner *pl, const sess_rec *r,
+                        const char *id)
+{
+  if(rule2_gone_confirmed(pl, id))
+    return true;
+  if(r->link && !strcmp(r->link, id))
+    return r->ls == LS_GONE;
+  return pl->in->list_complete;
+}
+
+sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
+                            bool *done)
+{
+  const session *s = r->s;
+  const session_status *st = &s->status;
+  const char *id = st->pending_sandbox_id;
+  const sb_rec *sb = id ? join_sandbox_by_id(pl, id) : NULL;
+  bool reclaim = sc_str_eq0(st->pending_kind, "reclaim");
+  char ta[SCTIME_RFC3339_MAX];
+  *done = false;
+  if(!st->pending_kind)
+    return SC_OK;
+  if(!id || (sb && sb->owner != r)) {
+    w->clear_pending = true; /* not this session's any more */
+    return SC_OK;
+  }
+  if(!sb) {
+    if(!intent_gone(pl, r, id)) {
+      *done = reclaim; /* unknown: wait for the facts */
+      return SC_OK;
+    }
+    w->clear_pending = true;
+    if(!reclaim)
+      return SC_OK;
+    want_nosandbox(w);
+    w->phase = SESSION_PHASE_RECLAIMED;
+    w->reclaimed_generation = session_eff_generation(s);
+    w->ready_status = "False";
+    w->ready_reason = "Reclaimed";
+    status_msg_reclaimed(w->ready_msg, sizeof(w->ready_msg),
+                         w->reclaimed_generation);
+    /* a connect asks for a new sandbox: decide_create makes it */
+    *done = !w->connect_pending;
+    return SC_OK;
+  }
+  if(sc_str_eq0(st->pending_kind, "pause")) {
+    if(sb->b->state == CUBE_SB_PAUSED) {
+      w->clear_pending = true;
+      w->intent_paused = true;
+    }
+    else if(s->spec.state != SESSION_STATE_PAUSED)
+      w->clear_pending = true;
+    return SC_OK;
+  }
+  if(!reclaim)
+    return SC_OK; /* the plan deletes it again */
+  if(sb->b->state == CUBE_SB_RUNNING) {
+    w->clear_pending = true; /* resumed since: the intent is void */
+    return SC_OK;
+  }
+  *done = true;
+  want_sandbox(w, s, sb);
+  w->phase = SESSION_PHASE_RECLAIMING;
+  want_ready(w, "False", "Reclaiming", "reclaiming sandbox %s (intent "
+             "written by %s)", sb->id,
+             st->pending_by ? st->pending_by : "(unnamed)");
+  if(sb->b->state != CUBE_SB_PAUSED)
+    return SC_OK; /* pausing: the DELETE once it is paused */
+  plan_time_text(pl, st->pending_at, ta, sizeof(ta));
+  return plan_add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
+                         "the reclaim of sandbox %s recorded by %s at %s "
+                         "(Cube's clock) is carried on", sb->id,
+                         st->pending_by ? st->pending_by : "(unnamed)", ta)
+           ? SC_OK : SC_ERR_NOMEM;
 }
 
 /* ---------- rule 12: a sandbox belongs to one object ---------- */

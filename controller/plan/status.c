@@ -49,8 +49,51 @@ void status_msg_idle(char *b, size_t n, const char *id)
 
 void status_msg_reclaimed(char *b, size_t n, int64_t rg)
 {
-  snprintf(b, n, "sandbox reclaimed at generation %lld; bump spec.wake for "
-           "a new one", (long long)rg);
+  snprintf(b, n, "sandbox reclaimed at generation %lld; a connect request "
+           "or a bump of spec.wake makes a new one", (long long)rg);
+}
+
+/* ---------- the connect request ---------- */
+
+static bool nonce_valid(const char *n)
+{
+  size_t i;
+  for(i = 0; n[i]; i++)
+    if(i >= SESSION_CONNECT_NONCE_MAX ||
+       !((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= 'A' && n[i] <= 'Z') ||
+         (n[i] >= '0' && n[i] <= '9') || n[i] == '.' || n[i] == '_' ||
+         n[i] == '-'))
+      return false;
+  return i > 0;
+}
+
+/* A nonce that is not 1..64 of [A-Za-z0-9._-] is no request: status.connect
+ * could not echo it (docs/session-api.md says so). */
+const char *plan_connect_pending(const session *s)
+{
+  const char *n = sc_kvlist_get(&s->meta.annotations, SESSION_ANNOT_CONNECT);
+  if(!n || !nonce_valid(n) || sc_str_eq0(n, s->status.connect_nonce))
+    return NULL;
+  return n;
+}
+
+void want_connect_served(want *w)
+{
+  if(!w->connect_pending)
+    return;
+  w->connect_result = SESSION_CONNECT_SERVED;
+  w->connect_msg[0] = '\0';
+}
+
+void want_connect_refused(want *w, const char *fmt, ...)
+{
+  va_list ap;
+  if(!w->connect_pending)
+    return;
+  w->connect_result = SESSION_CONNECT_REFUSED;
+  va_start(ap, fmt);
+  vsnprintf(w->connect_msg, sizeof(w->connect_msg), fmt, ap);
+  va_end(ap);
 }
 
 /* ---------- the want ---------- */
@@ -68,6 +111,8 @@ void want_from_old(const session *s, want *w)
   w->paused_by_controller = o->paused_by_controller;
   w->applied_idle_timeout_ms = o->applied_idle_timeout_ms;
   w->keep_intent = true;
+  w->domain = o->domain;
+  w->connect_pending = plan_connect_pending(s);
 }
 
 void want_ready(want *w, const char *status, const char *reason,
@@ -94,6 +139,7 @@ void want_sandbox(want *w, const session *s, const sb_rec *sb)
   w->sandbox_state = cube_sb_state_name(sb->b->state);
   w->end_at = sb->b->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
+  w->domain = same ? o->domain : NULL;
   w->keep_intent = false; /* a sandbox is found: the claim is done */
   w->paused_by_controller = same && o->paused_by_controller;
   if(sb->b->state == CUBE_SB_RUNNING && s->spec.state != SESSION_STATE_PAUSED)
@@ -119,9 +165,21 @@ void want_nosandbox(want *w)
   w->end_at = 0;
   w->applied_idle_timeout_ms = 0;
   w->paused_by_controller = false;
+  w->domain = NULL;
 }
 
 /* ---------- views ---------- */
+
+/* status.envdAddress of a sandbox under domain, into buf (E2B clients'
+ * form); NULL when either is unknown */
+static char *envd_address(char *buf, size_t n, const char *id,
+                          const char *domain)
+{
+  if(!id || !*id || !domain || !*domain)
+    return NULL;
+  snprintf(buf, n, "https://%d-%s.%s", SESSION_ENVD_PORT, id, domain);
+  return buf;
+}
 
 static session_condition *view_get_cond(session_status *v, const char *type)
 {
@@ -164,7 +222,7 @@ static void view_of(const session_status *st, session_condition *conds,
 }
 
 /* the want w applied onto a view of s->status (room for 3 conditions) */
-static void view_apply_want(const session *s, const want *w, sc_time now,
+static void view_apply_want(const session *s, want *w, sc_time now,
                             session_condition *conds, session_status *v)
 {
   int64_t og = s->meta.generation;
@@ -182,6 +240,18 @@ static void view_apply_want(const session *s, const want *w, sc_time now,
     v->create_intent_by = NULL;
     v->create_intent_at = 0;
   }
+  v->domain = w->sandbox_id ? (char *)w->domain : NULL;
+  v->envd_address = envd_address(w->envd_buf, sizeof(w->envd_buf),
+                                 w->sandbox_id, v->domain);
+  if(w->clear_pending) {
+    v->pending_kind = v->pending_sandbox_id = v->pending_by = NULL;
+    v->pending_at = 0;
+  }
+  if(w->connect_result && w->connect_pending) {
+    v->connect_nonce = (char *)w->connect_pending;
+    v->connect_result = (char *)w->connect_result;
+    v->connect_message = w->connect_msg[0] ? w->connect_msg : NULL;
+  }
   if(w->ready_status)
     view_set_cond(v, "Ready", w->ready_status, w->ready_reason,
                   w->ready_msg, og, now);
@@ -197,7 +267,7 @@ static void view_apply_want(const session *s, const want *w, sc_time now,
     view_set_cond(v, "UpToDate", "True", "UpToDate", MSG_UPTODATE, og, now);
 }
 
-sc_err status_settle(planner *pl, const session *s, const want *w,
+sc_err status_settle(planner *pl, const session *s, want *w,
                      plan_session *ps)
 {
   plan_scratch *sc = pl->sc;
@@ -236,6 +306,22 @@ static void view_no_sandbox(session_status *v)
   v->applied_idle_timeout_ms = 0;
 }
 
+/* the intent of a (rule 11) is done: status.pendingAction goes */
+static void view_intent_done(session_status *v, const plan_action *a)
+{
+  if(v->pending_kind && sc_str_eq0(v->pending_sandbox_id, a->sandbox_id)) {
+    v->pending_kind = v->pending_sandbox_id = v->pending_by = NULL;
+    v->pending_at = 0;
+  }
+}
+
+static void view_connect_served(session_status *v, const char *nonce)
+{
+  v->connect_nonce = (char *)nonce;
+  v->connect_result = SESSION_CONNECT_SERVED;
+  v->connect_message = NULL;
+}
+
 /* what action a changes in the view v of the status (msg: room for the
  * Ready message) */
 static sc_err view_apply_action(const session *s, const plan_action *a,
@@ -243,6 +329,7 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
                                 char *msg, size_t len)
 {
   int64_t og = s->meta.generation;
+  const char *connect = plan_connect_pending(s);
   const char *id = a->sandbox_id ? a->sandbox_id : "";
   v->observed_generation = og;
   switch(a->type) {
@@ -258,10 +345,17 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
     v->create_intent_by = NULL; /* the claim is done */
     v->create_intent_at = 0;
     v->applied_idle_timeout_ms = session_eff_idle_timeout_ms(s);
+    v->domain = v->envd_address = NULL; /* plan_status_set_domain() */
+    if(connect) {
+      /* a connect is what made it: the session is reclaimed no more */
+      v->reclaimed_generation = 0;
+      view_connect_served(v, connect);
+    }
     status_msg_running(msg, len, new_id);
     view_set_cond(v, "Ready", "True", "SandboxRunning", msg, og, a->cube_now);
     return SC_OK;
   case PLAN_PAUSE:
+    view_intent_done(v, a);
     v->sandbox_state = "paused";
     v->phase = SESSION_PHASE_PAUSED;
     v->paused_by_controller = true;
@@ -272,6 +366,8 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
     v->sandbox_state = "running";
     v->phase = SESSION_PHASE_RUNNING;
     v->paused_by_controller = false;
+    if(connect)
+      view_connect_served(v, connect);
     status_msg_running(msg, len, id);
     view_set_cond(v, "Ready", "True", "SandboxRunning", msg, og, a->cube_now);
     return SC_OK;
@@ -282,6 +378,7 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
     v->applied_idle_timeout_ms = session_eff_idle_timeout_ms(s);
     return SC_OK;
   case PLAN_DELETE:
+    view_intent_done(v, a);
     break;
   default:
     return SC_ERR_INVALID;
@@ -331,4 +428,103 @@ sc_err plan_status_after(const session *s, const plan_action *a,
   }
   free(conds);
   return err;
+}
+
+/* ---------- intent (rule 11) ---------- */
+
+const char *plan_intent_kind(const plan_action *a)
+{
+  if(a->type == PLAN_PAUSE)
+    return "pause";
+  if(a->type != PLAN_DELETE)
+    return NULL;
+  switch(a->del_kind) {
+  case PLAN_DEL_RECLAIM:
+    return "reclaim";
+  case PLAN_DEL_ENDED:
+    return "ended";
+  case PLAN_DEL_TOMBSTONE:
+    return "tombstone";
+  case PLAN_DEL_DUPLICATE:
+    return "duplicate";
+  case PLAN_DEL_ORPHAN: /* no object to hold it: the audit trail does */
+  case PLAN_DEL_NONE:
+    break;
+  }
+  return NULL;
+}
+
+sc_err plan_status_intent(const session *s, const plan_action *a,
+                          const char *by, session_status *st)
+{
+  const char *kind = a ? plan_intent_kind(a) : NULL;
+  char msg[PLAN_MSG_MAX];
+  session_condition c;
+  char *k, *id, *b;
+  sc_err err;
+  if(!s || !kind || !st || !by || !a->sandbox_id)
+    return SC_ERR_INVALID;
+  k = strdup(kind);
+  id = strdup(a->sandbox_id);
+  b = strdup(by);
+  if(!k || !id || !b) {
+    free(k);
+    free(id);
+    free(b);
+    return SC_ERR_NOMEM;
+  }
+  free(st->pending_kind);
+  free(st->pending_sandbox_id);
+  free(st->pending_by);
+  st->pending_kind = k;
+  st->pending_sandbox_id = id;
+  st->pending_by = b;
+  st->pending_at = a->cube_now;
+  if(a->del_kind != PLAN_DEL_RECLAIM)
+    return SC_OK;
+  st->phase = SESSION_PHASE_RECLAIMING;
+  snprintf(msg, sizeof(msg), "reclaiming sandbox %s (intent written by %s)",
+           a->sandbox_id, by);
+  memset(&c, 0, sizeof(c));
+  c.type = "Ready";
+  c.status = "False";
+  c.reason = "Reclaiming";
+  c.message = msg;
+  c.last_transition_time = a->cube_now;
+  c.observed_generation = s->meta.generation;
+  err = session_status_set_condition(st, &c);
+  return err;
+}
+
+void plan_status_intent_cancel(session_status *st, const plan_action *a)
+{
+  if(!st || !a || !st->pending_kind ||
+     !sc_str_eq0(st->pending_sandbox_id, a->sandbox_id))
+    return;
+  free(st->pending_kind);
+  free(st->pending_sandbox_id);
+  free(st->pending_by);
+  st->pending_kind = st->pending_sandbox_id = st->pending_by = NULL;
+  st->pending_at = 0;
+}
+
+sc_err plan_status_set_domain(session_status *st, const char *domain)
+{
+  char buf[320], *d = NULL, *e = NULL;
+  if(!st)
+    return SC_ERR_INVALID;
+  if(domain && *domain && st->sandbox_id) {
+    d = strdup(domain);
+    e = strdup(envd_address(buf, sizeof(buf), st->sandbox_id, domain));
+    if(!d || !e) {
+      free(d);
+      free(e);
+      return SC_ERR_NOMEM;
+    }
+  }
+  free(st->domain);
+  free(st->envd_address);
+  st->domain = d;
+  st->envd_address = e;
+  return SC_OK;
 }

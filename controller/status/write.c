@@ -3,6 +3,7 @@
  * link), the one final write of each session, the purge of a tombstone.
  */
 #include "controller/status/write.h"
+#include "controller/act/claim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ static void on_early_written(store_reply *rep, void *ud)
   early_write *w = ud;
   act_run *run = w->run;
   act_sess *sa = &run->sess[w->si];
+  act_health_note(run->env, rep->err, rep->message);
   if(!rep->err) {
     /* the final write goes on top of what the store now holds */
     free(sa->rv);
@@ -117,6 +119,7 @@ static void on_purged(store_reply *rep, void *ud)
   const session *s = run->p->sessions[si].s;
   const char *result = "ok";
   free(w);
+  act_health_note(run->env, rep->err, rep->message);
   if(rep->err && rep->err != SC_ERR_NOT_FOUND) {
     log_kv(run->env->lg, LOG_WARN, "purge of tombstone failed", "session",
            s->meta.name, "namespace", s->meta.namespace_, "error",
@@ -139,7 +142,12 @@ static void on_status_written(store_reply *rep, void *ud)
   const session *s = run->p->sessions[si].s;
   char key[300];
   free(w);
+  act_health_note(run->env, rep->err, rep->message);
   snprintf(key, sizeof(key), "%s/%s", s->meta.namespace_, s->meta.name);
+  if(rep->err == SC_ERR_NOT_FOUND && run->sess[si].created)
+    /* the object was purged while its create was in flight: what the
+     * create made must not outlive it */
+    act_create_orphaned(run, si);
   if(rep->err == SC_ERR_CONFLICT) {
     /* someone wrote first: re-read and recompute, never overwrite */
     log_kv(run->env->lg, LOG_DEBUG, "status conflict, requeued", "session",

@@ -71,6 +71,9 @@ typedef struct store_ops {
   sc_err (*ensure_finalizer_async)(store *st, const session *s,
                                    store_reply_cb cb, void *ud,
                                    sc_errbuf *eb);
+  /* Optional (NULL: store_write_probe() answers SC_ERR_INVALID, "no
+   * probe"). The semantics of store.h. */
+  sc_err (*write_probe)(store *st, sc_errbuf *eb);
 } store_ops;
 
 struct store_deferred;

@@ -127,5 +127,6 @@ void sq_watch_free(sq_watch *w);
 sc_err sq_claim_name(store *base, const char *name, const char *adopt_from,
                      store_served_by *out, sc_errbuf *eb);
 sc_err sq_served_by_get(store *base, store_served_by *out, sc_errbuf *eb);
+sc_err sq_write_probe(store *base, sc_errbuf *eb);
 
 #endif

@@ -187,3 +187,18 @@ sc_err sq_claim_name(store *base, const char *name,
   }
   return err;
 }
+
+/* A write that changes nothing but goes to disk: BEGIN IMMEDIATE, a row
+ * rewritten with its own values, COMMIT (SQLite writes the page and its
+ * journal whatever the values): a full disk, a read-only file or a lost
+ * lock fail it as they would fail a status write. */
+sc_err sq_write_probe(store *base, sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  sc_err err = sq_tx_begin(s, "write probe", eb);
+  if(err)
+    return err;
+  err = sq_exec(s, "UPDATE meta SET revision = revision WHERE id = 1",
+                "write probe", eb);
+  return sq_tx_end(s, err, "write probe", eb);
+}

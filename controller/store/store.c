@@ -260,6 +260,18 @@ bool store_created(const store *st)
   return st && st->created;
 }
 
+bool store_has_write_probe(const store *st)
+{
+  return st && st->ops->write_probe;
+}
+
+sc_err store_write_probe(store *st, sc_errbuf *eb)
+{
+  if(!st || !st->ops->write_probe)
+    return sc_errf(eb, SC_ERR_INVALID, "this store has no write probe");
+  return st->ops->write_probe(st, eb);
+}
+
 sc_err store_check_identity(store *st, sc_errbuf *eb)
 {
   if(!st->ops->check_identity)

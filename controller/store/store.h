@@ -115,6 +115,15 @@ bool store_created(const store *st);
  * pass. */
 sc_err store_check_identity(store *st, sc_errbuf *eb);
 
+/* Does the store take writes now? A write that changes nothing but must
+ * reach the disk (sqlite: a row rewritten in a write transaction), for a
+ * controller whose writes failed, to learn when they work again without
+ * waiting for a session to change. Synchronous and cheap. Backends
+ * without one (kube: every write is a request that answers for itself):
+ * store_has_write_probe() false. */
+bool store_has_write_probe(const store *st);
+sc_err store_write_probe(store *st, sc_errbuf *eb);
+
 /* The controller a store is served by: one controller name per store
  * (docs/store.md, "Which store"). Owned strings; store_served_by_clear()
  * frees them. */

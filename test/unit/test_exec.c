@@ -154,6 +154,7 @@ typedef struct rig {
   char last_result[16];
   bool last_conflict;
   bool finished;
+  act_health health;
 } rig;
 
 static void on_end(act_run *run, size_t si, const char *result,
@@ -171,7 +172,30 @@ static void on_finished(act_run *run)
   ((rig *)run->ud)->finished = true;
 }
 
-static int rig_open(rig *g, const plan_config *cfg)
+/* The world's sessions into the store, each taking the version the store
+ * gave it: the executor's writes (the intent before a pause or delete,
+ * the final status) are compare-and-set on it. */
+static int rig_put(rig *g, world *w)
+{
+  store_apply_outcome out;
+  sc_errbuf eb;
+  size_t i;
+  for(i = 0; i < w->ns; i++) {
+    session *s = w->s[i], *got = NULL;
+    if(store_apply(g->st, &s, 1, &out, &eb) ||
+       store_get(g->st, s->meta.namespace_, s->meta.name, &got, &eb)) {
+      fprintf(stderr, "  rig_put: %s\n", eb.msg);
+      return -1;
+    }
+    free(s->meta.resource_version);
+    s->meta.resource_version = got->meta.resource_version;
+    got->meta.resource_version = NULL;
+    session_free(got);
+  }
+  return 0;
+}
+
+static int rig_open_cfg(rig *g, const plan_config *cfg)
 {
   const char *tmp = getenv("TMPDIR");
   char url[320];
@@ -202,7 +226,15 @@ static int rig_open(rig *g, const plan_config *cfg)
   g->env.resync_ms = 60000;
   g->env.stopping = &g->stopping;
   g->env.claims = act_claims_new();
+  g->env.health = &g->health;
   return g->env.claims ? 0 : -1;
+}
+
+static int rig_open(rig *g, world *w)
+{
+  if(rig_open_cfg(g, &w->cfg))
+    return -1;
+  return rig_put(g, w);
 }
 
 static void rig_run(rig *g, act_run *run)
@@ -268,6 +300,16 @@ static void start(rig *g, act_run *run, plan *p)
   act_run_start(run);
 }
 
+/* turn the loop until the fake holds n calls (the intent written before a
+ * pause or a delete's last GET is answered on the loop) */
+static bool wait_calls(rig *g, size_t n)
+{
+  int i;
+  for(i = 0; i < 100 && g->fake.n < n && !g->finished; i++)
+    event_base_loop(g->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  return g->fake.n >= n;
+}
+
 /* ------------------------------------------------------------------ */
 
 /* Rule 10 from one exit: a PAUSE answered "already paused" whose
@@ -282,8 +324,9 @@ TEST(rule10_pause_already_paused_get_refused_is_audited)
   cube_result res;
   const char *text;
   CHECK(p && p_find(p, PLAN_PAUSE, "sb-pause-1"));
-  CHECK(!rig_open(&g, &w->cfg));
+  CHECK(!rig_open(&g, w));
   start(&g, &run, p);
+  wait_calls(&g, 1);
   CHECK_INT(g.fake.n, 1);
   CHECK_INT(g.fake.calls[0].op, CUBE_OP_PAUSE);
   g.fake.refuse_get = true;
@@ -325,11 +368,12 @@ TEST(rule10_every_pause_exit_writes_one_line)
     rig g;
     act_run run;
     const char *text, *hit;
-    CHECK(!rig_open(&g, &w->cfg));
+    CHECK(!rig_open(&g, w));
     g.env.dry_run = rows[i].dry_run;
     start(&g, &run, p);
     if(!rows[i].dry_run) {
       cube_result res;
+      wait_calls(&g, 1);
       CHECK_INT(g.fake.n, 1);
       pause_result(&res, rows[i].pause_status ? rows[i].pause_status : 204,
                    rows[i].pause_status ? SC_ERR_UNAVAILABLE : SC_OK,
@@ -365,15 +409,6 @@ static void get_result(cube_result *res, const char *id, const char *mb,
     abort();
 }
 
-/* turn the loop until the fake holds n calls (the store re-read between
- * the two GETs of a delete is answered on the loop) */
-static bool wait_calls(rig *g, size_t n)
-{
-  int i;
-  for(i = 0; i < 100 && g->fake.n < n && !g->finished; i++)
-    event_base_loop(g->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-  return g->fake.n >= n;
-}
 
 /* The delete's exits, each audited once by act_end(): gone at the first
  * GET, skipped by a confirmation, a GET or the DELETE refused by the
@@ -414,7 +449,7 @@ TEST(rule10_every_delete_exit_writes_one_line)
     p = w_plan(w);
     CHECK_MSG(p && p_find(p, PLAN_DELETE, "sb-del-1"), "%s: no delete",
               rows[i].name);
-    CHECK(!rig_open(&g, &w->cfg));
+    CHECK(!rig_open(&g, w));
     g.fake.refuse_delete = rows[i].refuse_delete;
     g.fake.refuse_get = rows[i].refuse_get;
     start(&g, &run, p);
@@ -455,8 +490,9 @@ TEST(failed_status_copy_writes_nothing_and_backs_off)
   act_run run;
   cube_result res;
   loop_result lr;
-  CHECK(!rig_open(&g, &w->cfg));
+  CHECK(!rig_open(&g, w));
   start(&g, &run, p);
+  wait_calls(&g, 1);
   CHECK_INT(g.fake.n, 1);
   pause_result(&res, 204, SC_OK, "");
   nomem_id = "sb-nomem-1"; /* the fold's copy of the plan's status fails */
@@ -492,7 +528,7 @@ TEST(unchanged_status_is_not_copied)
   w_sb(w, "sb-quiet", CUBE_SB_PAUSED, W_NOW - MIN_MS, "t1", "a");
   p = w_plan(w);
   CHECK(p);
-  CHECK(!rig_open(&g, &w->cfg));
+  CHECK(!rig_open(&g, w));
   start(&g, &run, p);
   CHECK(!run.sess[0].own);
   CHECK(act_run_status(&run, 0) == &p->sessions[0].status);
@@ -521,7 +557,7 @@ TEST(index_finds_each_session_by_identity)
   }
   p = w_plan(w);
   CHECK(p && p->n_actions == 200);
-  CHECK(!rig_open(&g, &w->cfg));
+  CHECK(!rig_open(&g, w));
   g.stopping = true; /* no action starts: only the index is looked at */
   if(act_run_init(&run, &g.env, p, W_NOW))
     abort();
