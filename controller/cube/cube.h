@@ -8,6 +8,10 @@
  *    freed right after. The API key is kept only inside the request header
  *    list (wiped on free) and never appears in a log line or a message:
  *    any occurrence of it in a peer's answer is replaced by "***".
+ *  - The sandbox access tokens of create and GET answers (envdAccessToken,
+ *    trafficAccessToken) are never read or kept, and an error body that
+ *    names one is not quoted in a message. The `domain` is kept only when
+ *    cube_domain_valid() accepts it.
  *  - Every call (cube_list, cube_get, ...) copies its arguments. It returns
  *    SC_OK when the call was accepted: then its callback runs EXACTLY ONCE,
  *    always later from the event loop, never from inside the call itself.
