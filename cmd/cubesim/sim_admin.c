@@ -146,8 +146,14 @@ void sim_admin_traffic(sim_req *r)
     sim_reply_error(r, 410, "sandbox %s was deleted", sb->id);
     return;
   case SIM_R_NO_AUTORESUME:
-    sim_reply_error(r, 503, "sandbox %s is paused and does not auto-resume",
-                    sb->id);
+    /* it stays paused; E2B's edge answers 502 for a paused sandbox it
+     * will not resume, Cube's proxy 503 */
+    if(sim_state_dialect(r->srv->state) == SIM_DIALECT_E2B)
+      sim_reply_error(r, 502, "sandbox %s is paused and auto-resume is off",
+                      sb->id);
+    else
+      sim_reply_error(r, 503, "sandbox %s is paused and does not "
+                      "auto-resume", sb->id);
     return;
   default:
     break;

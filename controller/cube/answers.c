@@ -8,6 +8,7 @@
  */
 #include "controller/cube/cube_int.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,32 @@
 
 /* --- messages --- */
 
-/* The first bytes of a body, printable, for messages. */
+/* needle (lower case) in the len bytes of p, ignoring ASCII case */
+static bool mem_has_nocase(const char *p, size_t len, const char *needle)
+{
+  size_t i, j, n = strlen(needle);
+  for(i = 0; i + n <= len; i++) {
+    for(j = 0; j < n; j++)
+      if(tolower((unsigned char)p[i + j]) != needle[j])
+        break;
+    if(j == n)
+      return true;
+  }
+  return false;
+}
+
+/* The first bytes of a body, printable, for messages. A body that names
+ * an access token (E2B's envdAccessToken, trafficAccessToken: secrets that
+ * open the sandbox) is withheld whole: no message shows a token. */
 static void body_snippet(const dynbuf *b, char *out, size_t outlen)
 {
   size_t i, o = 0, len = dynbuf_len(b);
   const char *p = dynbuf_ptr(b);
+  if(mem_has_nocase(p, len, "accesstoken")) {
+    snprintf(out, outlen, "(%zu bytes withheld: the body carries an access "
+             "token)", len);
+    return;
+  }
   for(i = 0; i < len && o + 4 < outlen; i++) {
     unsigned char ch = (unsigned char)p[i];
     out[o++] = (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch;
@@ -280,8 +302,8 @@ static void on_create(cube_call *k, int body_code)
     http_error(k, body_code);
     return;
   }
-  err = cube_parse_created(dynbuf_ptr(&k->resp), dynbuf_len(&k->resp),
-                           &k->created_id, &eb);
+  err = cube_parse_created_ex(dynbuf_ptr(&k->resp), dynbuf_len(&k->resp),
+                              &k->created_id, &k->created_domain, &eb);
   if(err) {
     cube_call_msg(k, err, "HTTP %ld: %s", k->status, eb.msg);
     k->r.maybe_done = true; /* a 2xx whose body we cannot read */

@@ -83,6 +83,7 @@ static void call_free(cube_call *k)
   free(k->list_query);
   free(k->prev_token);
   free(k->created_id);
+  free(k->created_domain);
   free(k->page_token);
   if(k->retry_ev)
     event_free(k->retry_ev);
@@ -109,12 +110,15 @@ void cube_call_complete(cube_call *k)
     cube_sandbox_clear(&k->r.sandbox);
     free(k->created_id);
     k->created_id = NULL;
+    free(k->created_domain);
+    k->created_domain = NULL;
     free(k->page_token);
     k->page_token = NULL;
   }
   k->r.message = k->msg;
   k->r.detail = k->detail;
   k->r.sandbox_id = k->created_id;
+  k->r.domain = k->created_domain;
   k->r.next_token = k->page_token;
   k->cb(&k->r, k->ud);
   call_free(k);

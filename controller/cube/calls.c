@@ -255,10 +255,13 @@ static json_object *kv_object(const sc_kvlist *l)
   return o;
 }
 
-/* The create body, both dialects' pause-on-timeout fields. */
+/* The create body, both dialects' pause-on-timeout and auto-resume
+ * fields: E2B reads autoPause and autoResume.enabled, Cube reads lifecycle
+ * (which wins over the flat ones), so both say the same. */
 static char *create_body(const cube_create_req *req)
 {
   json_object *o = json_object_new_object(), *ar, *lc;
+  json_bool resume = !req->no_auto_resume;
   char *s = NULL;
   bool ok = o != NULL;
 #define ADD(key, val)                                                       \
@@ -273,14 +276,15 @@ static char *create_body(const cube_create_req *req)
   ADD("timeout", json_object_new_int64(req->timeout_s));
   ADD("autoPause", json_object_new_boolean(1));
   ar = json_object_new_object();
-  if(ar && json_object_object_add(ar, "enabled", json_object_new_boolean(1)))
+  if(ar && json_object_object_add(ar, "enabled",
+                                   json_object_new_boolean(resume)))
     ok = false;
   ADD("autoResume", ar);
   lc = json_object_new_object();
   if(lc && (json_object_object_add(lc, "onTimeout",
                                    json_object_new_string("pause")) ||
             json_object_object_add(lc, "autoResume",
-                                   json_object_new_boolean(1))))
+                                   json_object_new_boolean(resume))))
     ok = false;
   ADD("lifecycle", lc);
   ADD("metadata", kv_object(req->metadata));

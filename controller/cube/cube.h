@@ -8,6 +8,10 @@
  *    freed right after. The API key is kept only inside the request header
  *    list (wiped on free) and never appears in a log line or a message:
  *    any occurrence of it in a peer's answer is replaced by "***".
+ *  - The sandbox access tokens of create and GET answers (envdAccessToken,
+ *    trafficAccessToken) are never read or kept, and an error body that
+ *    names one is not quoted in a message. The `domain` is kept only when
+ *    cube_domain_valid() accepts it.
  *  - Every call (cube_list, cube_get, ...) copies its arguments. It returns
  *    SC_OK when the call was accepted: then its callback runs EXACTLY ONCE,
  *    always later from the event loop, never from inside the call itself.
@@ -69,6 +73,7 @@ struct event_base;
 #define CUBE_LIST_PAGE_RETRIES 4          /* transient failures per page of a cube_list */
 #define CUBE_LIST_RETRY_MAX_MS 5000       /* longer Retry-After: no page retry */
 #define CUBE_ID_MAX 128                   /* bytes of a sandbox ID */
+#define CUBE_DOMAIN_MAX 253               /* bytes of a domain, port included */
 #define CUBE_JSON_MAX_DEPTH 32
 
 typedef struct cube_client cube_client;
@@ -153,6 +158,11 @@ typedef struct cube_result {
 
   cube_sandbox sandbox;   /* cube_get */
   const char *sandbox_id; /* cube_create: the new ID */
+  const char *domain;     /* cube_create: where the sandbox is reached
+                             (the answer's `domain`, checked by
+                             cube_domain_valid); NULL when absent or
+                             not a host name. The answer's access
+                             tokens are never read, kept or shown. */
   bool already;           /* cube_pause: it was already paused (409, or
                              Cube's 500 "already paused"): GET to decide */
   bool resumed;           /* cube_connect: 201 (E2B resumed it) */
@@ -192,9 +202,14 @@ typedef struct cube_create_req {
   int64_t timeout_s;       /* idle timeout in seconds; >= 0 */
   const sc_kvlist *metadata;
   const sc_kvlist *env_vars;
+  /* false (the default): Cube resumes the paused sandbox when a request
+   * reaches it. true: it stays paused until cube_connect; both dialects'
+   * fields say so (E2B autoResume.enabled, Cube lifecycle.autoResume). */
+  bool no_auto_resume;
 } cube_create_req;
 
-/* POST /sandboxes with both dialects' pause-on-timeout fields. */
+/* POST /sandboxes with both dialects' pause-on-timeout and auto-resume
+ * fields. Zero the req (or set every field): no_auto_resume is read. */
 sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,
                    void *ud);
 sc_err cube_pause(cube_client *c, const char *id, cube_cb cb, void *ud);
@@ -250,6 +265,17 @@ sc_err cube_parse_sandbox(const char *body, size_t len, cube_sandbox *out,
 /* The 201 body of a create: the sandboxID (malloc'd). */
 sc_err cube_parse_created(const char *body, size_t len, char **id,
                           sc_errbuf *eb);
+/* The same, and in *domain (malloc'd; may be NULL to skip) the `domain`
+ * when it passes cube_domain_valid, else NULL: a domain that is not a
+ * string or not a host name is dropped, it never fails the body. The
+ * access tokens of the answer (envdAccessToken, trafficAccessToken) are
+ * not read. */
+sc_err cube_parse_created_ex(const char *body, size_t len, char **id,
+                             char **domain, sc_errbuf *eb);
+/* A domain we keep: 1..CUBE_DOMAIN_MAX bytes in all, a host of
+ * [A-Za-z0-9.-] that begins with a letter or digit, optionally ":PORT"
+ * (1..65535, no leading zero). */
+bool cube_domain_valid(const char *domain);
 /* Best effort on an error body {"code":N,"message":"..."}: *code 0 and
  * msg "" when absent or malformed. Never fails. */
 void cube_parse_error_body(const char *body, size_t len, int *code,

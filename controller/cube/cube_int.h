@@ -104,6 +104,7 @@ struct cube_call {
   char msg[SC_ERRBUF_SIZE];
   char detail[256];
   char *created_id;
+  char *created_domain;        /* cube_create: the checked `domain` */
   char *page_token;
   bool urgent;                 /* cube_delete_now: ahead of the queue and
                                   the token bucket */

@@ -35,6 +35,40 @@ bool cube_id_valid(const char *id)
   return true;
 }
 
+bool cube_domain_valid(const char *domain)
+{
+  size_t i, n, host, port_len;
+  unsigned long port = 0;
+  const char *colon;
+  if(!domain || !domain[0])
+    return false;
+  n = strnlen(domain, CUBE_DOMAIN_MAX + 1);
+  if(n > CUBE_DOMAIN_MAX)
+    return false;
+  colon = strchr(domain, ':');
+  host = colon ? (size_t)(colon - domain) : n;
+  if(!host)
+    return false;
+  for(i = 0; i < host; i++) {
+    char ch = domain[i];
+    bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9');
+    if(!alnum && (i == 0 || (ch != '.' && ch != '-')))
+      return false;
+  }
+  if(!colon)
+    return true;
+  port_len = n - host - 1;
+  if(port_len < 1 || port_len > 5 || colon[1] == '0')
+    return false;
+  for(i = 1; i <= port_len; i++) {
+    if(colon[i] < '0' || colon[i] > '9')
+      return false;
+    port = port * 10 + (unsigned long)(colon[i] - '0');
+  }
+  return port <= 65535;
+}
+
 cube_dialect cube_id_dialect(const char *id)
 {
   size_t i, n = id ? strlen(id) : 0;
@@ -168,6 +202,26 @@ static sc_err get_str(json_object *obj, const char *pfx, const char *name,
   return SC_OK;
 }
 
+/* The `domain` field of obj, if it is a string that cube_domain_valid
+ * accepts: *out a copy (malloc'd), else *out NULL. An unfit value is
+ * dropped, never an error: the sandbox is still what the answer says,
+ * only its address is unknown. SC_ERR_NOMEM is the only failure. */
+static sc_err get_domain(json_object *obj, char **out)
+{
+  json_object *v;
+  const char *s;
+  *out = NULL;
+  if(!json_object_object_get_ex(obj, "domain", &v) || !v ||
+     !json_object_is_type(v, json_type_string))
+    return SC_OK;
+  s = json_object_get_string(v);
+  if(strlen(s) != (size_t)json_object_get_string_len(v) ||
+     !cube_domain_valid(s))
+    return SC_OK;
+  *out = strdup(s);
+  return *out ? SC_OK : SC_ERR_NOMEM;
+}
+
 static sc_err parse_time(const char *pfx, const char *name, const char *s,
                          sc_time *t, sc_errbuf *eb)
 {
@@ -214,6 +268,9 @@ static sc_err parse_row(json_object *o, const char *pfx, cube_sandbox *sb,
   if(err)
     goto out;
   if(s && !(sb->template_id = strdup(s)))
+    goto nomem;
+
+  if(get_domain(o, &sb->domain))
     goto nomem;
 
   err = get_str(o, pfx, "state", &s, eb);
@@ -358,11 +415,19 @@ sc_err cube_parse_sandbox(const char *body, size_t len, cube_sandbox *out,
 sc_err cube_parse_created(const char *body, size_t len, char **id,
                           sc_errbuf *eb)
 {
+  return cube_parse_created_ex(body, len, id, NULL, eb);
+}
+
+sc_err cube_parse_created_ex(const char *body, size_t len, char **id,
+                             char **domain, sc_errbuf *eb)
+{
   json_object *o;
   const char *s;
   char shown[80];
   sc_err err;
   *id = NULL;
+  if(domain)
+    *domain = NULL;
   err = parse_body(body, len, &o, eb);
   if(err)
     return err;
@@ -390,6 +455,11 @@ sc_err cube_parse_created(const char *body, size_t len, char **id,
   }
   if(!(*id = strdup(s)))
     err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  else if(domain && get_domain(o, domain)) {
+    free(*id);
+    *id = NULL;
+    err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
 out:
   json_object_put(o);
   return err;

@@ -29,6 +29,7 @@ void cube_sandbox_clear(cube_sandbox *sb)
     return;
   free(sb->sandbox_id);
   free(sb->template_id);
+  free(sb->domain);
   sc_kvlist_clear(&sb->metadata);
   memset(sb, 0, sizeof(*sb));
 }
@@ -42,6 +43,8 @@ sc_err cube_sandbox_copy(cube_sandbox *dst, const cube_sandbox *src)
   if(src->sandbox_id && !(dst->sandbox_id = strdup(src->sandbox_id)))
     goto nomem;
   if(src->template_id && !(dst->template_id = strdup(src->template_id)))
+    goto nomem;
+  if(src->domain && !(dst->domain = strdup(src->domain)))
     goto nomem;
   if(sc_kvlist_copy(&dst->metadata, &src->metadata))
     goto nomem;

@@ -24,6 +24,11 @@ typedef struct cube_sandbox {
   sc_time started_at;
   sc_time end_at;         /* 0 when Cube omits it (never times out) */
   sc_kvlist metadata;     /* may be empty: Cube loses tags of paused ones */
+  char *domain;           /* where the sandbox is reached (`domain` of a
+                             GET answer or a list row), checked by
+                             cube_domain_valid(); NULL when absent or not
+                             a host name. Never a token: the answers'
+                             access tokens are not read. */
 } cube_sandbox;
 
 const char *cube_sb_state_name(cube_sb_state s);  /* "running", ... */

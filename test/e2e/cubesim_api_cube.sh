@@ -62,6 +62,43 @@ req POST /sandboxes '{"templateID":"py"}'
 check "room again" is "$STATUS" 201
 check "SIGTERM exits 0" stop_sim
 
+# ---- auto-resume off: traffic to a paused sandbox gets 503, it stays paused ----
+start_sim --dialect cube --seed 4 --clock-speed 0 --pause-duration 2
+# Cube's lifecycle body, then the session-controller's (both dialects'
+# fields; the flat ones alone say on, lifecycle wins)
+for body in '{"templateID":"py","timeout":600,"lifecycle":{"onTimeout":"pause","autoResume":false}}' \
+    '{"templateID":"py","timeout":600,"autoPause":true,"autoResume":{"enabled":false},"lifecycle":{"onTimeout":"pause","autoResume":false}}' \
+    '{"templateID":"py","timeout":600,"autoPause":true,"autoResume":{"enabled":true},"lifecycle":{"onTimeout":"pause","autoResume":false}}'; do
+  req POST /sandboxes "$body"
+  check "no-resume create 201" is "$STATUS" 201
+  check "create answer has the domain" jqt '.domain=="cubesim.local"'
+  N=$(jq -r .sandboxID "$BODY_FILE")
+  check "truth: autoResume false" is "$(truth "$N" .autoResume)" false
+  req POST /sandboxes/$N/pause
+  check "no-resume pause 204" is "$STATUS" 204
+  req POST /_sim/sandboxes/$N/traffic
+  check "traffic while pausing, auto-resume off: 503" is_error 503
+  check "still pausing" is "$(truth "$N" .state)" pausing
+  advance 3
+  check "no-resume paused" is "$(truth "$N" .state)" paused
+  req POST /_sim/sandboxes/$N/traffic
+  check "traffic, auto-resume off: 503" is_error 503
+  check "still paused after traffic" is "$(truth "$N" .state)" paused
+  req GET /sandboxes/$N
+  check "get: paused, autoResume false, domain" jqt '.state=="paused" and .lifecycle.autoResume==false and .domain=="cubesim.local"'
+done
+req POST /sandboxes '{"templateID":"py","timeout":600,"autoPause":true,"autoResume":{"enabled":true},"lifecycle":{"onTimeout":"pause","autoResume":true}}'
+Y=$(jq -r .sandboxID "$BODY_FILE")
+check "truth: autoResume true" is "$(truth "$Y" .autoResume)" true
+req POST /sandboxes/$Y/pause
+advance 3
+check "resume-on paused" is "$(truth "$Y" .state)" paused
+req POST /_sim/sandboxes/$Y/traffic
+check "traffic, auto-resume on: 200" is "$STATUS" 200
+check "traffic resumed it" jqt '.resumed==true and .state=="running"'
+check "running after traffic" is "$(truth "$Y" .state)" running
+check "SIGTERM exits 0 (auto-resume)" stop_sim
+
 # ---- auth ----
 start_sim --dialect cube --api-key s3cret
 req GET /v2/sandboxes

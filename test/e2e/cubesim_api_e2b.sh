@@ -186,5 +186,37 @@ check "audit pause 409" sh -c "jq -s -e '[.[] | select(.event==\"pause\" and .st
 check "audit seq in order" sh -c "jq -s -e '[.[].seq] == ([.[].seq] | sort) and .[0].seq==1' '$TMP/audit'"
 check "audit no gets" sh -c "! grep -q '\"method\":\"GET\"' '$TMP/audit'"
 
+# ---- auto-resume off: traffic to a paused sandbox gets 502, it stays paused ----
+# the E2B SDK's body, then the session-controller's (both dialects' fields)
+for body in '{"templateID":"base","timeout":600,"autoPause":true,"autoResume":{"enabled":false}}' \
+    '{"templateID":"base","timeout":600,"autoPause":true,"autoResume":{"enabled":false},"lifecycle":{"onTimeout":"pause","autoResume":false}}'; do
+  req POST /sandboxes "$body"
+  check "no-resume create 201" is "$STATUS" 201
+  check "create answer has the domain" jqt '.domain=="cubesim.local"'
+  N=$(jq -r .sandboxID "$BODY_FILE")
+  check "truth: autoResume false" is "$(truth "$N" .autoResume)" false
+  req POST /sandboxes/$N/pause
+  check "no-resume pause 204" is "$STATUS" 204
+  advance 1
+  check "no-resume paused" is "$(truth "$N" .state)" paused
+  req POST /_sim/sandboxes/$N/traffic
+  check "traffic, auto-resume off: 502" is_error 502
+  check "502 names the sandbox" jqt ".message|test(\"$N\")"
+  check "still paused after traffic" is "$(truth "$N" .state)" paused
+  req GET /sandboxes/$N
+  check "get: paused, autoResume false, domain" jqt '.state=="paused" and .lifecycle.autoResume==false and .domain=="cubesim.local"'
+done
+# auto-resume on (the controller's body): traffic resumes it
+req POST /sandboxes '{"templateID":"base","timeout":600,"autoPause":true,"autoResume":{"enabled":true},"lifecycle":{"onTimeout":"pause","autoResume":true}}'
+Y=$(jq -r .sandboxID "$BODY_FILE")
+check "truth: autoResume true" is "$(truth "$Y" .autoResume)" true
+req POST /sandboxes/$Y/pause
+advance 1
+check "resume-on paused" is "$(truth "$Y" .state)" paused
+req POST /_sim/sandboxes/$Y/traffic
+check "traffic, auto-resume on: 200" is "$STATUS" 200
+check "traffic resumed it" jqt '.resumed==true and .state=="running"'
+check "running after traffic" is "$(truth "$Y" .state)" running
+
 check "SIGTERM exits 0" stop_sim
 finish

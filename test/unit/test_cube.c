@@ -424,9 +424,190 @@ TEST(id_shapes)
 }
 
 /* ------------------------------------------------------------------ */
+/* the domain: read, checked, never a reason to fail */
+
+TEST(domain_shapes)
+{
+  static const char *const good[] = {
+    "cubesim.local", "a", "0", "sb-1.example.com", "A.B-C.d:3000",
+    "10.0.0.1:49983", "host:1", "host:65535", "x.", NULL};
+  static const char *const bad[] = {
+    "", ".x", "-x", "a/b", "a b", "a\tb", "a\nb", "a\x01" "b", "a\x7f",
+    "a_b", "a@b", "[::1]", "a?b", "a#b", "a%2fb", "http://a", "\xc3\xa9.com",
+    ":80", "host:", "host:0", "host:080", "host:65536", "host:123456",
+    "host:-1", "host:8a", "host:80:81", "a;b", "a\"b", "a\\b", NULL};
+  char big[CUBE_DOMAIN_MAX + 2];
+  size_t i;
+  for(i = 0; good[i]; i++)
+    CHECK_MSG(cube_domain_valid(good[i]), "refused \"%s\"", good[i]);
+  for(i = 0; bad[i]; i++)
+    CHECK_MSG(!cube_domain_valid(bad[i]), "accepted case %zu", i);
+  CHECK(!cube_domain_valid(NULL));
+  memset(big, 'a', sizeof(big));
+  big[CUBE_DOMAIN_MAX] = '\0'; /* 253 bytes: the most */
+  CHECK(cube_domain_valid(big));
+  big[CUBE_DOMAIN_MAX - 3] = ':'; /* "aaa...:aa" fits with a port */
+  big[CUBE_DOMAIN_MAX - 2] = '8';
+  big[CUBE_DOMAIN_MAX - 1] = '0';
+  CHECK(cube_domain_valid(big));
+  memset(big, 'a', sizeof(big));
+  big[CUBE_DOMAIN_MAX + 1] = '\0'; /* 254 bytes */
+  CHECK(!cube_domain_valid(big));
+}
+
+/* The hostile `domain` values of an answer: each leaves the sandbox (or
+ * the new ID) as it is, with no domain. */
+static const char *const hostile_domains[] = {
+  "\"a/b\"", "\"evil.com/x?y\"", "\"a b\"", "\" lead\"", "\"a\\u0001b\"",
+  "\"a\\nb\"", "\"a\\u0000b\"", "\"a\\u007f\"", "\"\"", "\"-rf\"",
+  "\"h:0\"", "\"h:99999\"", "\"h:\"", "\"\\u00e9t\\u00e9.fr\"", "7", "1.5",
+  "true", "false", "null", "[]", "[\"a.b\"]", "{}", "{\"host\":\"a.b\"}",
+  NULL};
+
+static sc_err long_domain(dynbuf *b, size_t n)
+{
+  size_t i;
+  sc_err err = dynbuf_addstr(b, "\"");
+  for(i = 0; !err && i < n; i++)
+    err = dynbuf_addstr(b, "a");
+  return err ? err : dynbuf_addstr(b, "\"");
+}
+
+/* The body of GET (what == 0), a list of one row (1) or a create answer
+ * (2) whose domain is the JSON value v. */
+static sc_err domain_body(dynbuf *b, int what, const char *v)
+{
+  sc_err err;
+  dynbuf_reset(b);
+  if(what == 2)
+    err = dynbuf_addstr(b, "{\"sandboxID\":\"" HEX1 "\",\"templateID\":\"t\","
+                           "\"envdAccessToken\":\"tok-envd\","
+                           "\"trafficAccessToken\":\"tok-traffic\","
+                           "\"domain\":");
+  else
+    err = dynbuf_addstr(b, what ? "[{" : "{");
+  if(!err && what != 2)
+    err = dynbuf_addstr(b, "\"sandboxID\":\"s1\",\"state\":\"running\","
+                           "\"startedAt\":\"2026-11-29T10:00:00Z\","
+                           "\"envdAccessToken\":\"tok-envd\",\"domain\":");
+  if(!err)
+    err = v ? dynbuf_addstr(b, v) : long_domain(b, CUBE_DOMAIN_MAX + 1);
+  if(!err)
+    err = dynbuf_addstr(b, what == 1 ? "}]" : "}");
+  return err;
+}
+
+/* Parse body b as what; *domain gets a copy of the domain (NULL: none). */
+static sc_err parse_domain(const dynbuf *b, int what, char **domain,
+                           sc_errbuf *eb)
+{
+  cube_sandbox sb, *rows = NULL;
+  size_t n = 0, i;
+  char *id = NULL;
+  sc_err err;
+  *domain = NULL;
+  if(what == 2) {
+    err = cube_parse_created_ex(dynbuf_ptr(b), dynbuf_len(b), &id, domain,
+                                eb);
+    if(!err && strcmp(id, HEX1))
+      err = SC_ERR_PROTOCOL;
+    free(id);
+    return err;
+  }
+  if(what == 1) {
+    err = cube_parse_list(dynbuf_ptr(b), dynbuf_len(b), &rows, &n, eb);
+    if(!err && n != 1)
+      err = SC_ERR_PROTOCOL;
+    if(!err && rows[0].domain && !(*domain = strdup(rows[0].domain)))
+      err = SC_ERR_NOMEM;
+    for(i = 0; i < n; i++)
+      cube_sandbox_clear(&rows[i]);
+    free(rows);
+    return err;
+  }
+  err = cube_parse_sandbox(dynbuf_ptr(b), dynbuf_len(b), &sb, eb);
+  if(!err && (strcmp(sb.sandbox_id, "s1") || sb.state != CUBE_SB_RUNNING))
+    err = SC_ERR_PROTOCOL;
+  if(!err && sb.domain && !(*domain = strdup(sb.domain)))
+    err = SC_ERR_NOMEM;
+  cube_sandbox_clear(&sb);
+  return err;
+}
+
+TEST(parse_domain_hostile_values_dropped)
+{
+  dynbuf b;
+  int what;
+  size_t i;
+  dynbuf_init(&b, 64 * 1024);
+  for(what = 0; what < 3; what++) {
+    char *d;
+    sc_errbuf eb;
+    /* the good ones are kept as sent */
+    CHECK_OK(domain_body(&b, what, "\"sb-1.cube.example:8443\""));
+    CHECK_MSG(parse_domain(&b, what, &d, &eb) == SC_OK, "%d: %s", what,
+              eb.msg);
+    CHECK_STR(d, "sb-1.cube.example:8443");
+    free(d);
+    for(i = 0; hostile_domains[i]; i++) {
+      eb.msg[0] = '\0';
+      CHECK_OK(domain_body(&b, what, hostile_domains[i]));
+      CHECK_MSG(parse_domain(&b, what, &d, &eb) == SC_OK,
+                "%d: domain %s failed the body: %s", what,
+                hostile_domains[i], eb.msg);
+      CHECK_MSG(d == NULL, "%d: domain %s kept as \"%s\"", what,
+                hostile_domains[i], d ? d : "");
+      free(d);
+    }
+    CHECK_OK(domain_body(&b, what, NULL)); /* 254 bytes */
+    CHECK_OK(parse_domain(&b, what, &d, &eb));
+    CHECK(d == NULL);
+    free(d);
+    /* no domain at all */
+    dynbuf_reset(&b);
+    CHECK_OK(dynbuf_addstr(&b, what == 2 ? "{\"sandboxID\":\"" HEX1 "\"}"
+                           : what == 1 ? "[" ROW("s1", "running", "") "]"
+                                       : ROW("s1", "running", "")));
+    CHECK_OK(parse_domain(&b, what, &d, &eb));
+    CHECK(d == NULL);
+    free(d);
+  }
+  /* cube_parse_created (no domain asked) still reads such a body */
+  {
+    char *id;
+    sc_errbuf eb;
+    CHECK_OK(domain_body(&b, 2, "\"a.b\""));
+    CHECK_OK(cube_parse_created(dynbuf_ptr(&b), dynbuf_len(&b), &id, &eb));
+    CHECK_STR(id, HEX1);
+    free(id);
+  }
+  dynbuf_free(&b);
+}
+
+TEST(sandbox_copy_carries_domain)
+{
+  cube_sandbox a, b;
+  sc_errbuf eb;
+  const char *body = ROW("s1", "paused", ",\"domain\":\"d.example:3000\"");
+  CHECK_OK(cube_parse_sandbox(body, strlen(body), &a, &eb));
+  CHECK_STR(a.domain, "d.example:3000");
+  CHECK_OK(cube_sandbox_copy(&b, &a));
+  CHECK_STR(b.domain, "d.example:3000");
+  CHECK(b.domain != a.domain);
+  cube_sandbox_clear(&a);
+  CHECK(a.domain == NULL);
+  CHECK_STR(b.domain, "d.example:3000");
+  cube_sandbox_clear(&b);
+  cube_sandbox_clear(NULL);
+}
+
+/* ------------------------------------------------------------------ */
 /* the scripted server */
 
 #define KEY "sekrit-key-123"
+/* the access tokens of create and GET answers: never in a result */
+#define TOK_ENVD "envd-tok-4f1c9a"
+#define TOK_TRAFFIC "traffic-tok-77d2e0"
 
 typedef struct srv srv;
 typedef void (*srv_fn)(srv *s, struct evhttp_request *req, const char *path,
@@ -586,6 +767,8 @@ typedef struct got {
   bool maybe_done;
   bool truncated, already, resumed, gone;
   char id[160];
+  char domain[300];
+  bool has_domain;
   char next[160];
   cube_sandbox sb;
   cube_dialect dialect;
@@ -614,6 +797,8 @@ static void on_result(const cube_result *r, void *ud)
   g->resumed = r->resumed;
   g->gone = r->already_gone;
   snprintf(g->id, sizeof(g->id), "%s", r->sandbox_id ? r->sandbox_id : "");
+  snprintf(g->domain, sizeof(g->domain), "%s", r->domain ? r->domain : "");
+  g->has_domain = r->domain != NULL;
   snprintf(g->next, sizeof(g->next), "%s", r->next_token ? r->next_token : "");
   cube_sandbox_clear(&g->sb);
   cube_result_take_sandbox(r, &g->sb);
@@ -1051,9 +1236,28 @@ static void h_ops(srv *s, struct evhttp_request *req, const char *path,
     reply(req, 500, NULL, "{\"code\":404,\"message\":\"not found\"}");
   else if(!strcmp(path, "/sandboxes/mismatch"))
     reply(req, 200, NULL, ROW("other", "running", ""));
+  else if(!strcmp(path, "/sandboxes") && !strcmp(s->method, "POST") &&
+          strstr(s->body, "\"templateID\":\"odd-2xx\""))
+    reply(req, 202, NULL, "{\"sandboxID\":\"" HEX1 "\",\"envdAccessToken\":"
+                          "\"" TOK_ENVD "\",\"trafficAccessToken\":\""
+                          TOK_TRAFFIC "\"}");
+  else if(!strcmp(path, "/sandboxes") && !strcmp(s->method, "POST") &&
+          strstr(s->body, "\"templateID\":\"no-domain\""))
+    reply(req, 201, NULL, "{\"sandboxID\":\"" HEX1 "\",\"templateID\":\"t\","
+                          "\"domain\":\"http://evil/\"}");
   else if(!strcmp(path, "/sandboxes") && !strcmp(s->method, "POST"))
     reply(req, 201, NULL, "{\"sandboxID\":\"" HEX1 "\",\"templateID\":\"t\","
-                          "\"clientID\":\"c\",\"envdVersion\":\"0.1\"}");
+                          "\"clientID\":\"c\",\"envdVersion\":\"0.1\","
+                          "\"envdAccessToken\":\"" TOK_ENVD "\","
+                          "\"trafficAccessToken\":\"" TOK_TRAFFIC "\","
+                          "\"domain\":\"sb.cube.example:8443\"}");
+  else if(!strcmp(path, "/sandboxes/withdom"))
+    reply(req, 200, NULL, ROW("withdom", "running", ",\"domain\":"
+                              "\"withdom.cube.example\",\"envdAccessToken\":"
+                              "\"" TOK_ENVD "\""));
+  else if(!strcmp(path, "/sandboxes/tokfail"))
+    reply(req, 500, NULL, "{\"code\":500,\"message\":\"boom\","
+                          "\"envdAccessToken\":\"" TOK_ENVD "\"}");
   else if(!strcmp(path, "/sandboxes/s1/pause"))
     reply(req, 204, NULL, NULL);
   else if(!strcmp(path, "/sandboxes/e2b/pause"))
@@ -1139,7 +1343,7 @@ TEST(create_sends_both_dialects)
   fixture f;
   got g = {0};
   sc_kvlist md = {0}, env = {0};
-  cube_create_req req;
+  cube_create_req req = {0};
   CHECK_OK(fx_init(&f, h_ops, NULL));
   CHECK_OK(sc_kvlist_set(&md, "lea.session_id", "s\"1"));
   CHECK_OK(sc_kvlist_set(&env, "A", "1"));
@@ -1158,13 +1362,77 @@ TEST(create_sends_both_dialects)
             "true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{"
             "\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{"
             "\"lea.session_id\":\"s\\\"1\"},\"envVars\":{\"A\":\"1\"}}");
-  req.timeout_s = -5;
+  /* auto-resume off: both dialects' fields say so at once */
+  req.no_auto_resume = true;
   CHECK_OK(cube_create(f.c, &req, on_result, &g));
   CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(f.s.body, "{\"templateID\":\"tpl\",\"timeout\":900,\"autoPause\":"
+            "true,\"autoResume\":{\"enabled\":false},\"lifecycle\":{"
+            "\"onTimeout\":\"pause\",\"autoResume\":false},\"metadata\":{"
+            "\"lea.session_id\":\"s\\\"1\"},\"envVars\":{\"A\":\"1\"}}");
+  req.no_auto_resume = false;
+  req.timeout_s = -5;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
   CHECK_INT(g.err, SC_ERR_INVALID);
   CHECK(strstr(g.msg, "timeout -5 s"));
   sc_kvlist_clear(&md);
   sc_kvlist_clear(&env);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+TEST(create_and_get_read_domain_never_tokens)
+{
+  fixture f;
+  got g = {0};
+  cube_create_req req = {0};
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  req.template_id = "tpl";
+  req.timeout_s = 60;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(g.id, HEX1);
+  CHECK(g.has_domain);
+  CHECK_STR(g.domain, "sb.cube.example:8443");
+
+  req.template_id = "no-domain"; /* "http://evil/": dropped, not fatal */
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(g.id, HEX1);
+  CHECK(!g.has_domain);
+
+  req.template_id = "odd-2xx"; /* a 202 that carries the tokens */
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  CHECK_INT(g.status, 202);
+  CHECK(!g.has_domain);
+  CHECK_MSG(!strstr(g.msg, TOK_ENVD) && !strstr(g.msg, TOK_TRAFFIC),
+            "a token in the message: %s", g.msg);
+  CHECK_MSG(strstr(g.msg, "HTTP 202: (") &&
+            strstr(g.msg, "bytes withheld: the body carries an access token"),
+            "%s", g.msg);
+
+  CHECK_OK(cube_get(f.c, "withdom", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 4, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(g.sb.sandbox_id, "withdom");
+  CHECK_STR(g.sb.domain, "withdom.cube.example");
+
+  CHECK_OK(cube_get(f.c, "s1", on_result, &g)); /* no domain in the row */
+  CHECK(wait_for(f.base, &g.n, 5, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK(g.sb.domain == NULL);
+
+  CHECK_OK(cube_get(f.c, "tokfail", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 6, 5000));
+  CHECK_INT(g.err, SC_ERR_UNAVAILABLE);
+  CHECK_MSG(!strstr(g.msg, TOK_ENVD), "a token in the message: %s", g.msg);
+  CHECK(strstr(g.msg, "HTTP 500: ("));
   got_clear(&g);
   fx_free(&f);
 }
@@ -1967,6 +2235,9 @@ TEST_LIST = {
   T(parse_sandbox_and_created),
   T(parse_error_body),
   T(id_shapes),
+  T(domain_shapes),
+  T(parse_domain_hostile_values_dropped),
+  T(sandbox_copy_carries_domain),
   T(list_follows_pages),
   T(list_truncated_suspect),
   T(list_paging_loop_detected),
@@ -1977,6 +2248,7 @@ TEST_LIST = {
   T(delete_now_jumps_queue_and_bucket),
   T(get_and_not_found),
   T(create_sends_both_dialects),
+  T(create_and_get_read_domain_never_tokens),
   T(pause_connect_timeout_delete),
   T(bad_arguments_end_through_the_callback),
   T(retry_after_parsed),
