@@ -47,6 +47,7 @@ typedef struct act_outcome {
   const char *new_id;     /* create: the new sandbox */
   int64_t retry_after_ms; /* look again after this (-1: the backoff) */
   const char *count_as;   /* ACT_NOT_STARTED: the actions_total result */
+  const char *domain;     /* create: the domain Cube answered (or NULL) */
 } act_outcome;
 
 /* The one exit (rule 10 lives here): audits every delete and pause

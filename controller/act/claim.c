@@ -199,7 +199,7 @@ static void claim_written(act_run *run, size_t si, sc_err err,
   const plan_action *a = c->a;
   const session *s = run->p->sessions[si].s;
   sc_kvlist md = {0};
-  cube_create_req req;
+  cube_create_req req = {0};
   if(err) {
     act_log(run, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
             err == SC_ERR_CONFLICT
@@ -218,6 +218,8 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     req.timeout_s = a->timeout_s;
     req.metadata = &md;
     req.env_vars = &s->spec.env_vars;
+    /* OnConnect: only a connect request resumes it, never raw traffic */
+    req.no_auto_resume = s->spec.resume_policy == SESSION_RESUME_ON_CONNECT;
     c->op = CUBE_OP_CREATE;
     c->t0 = sctime_mono_ms();
     err = env->cube->create(env->cube->cl, &req, act_on_mutation, c);
@@ -365,11 +367,12 @@ void act_create_answered(act_call *c, const cube_result *res)
     char key[300];
     act_sess *sa = &c->run->sess[c->si];
     act_outcome o = {ACT_DONE, (int)res->http_status, NULL, NULL,
-                     res->sandbox_id, -1, NULL};
+                     res->sandbox_id, -1, NULL, NULL};
     session_key(c->run->p->sessions[c->si].s, key, sizeof(key));
     refusal_forget(c->run->env->claims, key);
     free(sa->created);
     sa->created = res->sandbox_id ? strdup(res->sandbox_id) : NULL;
+    o.domain = res->domain;
     act_end(c, &o);
   }
 }

@@ -19,7 +19,7 @@ static void delete_now(act_call *c)
   c->t0 = sctime_mono_ms();
   if(cube->delete_now(cube->cl, c->a->sandbox_id, act_on_mutation, c)) {
     act_outcome o = {ACT_FAILED, 0, "client refused the call",
-                     "the Cube client refused the call", NULL, -1, NULL};
+                     "the Cube client refused the call", NULL, -1, NULL, NULL};
     act_end(c, &o);
   }
 }
@@ -35,7 +35,7 @@ static bool rule3_confirmed_before_delete(act_call *c, const cube_result *res)
   observe_count_call(env->m, CUBE_OP_GET, res, c->t0);
   if(res->err == SC_ERR_NOT_FOUND) {
     act_outcome o = {ACT_GONE, http, NULL,
-                     "the confirming GET found no sandbox", NULL, -1, NULL};
+                     "the confirming GET found no sandbox", NULL, -1, NULL, NULL};
     act_end(c, &o);
     return false;
   }
@@ -106,7 +106,7 @@ static void delete_last_look(act_call *c)
   c->t0 = sctime_mono_ms();
   if(cube->get_now(cube->cl, c->a->sandbox_id, on_delete_final, c)) {
     act_outcome o = {ACT_FAILED, 0, "client refused the call",
-                     "the Cube client refused the call", NULL, -1, NULL};
+                     "the Cube client refused the call", NULL, -1, NULL, NULL};
     act_end(c, &o);
   }
 }

@@ -190,12 +190,13 @@ static void rule10_audit_action(const act_call *c, const act_outcome *o)
  * its earlier actions); a copy that fails makes the session's status
  * unknown: nothing is written for it (status_own) */
 static void fold(act_run *run, size_t si, const plan_action *a,
-                 const char *new_id)
+                 const act_outcome *o)
 {
   act_sess *sa = &run->sess[si];
   if(status_own(run, si))
     return;
-  if(plan_status_after(run->p->sessions[si].s, a, new_id, &sa->st))
+  if(plan_status_after(run->p->sessions[si].s, a, o->new_id, &sa->st) ||
+     (a->type == PLAN_CREATE && plan_status_set_domain(&sa->st, o->domain)))
     status_broken(run, si); /* the effect is unknown: write nothing */
   else
     sa->wants_write = true;
@@ -227,7 +228,7 @@ void act_end(act_call *c, const act_outcome *o)
   if(si != (size_t)-1) {
     act_sess *sa = &run->sess[si];
     if(ok && a->type != PLAN_CONFIRM)
-      fold(run, si, a, o->new_id);
+      fold(run, si, a, o);
     if(o->res == ACT_SKIPPED && c->intent && !status_own(run, si)) {
       /* the last look withheld the call: the facts void the intent */
       plan_status_intent_cancel(&sa->st, a);
@@ -249,14 +250,15 @@ void act_fail(act_call *c, int http_status, const char *msg,
               int64_t retry_after_ms)
 {
   act_outcome o = {ACT_FAILED, http_status, msg, msg, NULL, retry_after_ms,
-                   NULL};
+                   NULL, NULL};
   act_end(c, &o);
 }
 
 void act_skip(act_call *c, int http_status, const char *audit_msg,
               const char *msg)
 {
-  act_outcome o = {ACT_SKIPPED, http_status, msg, audit_msg, NULL, -1, NULL};
+  act_outcome o = {ACT_SKIPPED, http_status, msg, audit_msg, NULL, -1, NULL,
+                   NULL};
   act_end(c, &o);
 }
 
@@ -265,7 +267,7 @@ void act_not_started(act_call *c, const char *count_as,
 {
   static const char why[] = "the Cube client refused the call";
   act_outcome o = {ACT_NOT_STARTED, 0, why, why, NULL, retry_after_ms,
-                   count_as};
+                   count_as, NULL};
   act_end(c, &o);
 }
 
@@ -312,7 +314,7 @@ static void rule8_on_already_paused_get(const cube_result *res, void *ud)
   if(!res->err && (res->sandbox.state == CUBE_SB_PAUSED ||
                    res->sandbox.state == CUBE_SB_PAUSING)) {
     act_outcome o = {ACT_DONE, (int)res->http_status, NULL,
-                     "already paused (confirmed by GET)", NULL, -1, NULL};
+                     "already paused (confirmed by GET)", NULL, -1, NULL, NULL};
     snprintf(c->observed_state, sizeof(c->observed_state), "%s",
              cube_sb_state_name(res->sandbox.state));
     act_end(c, &o);
@@ -329,7 +331,7 @@ void act_on_mutation(const cube_result *res, void *ud)
   const act_cube *cube = c->run->env->cube;
   const plan_action *a = c->a;
   act_outcome o = {res->err ? ACT_FAILED : ACT_DONE, (int)res->http_status,
-                   res->message, NULL, NULL, res->retry_after_ms, NULL};
+                   res->message, NULL, NULL, res->retry_after_ms, NULL, NULL};
   observe_count_call(c->run->env->m, c->op, res, c->t0);
   switch(a->type) {
   case PLAN_CREATE:
@@ -391,7 +393,7 @@ static void start_action(act_run *run, const plan_action *a)
       run->sess[c->si].has_confirm = true;
   }
   if(env->dry_run && a->type != PLAN_CONFIRM) {
-    act_outcome o = {ACT_DRY_RUN, 0, NULL, NULL, NULL, -1, NULL};
+    act_outcome o = {ACT_DRY_RUN, 0, NULL, NULL, NULL, -1, NULL, NULL};
     act_log(run, a, LOG_INFO, "dry-run: not calling Cube", NULL);
     act_end(c, &o);
     return;

@@ -139,7 +139,7 @@ void want_sandbox(want *w, const session *s, const sb_rec *sb)
   w->sandbox_state = cube_sb_state_name(sb->b->state);
   w->end_at = sb->b->end_at;
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
-  w->domain = same ? o->domain : NULL;
+  w->domain = sb->b->domain ? sb->b->domain : same ? o->domain : NULL;
   w->keep_intent = false; /* a sandbox is found: the claim is done */
   w->paused_by_controller = same && o->paused_by_controller;
   if(sb->b->state == CUBE_SB_RUNNING && s->spec.state != SESSION_STATE_PAUSED)
