@@ -76,9 +76,10 @@ static void on_intent_written(act_run *run, size_t si, sc_err err,
   act_then_fn then = c->then;
   (void)si; /* act_health: noted by the write (status/write.c) */
   if(err == SC_ERR_CONFLICT) {
-    act_log(run, c->a, LOG_DEBUG, "intent not written: the session changed "
-            "since the plan; looking again", msg);
-    act_not_started(c, "conflict", -1);
+    /* rule 3's store side: what the plan read is no longer so */
+    act_skip(c, c->get_status, "the session changed since the plan (the "
+             "intent's compare-and-set lost): no call, looked at again",
+             "session changed since the plan");
     return;
   }
   if(err) {
@@ -87,7 +88,7 @@ static void on_intent_written(act_run *run, size_t si, sc_err err,
                 NULL, 1);
     snprintf(why, sizeof(why), "intent not written, no call: %s",
              msg ? msg : "");
-    act_log(run, c->a, LOG_ERROR, "intent not written: no call to Cube", msg);
+    act_log(run, c->a, LOG_WARN, "intent not written: no call to Cube", msg);
     act_fail(c, 0, why, -1);
     return;
   }

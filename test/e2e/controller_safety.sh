@@ -123,8 +123,9 @@ for d in cube e2b; do
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$p3"; stop_pid "$SIM_PID"
 
   # --- a plan gone stale: the reclaim of zz waits behind 20 creates (qps
-  # 1); meanwhile reclaimAfter is raised. The delete must re-read the
-  # session and skip (rule 3, the store's side).
+  # 1); meanwhile reclaimAfter is raised. The delete's intent is a
+  # compare-and-set on the version the plan read: it loses, and the delete
+  # is skipped (rules 3 and 11, the store's side).
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 1h}\n' | ctl apply -f - >/dev/null
@@ -136,7 +137,7 @@ for d in cube e2b; do
   start_controller "stale-$d" --cube-qps 1 --audit-log "$T/stale-$d.jsonl"; p1=$CTL_PID
   sleep 3
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 24h}\n' | ctl apply -f - >/dev/null
-  skipped_stale() { jq -s '[.[] | select(.sandboxID=="'"$z"'" and .outcome=="skipped" and (.message | test("spec changed since the plan")))] | length' "$T/stale-$d.jsonl" 2>/dev/null; }
+  skipped_stale() { jq -s '[.[] | select(.sandboxID=="'"$z"'" and .outcome=="skipped" and (.message | test("changed since the plan")))] | length' "$T/stale-$d.jsonl" 2>/dev/null; }
   check "$d: the stale reclaim was skipped (generation moved)" wait_eq 40 1 skipped_stale
   check "$d: zz's sandbox is still there" test "$(sim_state_id "$z")" = paused
   stop_pid "$p1"; stop_pid "$SIM_PID"
