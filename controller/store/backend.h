@@ -71,6 +71,12 @@ typedef struct store_ops {
   sc_err (*ensure_finalizer_async)(store *st, const session *s,
                                    store_reply_cb cb, void *ud,
                                    sc_errbuf *eb);
+  /* store_set_annotation (store.h); key, value and version checked by
+   * store.c. Last in the table so that positional tables stay right. */
+  sc_err (*set_annotation)(store *st, const char *ns, const char *name,
+                           const char *expected_version, const char *key,
+                           const char *value, char **new_version,
+                           sc_errbuf *eb);
 } store_ops;
 
 struct store_deferred;

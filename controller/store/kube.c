@@ -38,7 +38,8 @@ static const store_ops kube_ops = {
   kstore_update_status_async, kstore_purge_async, kstore_async_inflight,
   NULL, /* no file to lose: the API server is the store */
   kube_claim_name, kube_served_by_get, /* on the CRD (kube_name.c) */
-  kstore_needs_finalizer, kstore_ensure_finalizer_async /* kube_fin.c */
+  kstore_needs_finalizer, kstore_ensure_finalizer_async, /* kube_fin.c */
+  kstore_set_annotation
 };
 
 /* a kube_http client on base with a copy of k's connection */

@@ -500,4 +500,5 @@ static const store_ops sq_ops = {
   NULL, NULL, NULL, NULL, NULL, /* no I/O to wait for: store.c answers */
   sq_check_identity, sq_claim_name, sq_served_by_get,
   NULL, NULL, /* no finalizers: store_finalizer.c answers with a get */
+  sq_set_annotation,
 };
