@@ -211,6 +211,18 @@ check "kube timeout: exit 3" test "$rc" = 3
 check "kube: the request was written" test "$(kannot tenant-a s1)" = k-3
 run ctl connect nope -n tenant-a --timeout 1s
 check "kube absent without -f: exit 1" test "$rc" = 1
+# a conflict on the annotation's merge patch (another writer between the
+# read and the patch: the server's 409) is read again and retried
+fault() { curl -sf -X POST -H 'Content-Type: application/json' -d "$1" "$API/_fake/faults" >/dev/null; }
+fault '{"status":409,"count":1,"method":"PATCH","path":"/apis/lea.io/v1alpha1/namespaces/tenant-a/sessions/s1"}'
+run ctl connect s1 -n tenant-a --nonce k-4 --timeout 1s
+check "kube conflict once: retried, the request written" test "$(kannot tenant-a s1)" = k-4
+check "kube conflict once: then waits (exit 3)" test "$rc" = 3
+fault '{"status":409,"count":5,"method":"PATCH","path":"/apis/lea.io/v1alpha1/namespaces/tenant-a/sessions/s1"}'
+run ctl connect s1 -n tenant-a --nonce k-5 --timeout 1s
+check "kube conflict every time: exit 1" test "$rc" = 1
+check "kube conflict every time: says so" grep -q 'session "s1" kept changing under us (5 conflicts); try again' "$T/err"
+check "kube conflict every time: nothing written" test "$(kannot tenant-a s1)" = k-4
 STORE=$SQLSTORE
 
 # --- the real controller with cubesim: skipped until the controller
