@@ -29,6 +29,8 @@ static const char connect_help[] =
   "            Running: its address is printed, exit 0\n"
   "  Refused   \"connect refused: MESSAGE\" on stderr (the session is Ended,\n"
   "            Paused by its spec, invalid, in conflict...), exit 1\n"
+  "An answer to a connect another caller asked for after this one (its\n"
+  "nonce replaced ours in the annotation) answers this one too.\n"
   "A session that does not exist is created from -f MANIFEST (the manifest\n"
   "must hold exactly that one Session, NAME in the namespace of -n) with\n"
   "the annotation already set; without -f it is an error. -f never changes\n"
@@ -119,6 +121,8 @@ typedef struct connect_run {
   char nonce[SESSION_CONNECT_NONCE_MAX + 1];
   bool nonce_given;          /* --nonce: never replaced */
   ctl_output output;         /* TABLE (the block), JSON, YAML or NAME */
+  /* status.connect.nonce when the request was written ("" for none) */
+  char before[SESSION_CONNECT_NONCE_MAX + 1];
   /* what was last seen, for the timeout's message */
   char last[200];
 } connect_run;
@@ -196,6 +200,24 @@ static int print_served(const connect_run *r, const session *s)
   return CTL_EXIT_OK;
 }
 
+/* Is status.connect the answer to our request? Its nonce is ours; or
+ * another caller's connect replaced our nonce in the annotation after us
+ * and the status answers that one: written after ours, its answer says
+ * at least as much about the session as an answer to ours would. */
+static bool answers(const connect_run *r, const session *s)
+{
+  const char *a = sc_kvlist_get(&s->meta.annotations, SESSION_ANNOT_CONNECT);
+  const char *n = s->status.connect_nonce;
+  if(!n)
+    return false;
+  if(!strcmp(n, r->nonce))
+    return true;
+  /* never the answer the session had when our request was written (an
+   * old nonce put back, by an apply of an old manifest, is no request) */
+  return a && strcmp(a, r->nonce) && !strcmp(n, a) &&
+         (!r->before[0] || strcmp(n, r->before));
+}
+
 static int check_answer(const session *s, void *ud)
 {
   connect_run *r = ud;
@@ -206,7 +228,7 @@ static int check_answer(const session *s, void *ud)
     return CTL_EXIT_FAIL;
   }
   st = &s->status;
-  if(!st->connect_nonce || strcmp(st->connect_nonce, r->nonce)) {
+  if(!answers(r, s)) {
     snprintf(r->last, sizeof(r->last), "phase %s, no answer yet",
              st->phase ? session_phase_name(st->phase) : "(none yet)");
     return CTL_FOLLOW_MORE;
@@ -299,6 +321,9 @@ static int request(store *st, connect_run *r, session *m)
     err = store_set_annotation(st, r->ns, r->name, s->meta.resource_version,
                                SESSION_ANNOT_CONNECT, r->nonce, &newver,
                                &eb);
+    /* the version guarded the write: this was the status then */
+    snprintf(r->before, sizeof(r->before), "%s",
+             s->status.connect_nonce ? s->status.connect_nonce : "");
     session_free(s);
     free(newver);
     if(err != SC_ERR_CONFLICT && err != SC_ERR_NOT_FOUND)

@@ -159,6 +159,26 @@ check "used nonce: exit 1" test "$rc" = 1
 check "used nonce: says why" grep -q 'already carries or was answered with that nonce' "$T/err"
 check "used nonce: nothing written" test "$(sqlite3 "$DB" "SELECT revision FROM meta")" = "$rev"
 
+# --- another caller's connect after ours: its answer answers ours too;
+# an old nonce put back (an apply of an old manifest) is no request
+bg c9 connect s1 -n tenant-a --nonce n-9a -o name --timeout 20s
+check "superseded: ours written" wait_eq 10 n-9a annot tenant-a s1
+cat >"$T/s1-old.yaml" <<YAML
+apiVersion: lea.io/v1alpha1
+kind: Session
+metadata: {name: s1, namespace: tenant-a, annotations: {lea.io/connect: n-4}}
+spec: {template: python-data}
+YAML
+check "superseded: an apply puts the answered n-4 back" test "$(ctl apply -f "$T/s1-old.yaml")" = "session/s1 configured"
+check "superseded: (the annotation is n-4 again)" wait_eq 5 n-4 annot tenant-a s1
+sleep 0.5
+check "superseded: the old answer to n-4 is not taken" test ! -s "$T/c9.rc"
+run ctl connect s1 -n tenant-a --nonce n-9b --timeout 0
+check "superseded: another request n-9b written" test "$(annot tenant-a s1)" = n-9b
+answer tenant-a s1 "$(served n-9b sb-9)"
+check "superseded: the answer to n-9b serves ours: exit 0" test "$(rc_of c9)" = 0
+check "superseded: its sandbox" test "$(cat "$T/c9.out")" = sb-9
+
 # --- Refused: exit 1, the message (control characters escaped)
 bg c5 connect s1 -n tenant-a --nonce n-5 --timeout 20s
 check "refused: the annotation" wait_eq 10 n-5 annot tenant-a s1
