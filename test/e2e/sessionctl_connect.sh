@@ -179,6 +179,15 @@ answer tenant-a s1 "$(served n-9b sb-9)"
 check "superseded: the answer to n-9b serves ours: exit 0" test "$(rc_of c9)" = 0
 check "superseded: its sandbox" test "$(cat "$T/c9.out")" = sb-9
 
+# --- an annotation another tool left that is not a nonce is replaced
+sed 's/lea.io\/connect: n-4/lea.io\/connect: "not a nonce!", team: blue/' "$T/s1-old.yaml" >"$T/s1-bad.yaml"
+ctl apply -f "$T/s1-bad.yaml" >/dev/null
+check "bad annotation: stored as given" wait_eq 5 'not a nonce!' annot tenant-a s1
+run ctl connect s1 -n tenant-a --timeout 0
+check "bad annotation: connect writes a new nonce" sh -c "echo '$(annot tenant-a s1)' | grep -Eq '^[0-9a-f]{16}\$'"
+check "bad annotation: then waits (exit 3)" test "$rc" = 3
+check "bad annotation: the other annotations kept" test "$(sqlite3 "$DB" "SELECT j.value FROM objects, json_each(objects.annotations) j WHERE name='s1' AND j.key='team'")" = blue
+
 # --- Refused: exit 1, the message (control characters escaped)
 bg c5 connect s1 -n tenant-a --nonce n-5 --timeout 20s
 check "refused: the annotation" wait_eq 10 n-5 annot tenant-a s1
