@@ -106,6 +106,72 @@ const char *kf_qget(struct evkeyvalq *q, const char *k)
   return evhttp_find_header(q, k);
 }
 
+/* ?fieldSelector=T[,T...], T = FIELD=V, FIELD==V or FIELD!=V; the
+ * API server's message when refused */
+static void parse_fsel(const char *sel, kf_route *rt)
+{
+  const char *p = sel;
+  while(*p) {
+    const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+    const char *op = p;
+    kf_fsel_term *t;
+    size_t flen, vlen;
+    while(op < end && *op != '=' && *op != '!')
+      op++;
+    if(op == end || (*op == '!' && (op + 1 == end || op[1] != '='))) {
+      snprintf(rt->fsel_err, sizeof(rt->fsel_err), "invalid selector: "
+               "'%.*s'; can't understand '%.*s'", 200, sel,
+               (int)(end - p) > 150 ? 150 : (int)(end - p), p);
+      return;
+    }
+    flen = (size_t)(op - p);
+    if(rt->fsel.n == KF_FSEL_MAX) {
+      snprintf(rt->fsel_err, sizeof(rt->fsel_err), "invalid selector: more "
+               "than %d terms", KF_FSEL_MAX);
+      return;
+    }
+    t = &rt->fsel.t[rt->fsel.n];
+    memset(t, 0, sizeof(*t));
+    if(*op == '!') {
+      t->neg = true;
+      op += 2;
+    }
+    else
+      op += op + 1 < end && op[1] == '=' ? 2 : 1;
+    if(flen == 13 && !strncmp(p, "metadata.name", 13))
+      t->ns = false;
+    else if(flen == 18 && !strncmp(p, "metadata.namespace", 18))
+      t->ns = true;
+    else {
+      snprintf(rt->fsel_err, sizeof(rt->fsel_err), "field label not "
+               "supported: %.*s", (int)(flen > 200 ? 200 : flen), p);
+      return;
+    }
+    vlen = (size_t)(end - op);
+    if(vlen >= sizeof(t->value)) {
+      snprintf(rt->fsel_err, sizeof(rt->fsel_err), "invalid selector: the "
+               "value of %.*s is too long", (int)flen, p);
+      return;
+    }
+    memcpy(t->value, op, vlen);
+    t->value[vlen] = '\0';
+    rt->fsel.n++;
+    p = comma ? comma + 1 : end;
+  }
+}
+
+bool kf_fsel_match(const kf_fsel *f, const char *ns, const char *name)
+{
+  size_t i;
+  for(i = 0; i < f->n; i++) {
+    const char *have = f->t[i].ns ? ns : name;
+    bool eq = have && !strcmp(have, f->t[i].value);
+    if(eq == f->t[i].neg)
+      return false;
+  }
+  return true;
+}
+
 bool kf_parse_route(struct evhttp_request *req, kf_route *rt)
 {
   const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
@@ -178,6 +244,9 @@ bool kf_parse_route(struct evhttp_request *req, kf_route *rt)
     v = kf_qget(&q, "continue");
     if(v)
       snprintf(rt->cont, sizeof(rt->cont), "%s", v);
+    v = kf_qget(&q, "fieldSelector");
+    if(v)
+      parse_fsel(v, rt);
     v = kf_qget(&q, "fieldValidation");
     if(v) {
       snprintf(rt->fv_text, sizeof(rt->fv_text), "%s", v);

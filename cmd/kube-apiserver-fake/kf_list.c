@@ -254,7 +254,8 @@ void kf_serve_list(kf_server *s, struct evhttp_request *req,
   for(i = 0; i < s->n_objs; i++)
     if(s->objs[i].res == rt->res && (!rt->ns[0] ||
                                      !strcmp(s->objs[i].ns, rt->ns)) &&
-       (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)))
+       (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)) &&
+       kf_fsel_match(&rt->fsel, s->objs[i].ns, s->objs[i].name))
       v[n++] = &s->objs[i];
   qsort(v, n, sizeof(*v), cmp_obj);
   if(rt->cont[0])

@@ -407,7 +407,9 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
     }
   }
   if(!rt->name[0]) {
-    if(cmd == EVHTTP_REQ_GET && rt->watch)
+    if(cmd == EVHTTP_REQ_GET && rt->fsel_err[0])
+      kf_reply_status(req, 400, "BadRequest", "%s", rt->fsel_err);
+    else if(cmd == EVHTTP_REQ_GET && rt->watch)
       kf_serve_watch(s, req, rt);
     else if(cmd == EVHTTP_REQ_GET)
       kf_serve_list(s, req, rt);

@@ -90,6 +90,21 @@ typedef struct kf_reqlog {
                         * write (Warn/Ignore), one path a line; or NULL */
 } kf_reqlog;
 
+/* ?fieldSelector= of a list or a watch: the field selectors the API
+ * server supports for every resource, metadata.name and
+ * metadata.namespace, with =, == or !=, terms joined by commas (kubectl
+ * wait asks for metadata.name=NAME) */
+#define KF_FSEL_MAX 8
+typedef struct kf_fsel_term {
+  bool ns;             /* metadata.namespace, else metadata.name */
+  bool neg;            /* != */
+  char value[256];
+} kf_fsel_term;
+typedef struct kf_fsel {
+  kf_fsel_term t[KF_FSEL_MAX];
+  size_t n;            /* 0: every object */
+} kf_fsel;
+
 typedef struct kf_watch kf_watch;
 struct kf_watch {
   kf_server *s;
@@ -99,6 +114,7 @@ struct kf_watch {
   char *ns;            /* NULL = all */
   bool bookmarks;
   bool table;          /* each event's object is a Table (kubectl -w) */
+  kf_fsel fsel;        /* only the objects it selects */
   int64_t sent_rv;
   struct event *timeout, *bookmark;
   kf_watch *next;
@@ -152,6 +168,8 @@ typedef struct kf_route {
   bool dry_run;        /* ?dryRun= given (refused: not modelled) */
   long limit;          /* list: ?limit= (0 = all) */
   char cont[600];      /* list: ?continue= */
+  kf_fsel fsel;        /* list, watch: ?fieldSelector= */
+  char fsel_err[400];  /* why ?fieldSelector= was refused; "" = fine */
 } kf_route;
 
 /* --- kf_http.c: replies, bodies, routing --- */
@@ -169,6 +187,8 @@ sc_err kf_read_body(struct evhttp_request *req, json_object **out);
 const char *kf_qget(struct evkeyvalq *q, const char *k);
 /* false when the URL is not a resource path */
 bool kf_parse_route(struct evhttp_request *req, kf_route *rt);
+/* does f select the object ns/name (ns "" for a cluster-scoped one)? */
+bool kf_fsel_match(const kf_fsel *f, const char *ns, const char *name);
 const char *kf_method_name(enum evhttp_cmd_type c);
 
 /* --- kf_store.c: objects, revisions, history --- */

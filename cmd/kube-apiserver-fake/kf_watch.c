@@ -25,9 +25,21 @@ void kf_watch_send_obj(kf_watch *w, const char *type, json_object *o,
                        const char *txt)
 {
   json_object *parsed = NULL, *t;
+  if(w->fsel.n) {
+    json_object *m;
+    if(!o)
+      o = parsed = json_tokener_parse(txt);
+    m = kf_jobj(o, "metadata");
+    if(!kf_fsel_match(&w->fsel, kf_jstr(m, "namespace") ? kf_jstr(m,
+                      "namespace") : "", kf_jstr(m, "name"))) {
+      json_object_put(parsed);
+      return; /* not selected */
+    }
+  }
   if(!w->table) {
     watch_send(w, type, txt ? txt :
                json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(parsed);
     return;
   }
   if(!o)
@@ -116,6 +128,7 @@ void kf_serve_watch(kf_server *s, struct evhttp_request *req,
   w->ns = rt->ns[0] ? strdup(rt->ns) : NULL;
   w->bookmarks = rt->bookmarks;
   w->table = rt->table;
+  w->fsel = rt->fsel;
   from_now = !rt->rv[0] || from == 0;
   evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                     "application/json");

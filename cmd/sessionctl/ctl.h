@@ -3,9 +3,10 @@
  *
  * Every command is `int ctl_cmd_X(ctl_env *env, int argc, char **argv)`
  * with argv[0] the command name; it returns the process exit status:
- * CTL_EXIT_OK, CTL_EXIT_FAIL (the operation failed) or CTL_EXIT_USAGE
- * (bad command line). Commands print their results to stdout and their
- * errors to stderr themselves.
+ * CTL_EXIT_OK, CTL_EXIT_FAIL (the operation failed), CTL_EXIT_USAGE
+ * (bad command line) or, for connect and wait, CTL_EXIT_TIMEOUT (what
+ * they waited for did not happen within --timeout). Commands print their
+ * results to stdout and their errors to stderr themselves.
  *
  * Ownership: ctl_env and argv belong to main(); commands never free them
  * and never keep pointers into them past their return, except that
@@ -22,6 +23,7 @@
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAIL 1
 #define CTL_EXIT_USAGE 2
+#define CTL_EXIT_TIMEOUT 3
 
 #define CTL_DEFAULT_STORE "sqlite:sessions.db"
 #define CTL_VERSION "0.1.0"
@@ -163,6 +165,8 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv);
 int ctl_cmd_validate(ctl_env *env, int argc, char **argv);
 int ctl_cmd_wake(ctl_env *env, int argc, char **argv);
 int ctl_cmd_plan(ctl_env *env, int argc, char **argv);
+int ctl_cmd_connect(ctl_env *env, int argc, char **argv);
+int ctl_cmd_wait(ctl_env *env, int argc, char **argv);
 
 /* The text of `sessionctl --help`. */
 extern const char ctl_usage_text[];

@@ -23,6 +23,12 @@ const char ctl_usage_text[] =
   "                          (bumps spec.wake)\n"
   "  plan                    what the controller would do now, and why\n"
   "                          (read-only)\n"
+  "  connect NAME            ask for a running sandbox (the lea.io/connect\n"
+  "                          annotation) and wait for the controller's\n"
+  "                          answer; prints its address (-f MANIFEST creates\n"
+  "                          the session, --timeout, -o json|yaml|name)\n"
+  "  wait NAME --for=C       wait for condition=TYPE[=VALUE], jsonpath=\n"
+  "                          '{EXPR}'=VALUE or delete (--timeout), as kubectl\n"
   "\n"
   "Global flags:\n"
   "  --store URL     where the sessions live, before or after the command\n"
@@ -40,7 +46,8 @@ const char ctl_usage_text[] =
   "  -h, --help      help for sessionctl, or for the command it follows\n"
   "  --version       print the version and exit (before any command)\n"
   "\n"
-  "Exit status: 0 success, 1 the operation failed, 2 bad command line.\n"
+  "Exit status: 0 success, 1 the operation failed, 2 bad command line,\n"
+  "3 connect or wait timed out (--timeout).\n"
   "Run 'sessionctl COMMAND --help' for a command's flags.\n";
 
 static const struct {
@@ -50,7 +57,8 @@ static const struct {
   {"apply", ctl_cmd_apply},       {"get", ctl_cmd_get},
   {"describe", ctl_cmd_describe}, {"delete", ctl_cmd_delete},
   {"validate", ctl_cmd_validate}, {"wake", ctl_cmd_wake},
-  {"plan", ctl_cmd_plan},
+  {"plan", ctl_cmd_plan},          {"connect", ctl_cmd_connect},
+  {"wait", ctl_cmd_wait},
   {NULL, NULL}
 };
 

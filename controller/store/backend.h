@@ -74,6 +74,12 @@ typedef struct store_ops {
   /* Optional (NULL: store_write_probe() answers SC_ERR_INVALID, "no
    * probe"). The semantics of store.h. */
   sc_err (*write_probe)(store *st, sc_errbuf *eb);
+  /* store_set_annotation (store.h); key, value and version checked by
+   * store.c. Last in the table so that positional tables stay right. */
+  sc_err (*set_annotation)(store *st, const char *ns, const char *name,
+                           const char *expected_version, const char *key,
+                           const char *value, char **new_version,
+                           sc_errbuf *eb);
 } store_ops;
 
 struct store_deferred;

@@ -40,6 +40,7 @@ static const store_ops kube_ops = {
   kube_claim_name, kube_served_by_get, /* on the CRD (kube_name.c) */
   kstore_needs_finalizer, kstore_ensure_finalizer_async, /* kube_fin.c */
   NULL, /* no write probe: every write is a request that answers itself */
+  kstore_set_annotation
 };
 
 /* a kube_http client on base with a copy of k's connection */

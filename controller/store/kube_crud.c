@@ -1,7 +1,7 @@
 /* kube_crud.c - the kube store's operations on one object (get, apply,
- * update spec, update status, delete, purge) and the store ops of the
- * backend table, synchronous (sessionctl's, on the private loop) and
- * asynchronous (the controller's, on its loop). */
+ * update spec, update status, set one annotation, delete, purge) and the
+ * store ops of the backend table, synchronous (sessionctl's, on the
+ * private loop) and asynchronous (the controller's, on its loop). */
 #include "controller/store/kube_int.h"
 
 #include <stdio.h>
@@ -515,4 +515,79 @@ sc_err kstore_purge_async(store *st, const char *ns, const char *name,
 size_t kstore_async_inflight(const store *st)
 {
   return ((const kube_store *)st)->n_ops;
+}
+
+/* store_set_annotation: read the object (a tombstone is NOT_FOUND, a
+ * stale version CONFLICT, an equal value writes nothing), then one merge
+ * patch of metadata.annotations guarded by metadata.resourceVersion: the
+ * API server answers 409 when the object moved between the two. */
+sc_err kstore_set_annotation(store *st, const char *ns, const char *name,
+                             const char *expected_version, const char *key,
+                             const char *value, char **new_version,
+                             sc_errbuf *eb)
+{
+  kube_store *k = (kube_store *)st;
+  json_object *raw = NULL, *resp = NULL, *p = NULL, *m, *a, *rv;
+  session *cur = NULL;
+  const char *have;
+  char path[1200];
+  long code;
+  sc_err err = get_raw(k, ns, name, &raw, &cur, eb);
+  if(err)
+    return err;
+  if(cur->meta.deletion_timestamp) {
+    err = sc_errf(eb, SC_ERR_NOT_FOUND, "kube: set annotation %s/%s: the "
+                  "object is being deleted", ns, name);
+    goto out;
+  }
+  if(strcmp(cur->meta.resource_version, expected_version)) {
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: set annotation %s/%s: version "
+                  "%s is not the current %s", ns, name, expected_version,
+                  cur->meta.resource_version);
+    goto out;
+  }
+  have = sc_kvlist_get(&cur->meta.annotations, key);
+  if(value ? have && !strcmp(have, value) : !have) {
+    if(new_version && !(*new_version = strdup(cur->meta.resource_version)))
+      err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  p = json_object_new_object();
+  m = json_object_new_object();
+  a = json_object_new_object();
+  if(!p || !m || !a) {
+    json_object_put(m);
+    json_object_put(a);
+    err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  json_object_object_add(a, key, value ? json_object_new_string(value)
+                                       : NULL); /* null: remove */
+  json_object_object_add(m, "resourceVersion",
+                         json_object_new_string(expected_version));
+  json_object_object_add(m, "annotations", a);
+  json_object_object_add(p, "metadata", m);
+  kstore_obj_path(path, sizeof(path), ns, name, NULL);
+  err = kstore_sync_call(k, "PATCH", path, "application/merge-patch+json",
+             json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+             &code, &resp, eb);
+  if(!err && code != 200)
+    err = kstore_http_err(code, resp, "set annotation", ns, name, eb);
+  if(!err && new_version) {
+    if(json_object_object_get_ex(resp, "metadata", &m) &&
+       json_object_object_get_ex(m, "resourceVersion", &rv) &&
+       json_object_is_type(rv, json_type_string)) {
+      if(!(*new_version = strdup(json_object_get_string(rv))))
+        err = sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+    }
+    else
+      err = sc_errf(eb, SC_ERR_PROTOCOL, "kube: set annotation %s/%s: the "
+                    "reply has no metadata.resourceVersion string", ns, name);
+  }
+out:
+  json_object_put(resp);
+  json_object_put(p);
+  json_object_put(raw);
+  session_free(cur);
+  return err;
 }

@@ -6,8 +6,8 @@
  *   kube_decode.c  bodies and objects: strict JSON, object <-> session,
  *                  errors of answers, objects that do not decode
  *   kube_call.c    operations on a loop (kop) and the synchronous forms
- *   kube_crud.c    get, create/apply, update spec and status, delete,
- *                  purge
+ *   kube_crud.c    get, create/apply, update spec and status, set one
+ *                  annotation, delete, purge
  *   kube_list.c    lists in pages
  *   kube_fin.c     the controller's finalizer
  *   kube_watch.c   the watch (a stream of kube_http)
@@ -229,6 +229,10 @@ sc_err kstore_delete(store *st, const char *ns, const char *name,
                      sc_errbuf *eb);
 sc_err kstore_purge(store *st, const char *ns, const char *name,
                     const char *expected_version, sc_errbuf *eb);
+sc_err kstore_set_annotation(store *st, const char *ns, const char *name,
+                             const char *expected_version, const char *key,
+                             const char *value, char **new_version,
+                             sc_errbuf *eb);
 sc_err kstore_list_async(store *st, const store_list_opts *opts,
                          store_reply_cb cb, void *ud, sc_errbuf *eb);
 sc_err kstore_get_async(store *st, const char *ns, const char *name,

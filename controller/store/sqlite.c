@@ -501,4 +501,5 @@ static const store_ops sq_ops = {
   sq_check_identity, sq_claim_name, sq_served_by_get,
   NULL, NULL, /* no finalizers: store_finalizer.c answers with a get */
   sq_write_probe,
+  sq_set_annotation,
 };

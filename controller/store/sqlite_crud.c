@@ -1,6 +1,7 @@
 /*
  * sqlite_crud.c - the SQLite backend's reads and writes (store.h): get,
- * list, apply, update spec and status, delete (a tombstone) and purge.
+ * list, apply, update spec and status, set one annotation, delete (a
+ * tombstone) and purge.
  * Every change is one BEGIN IMMEDIATE transaction whose write goes
  * through save(): bump the revision, write the object row, append the
  * history row, compact the history. See sqlite_int.h and docs/store.md.
@@ -476,4 +477,53 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
   }
   session_free(cur);
   return sq_tx_end(s, err, "purge", eb);
+}
+
+/* Take key out of l (sc_kvlist has no removal; l stays sorted). */
+static sc_err kv_remove(sc_kvlist *l, const char *key)
+{
+  size_t i;
+  for(i = 0; i < l->n; i++)
+    if(!strcmp(l->items[i].key, key)) {
+      free(l->items[i].key);
+      free(l->items[i].value);
+      memmove(l->items + i, l->items + i + 1,
+              (l->n - i - 1) * sizeof(*l->items));
+      l->n--;
+      break;
+    }
+  return SC_OK;
+}
+
+sc_err sq_set_annotation(store *base, const char *ns, const char *name,
+                         const char *expected_version, const char *key,
+                         const char *value, char **new_version,
+                         sc_errbuf *eb)
+{
+  sq_store *s = (sq_store *)base;
+  session *cur = NULL;
+  const char *have;
+  sc_err err = sq_tx_begin(s, "set annotation", eb);
+  if(err)
+    return err;
+  err = load_current(s, "set annotation", ns, name, expected_version, &cur,
+                     eb);
+  if(!err && cur->meta.deletion_timestamp)
+    err = sc_errf(eb, SC_ERR_NOT_FOUND,
+                  "%s: set annotation %s/%s: the session is deleted",
+                  s->label, ns, name);
+  if(err)
+    return update_end(s, err, "set annotation", cur, new_version, eb);
+  have = sc_kvlist_get(&cur->meta.annotations, key);
+  if(value ? have && !strcmp(have, value) : !have)
+    return update_end(s, SC_OK, "set annotation", cur, new_version, eb);
+  if(value)
+    err = sc_kvlist_set(&cur->meta.annotations, key, value);
+  else
+    err = kv_remove(&cur->meta.annotations, key);
+  if(err)
+    err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  else /* annotations are not spec: the generation stays */
+    err = save(s, cur, STORE_EVENT_MODIFIED, eb);
+  return update_end(s, err, "set annotation", cur, new_version, eb);
 }

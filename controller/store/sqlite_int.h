@@ -6,8 +6,9 @@
  *   sqlite.c        open and close, the schema, the file's identity, the
  *                   row codec (columns <-> session) and the backend table
  *   sqlite_stmt.c   errors, statements, transactions, the meta counters
- *   sqlite_crud.c   get, list, apply, update spec/status, delete, purge,
- *                   and the write every change goes through (save)
+ *   sqlite_crud.c   get, list, apply, update spec/status, set annotation,
+ *                   delete, purge, and the write every change goes
+ *                   through (save)
  *   sqlite_watch.c  the watch: a libevent timer polling the history
  *   sqlite_name.c   the controller name table (claim, served-by)
  *
@@ -114,6 +115,10 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
                  sc_errbuf *eb);
 sc_err sq_purge(store *base, const char *ns, const char *name,
                 const char *expected_version, sc_errbuf *eb);
+sc_err sq_set_annotation(store *base, const char *ns, const char *name,
+                         const char *expected_version, const char *key,
+                         const char *value, char **new_version,
+                         sc_errbuf *eb);
 
 /* sqlite_watch.c */
 sc_err sq_watch_start(store *base, const char *from_revision,

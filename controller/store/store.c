@@ -464,6 +464,55 @@ sc_err store_update_status(store *st, const char *ns, const char *name,
                                 new_version, eb);
 }
 
+/* An annotation key as store_set_annotation takes it (store.h). */
+static sc_err check_annotation(const char *ns, const char *name,
+                               const char *key, const char *value,
+                               sc_errbuf *eb)
+{
+  size_t i, len = key ? strlen(key) : 0;
+  if(!len)
+    return sc_errf(eb, SC_ERR_INVALID, "set annotation %s/%s: empty "
+                   "annotation key", ns, name);
+  if(len > STORE_ANNOTATION_KEY_MAX)
+    return sc_errf(eb, SC_ERR_INVALID, "set annotation %s/%s: annotation key "
+                   "of %zu bytes (at most %d)", ns, name, len,
+                   STORE_ANNOTATION_KEY_MAX);
+  for(i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)key[i];
+    if(c <= 0x20 || c == 0x7f)
+      return sc_errf(eb, SC_ERR_INVALID, "set annotation %s/%s: annotation "
+                     "key has a forbidden character (0x%02x) at byte %zu", ns,
+                     name, c, i);
+  }
+  if(value && strlen(value) > STORE_ANNOTATION_VALUE_MAX)
+    return sc_errf(eb, SC_ERR_INVALID, "set annotation %s/%s: the value of "
+                   "%s is %zu bytes (at most %d)", ns, name, key,
+                   strlen(value), STORE_ANNOTATION_VALUE_MAX);
+  return SC_OK;
+}
+
+sc_err store_set_annotation(store *st, const char *ns, const char *name,
+                            const char *expected_version, const char *key,
+                            const char *value, char **new_version,
+                            sc_errbuf *eb)
+{
+  sc_err err;
+  if(new_version)
+    *new_version = NULL;
+  err = store_check_key(ns, name, "set annotation", eb);
+  if(!err)
+    err = need_version(expected_version, "set annotation", ns, name, eb);
+  if(!err)
+    err = check_annotation(ns, name, key, value, eb);
+  if(err)
+    return err;
+  if(!st->ops->set_annotation)
+    return sc_errf(eb, SC_ERR_INVALID, "store %s: setting an annotation is "
+                   "not supported", st->ops->name);
+  return st->ops->set_annotation(st, ns, name, expected_version, key, value,
+                                 new_version, eb);
+}
+
 sc_err store_delete(store *st, const char *ns, const char *name,
                     sc_errbuf *eb)
 {

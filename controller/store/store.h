@@ -243,6 +243,25 @@ sc_err store_update_status(store *st, const char *ns, const char *name,
                            const session_status *status, char **new_version,
                            sc_errbuf *eb);
 
+/* Set (value non-NULL) or remove (value NULL) one annotation of a live
+ * object if its resource_version is still expected_version: the
+ * compare-and-set of `sessionctl connect` (the lea.io/connect request).
+ * Writes a new revision (watchers see MODIFIED) without bumping the
+ * generation: annotations are not spec. SC_ERR_CONFLICT on a stale
+ * version, SC_ERR_NOT_FOUND when absent or a tombstone (kube: being
+ * deleted). A value equal to the current one (or removing an absent key)
+ * writes nothing and *new_version is the current version. key: 1 to
+ * STORE_ANNOTATION_KEY_MAX bytes, no control characters or spaces;
+ * value: at most STORE_ANNOTATION_VALUE_MAX bytes (SC_ERR_INVALID
+ * otherwise). expected_version is required. *new_version (may be NULL) is
+ * the caller's. */
+#define STORE_ANNOTATION_KEY_MAX 317   /* Kubernetes: 253 prefix/63 name */
+#define STORE_ANNOTATION_VALUE_MAX (64 * 1024)
+sc_err store_set_annotation(store *st, const char *ns, const char *name,
+                            const char *expected_version, const char *key,
+                            const char *value, char **new_version,
+                            sc_errbuf *eb);
+
 /* Mark the object deleted: it becomes a tombstone that watchers see as
  * DELETED and the controller sees in list(include_deleted). Deleting a
  * tombstone again is SC_OK and writes nothing. */

@@ -1904,6 +1904,138 @@ TEST(one_controller_name_per_store)
   tmp_clean(&t);
 }
 
+
+/* store_set_annotation: compare-and-set of one annotation (the connect
+ * request): a new revision and a MODIFIED event, the generation, spec,
+ * status and other annotations untouched; stale versions, absent objects
+ * and tombstones refused; an equal value writes nothing. */
+TEST(set_annotation_cas)
+{
+  tmp t;
+  struct event_base *b = event_base_new();
+  store *st;
+  session *s, *got = NULL;
+  session_status stt = {0};
+  rec r;
+  char v1[32], *v2 = NULL, *v3 = NULL, *v4 = NULL;
+  static char big[STORE_ANNOTATION_VALUE_MAX + 2];
+  long long rev;
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b, 0);
+  CHECK(st);
+  s = mk("ns", "a", "python");
+  CHECK_OK(sc_kvlist_set(&s->meta.annotations, "team", "blue"));
+  apply1(st, s, &err);
+  CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  stt.phase = SESSION_PHASE_RUNNING;
+  CHECK_OK(store_update_status(st, "ns", "a", got->meta.resource_version,
+                               &stt, &v2, &eb));
+  snprintf(v1, sizeof(v1), "%s", v2);
+  free(v2);
+  v2 = NULL;
+  session_free(got);
+  got = NULL;
+  rev = list_rev(st);
+
+  memset(&r, 0, sizeof(r));
+  CHECK_OK(store_watch_start(st, NULL, rec_cb, rec_err, &r, &r.w, &eb));
+  CHECK_OK(store_set_annotation(st, "ns", "a", v1, SESSION_ANNOT_CONNECT,
+                                "n0nce-1", &v2, &eb));
+  CHECK(v2 && strcmp(v2, v1));
+  CHECK_INT(list_rev(st), rev + 1);
+  pump(b, &r.n, 1, 2000);
+  CHECK_INT(r.n, 1);
+  CHECK_INT(r.types[0], STORE_EVENT_MODIFIED);
+  CHECK_INT(r.revs[0], rev + 1);
+  CHECK_INT(r.gens[0], 1);
+  CHECK_INT(r.phases[0], SESSION_PHASE_RUNNING);
+  CHECK_INT(r.bad_rv, 0);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_STR(got->meta.resource_version, v2);
+  CHECK_INT(got->meta.generation, 1);
+  CHECK_STR(sc_kvlist_get(&got->meta.annotations, SESSION_ANNOT_CONNECT),
+            "n0nce-1");
+  CHECK_STR(sc_kvlist_get(&got->meta.annotations, "team"), "blue");
+  CHECK(session_spec_equal(&got->spec, &s->spec));
+  CHECK_INT(got->status.phase, SESSION_PHASE_RUNNING);
+  session_free(got);
+  got = NULL;
+
+  /* the old version is stale now: conflict, nothing written */
+  CHECK_INT(store_set_annotation(st, "ns", "a", v1, SESSION_ANNOT_CONNECT,
+                                 "n0nce-2", &v3, &eb), SC_ERR_CONFLICT);
+  CHECK(v3 == NULL);
+  CHECK_MSG(strstr(eb.msg, "ns/a") && strstr(eb.msg, v1), "msg: %s", eb.msg);
+  CHECK_INT(list_rev(st), rev + 1);
+  /* the same value again: no write, the current version back */
+  CHECK_OK(store_set_annotation(st, "ns", "a", v2, SESSION_ANNOT_CONNECT,
+                                "n0nce-1", &v3, &eb));
+  CHECK_STR(v3, v2);
+  CHECK_INT(list_rev(st), rev + 1);
+  /* a new nonce over the current version */
+  CHECK_OK(store_set_annotation(st, "ns", "a", v2, SESSION_ANNOT_CONNECT,
+                                "n0nce-2", &v4, &eb));
+  CHECK_INT(list_rev(st), rev + 2);
+  pump(b, &r.n, 2, 2000);
+  CHECK_INT(r.n, 2);
+  CHECK_INT(r.gens[1], 1);
+  /* removal (NULL): the key goes, the others stay */
+  free(v3);
+  v3 = NULL;
+  CHECK_OK(store_set_annotation(st, "ns", "a", v4, SESSION_ANNOT_CONNECT,
+                                NULL, &v3, &eb));
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK(!sc_kvlist_get(&got->meta.annotations, SESSION_ANNOT_CONNECT));
+  CHECK_STR(sc_kvlist_get(&got->meta.annotations, "team"), "blue");
+  CHECK_INT(got->meta.generation, 1);
+  CHECK_STR(got->meta.resource_version, v3);
+  session_free(got);
+  got = NULL;
+  /* removing an absent key writes nothing */
+  CHECK_OK(store_set_annotation(st, "ns", "a", v3, "absent", NULL, NULL,
+                                &eb));
+  CHECK_INT(list_rev(st), rev + 3);
+
+  /* bad arguments: named, nothing written */
+  CHECK_INT(store_set_annotation(st, "ns", "a", NULL, "k", "v", NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_set_annotation(st, "ns", "a", v3, "", "v", NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_set_annotation(st, "ns", "a", v3, "a key", "v", NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_MSG(strstr(eb.msg, "0x20"), "msg: %s", eb.msg);
+  CHECK_INT(store_set_annotation(st, "ns", "a", v3, "k\n", "v", NULL, &eb),
+            SC_ERR_INVALID);
+  memset(big, 'x', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  CHECK_INT(store_set_annotation(st, "ns", "a", v3, "k", big, NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(store_set_annotation(st, "ns", "a/b", v3, "k", "v", NULL, &eb),
+            SC_ERR_INVALID);
+  CHECK_INT(list_rev(st), rev + 3);
+
+  /* absent and tombstone: not found */
+  CHECK_INT(store_set_annotation(st, "ns", "gone", "1", "k", "v", NULL, &eb),
+            SC_ERR_NOT_FOUND);
+  CHECK_OK(store_delete(st, "ns", "a", &eb));
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_INT(store_set_annotation(st, "ns", "a", got->meta.resource_version,
+                                 "k", "v", NULL, &eb), SC_ERR_NOT_FOUND);
+  CHECK_MSG(strstr(eb.msg, "deleted"), "msg: %s", eb.msg);
+  session_free(got);
+  free(v2);
+  free(v3);
+  free(v4);
+  session_free(s);
+  store_watch_stop(r.w);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
 TEST_LIST = {
   T(bad_urls),
   T(file_modes_0600),
@@ -1931,6 +2063,7 @@ TEST_LIST = {
   T(open_must_exist_unless_create),
   T(identity_follows_the_file),
   T(one_controller_name_per_store),
+  T(set_annotation_cas),
   {0},
 };
 TEST_MAIN()
