@@ -254,8 +254,8 @@ check "kube conflict every time: says so" grep -q 'session "s1" kept changing un
 check "kube conflict every time: nothing written" test "$(kannot tenant-a s1)" = k-4
 STORE=$SQLSTORE
 
-# --- the real controller with cubesim: skipped until the controller
-# serves connect (it answers within 10 s or the case says SKIP)
+# --- the real controller with cubesim: a new session (-f), a running, a
+# paused, a reclaimed one, OnConnect, an Ended one
 rm -f "$DB"*
 start_cubesim --clock-speed 1
 start_controller ctl-connect --orphan-grace 10m
@@ -267,15 +267,50 @@ metadata: {name: live, namespace: tenant-c}
 spec: {template: python-data}
 YAML
 run ctl connect live -n tenant-c -f "$T/live.yaml" -o json --timeout 10s
-if [ "$rc" = 3 ]; then
-  echo "SKIP: controller does not serve connect yet (no answer within 10 s)"
-else
-  check "controller: Served: exit 0" test "$rc" = 0
+check "controller: Served: exit 0" test "$rc" = 0
+if true; then
   id=$(jq -r .sandboxID "$T/out")
   check "controller: the sandbox is running in cubesim" test "$(sb_field "$id" state)" = running
   check "controller: the sandbox is the session's" test "$(sim_truth | jq -r --arg id "$id" '.[] | select(.sandboxID==$id) | .metadata["lea.session_id"]')" = live
   check "controller: envdAddress" test "$(jq -r .envdAddress "$T/out")" = "https://49983-$id.$(jq -r .domain "$T/out")"
   check "controller: the answer is in the status" test "$(sess_field live tenant-c .status.connect.result)" = Served
+  # the next message: running, served at once with the same sandbox
+  run ctl connect live -n tenant-c -o name --timeout 10s
+  check "controller: running: exit 0" test "$rc" = 0
+  check "controller: running: the same sandbox" test "$(cat "$T/out")" = "$id"
+  # idle-paused by Cube: connect resumes it
+  sim_advance 960
+  wait_eq 10 Paused sess_field live tenant-c .status.phase >/dev/null
+  check "controller: paused by Cube" test "$(sb_field "$id" state)" = paused
+  run ctl connect live -n tenant-c -o name --timeout 10s
+  check "controller: paused: exit 0" test "$rc" = 0
+  check "controller: paused: resumed, the same sandbox" test "$(cat "$T/out")" = "$id"
+  check "controller: paused: it runs" test "$(sb_field "$id" state)" = running
+  # reclaimed (paused past reclaimAfter, 24h): connect makes a new one
+  sim_advance 960
+  sim_advance 90000
+  wait_eq 15 Reclaimed sess_field live tenant-c .status.phase >/dev/null
+  check "controller: reclaimed" test "$(sess_field live tenant-c .status.phase)" = Reclaimed
+  run ctl connect live -n tenant-c -o name --timeout 10s
+  check "controller: reclaimed: exit 0" test "$rc" = 0
+  new=$(cat "$T/out")
+  check "controller: reclaimed: a new sandbox" test -n "$new" -a "$new" != "$id"
+  check "controller: reclaimed: it runs" test "$(sb_field "$new" state)" = running
+  check "controller: reclaimed: no longer Reclaimed" test "$(sess_field live tenant-c .status.phase)" = Running
+  # OnConnect: raw traffic does not resume its sandbox, a connect does
+  sed 's/template: python-data}/template: python-data, resumePolicy: OnConnect}/; s/name: live,/name: oc,/' "$T/live.yaml" >"$T/oc.yaml"
+  run ctl connect oc -n tenant-c -f "$T/oc.yaml" -o name --timeout 10s
+  check "controller: OnConnect: exit 0" test "$rc" = 0
+  oc=$(cat "$T/out")
+  check "controller: OnConnect: created with auto-resume off" test "$(sb_field "$oc" autoResume)" = false
+  sim_advance 960
+  wait_eq 10 paused sb_field "$oc" state >/dev/null
+  code=$(sim_traffic "$oc")
+  check "controller: OnConnect: traffic refused ($code)" test "$code" = 502 -o "$code" = 503
+  sleep 1
+  check "controller: OnConnect: still paused after traffic" test "$(sb_field "$oc" state)" = paused
+  run ctl connect oc -n tenant-c -o name --timeout 10s
+  check "controller: OnConnect: connect resumes it" test "$rc" = 0 -a "$(sb_field "$oc" state)" = running
   # an Ended session is refused
   sed 's/template: python-data}/template: python-data, state: Ended}/' "$T/live.yaml" >"$T/live-ended.yaml"
   ctl apply -f "$T/live-ended.yaml" >/dev/null
