@@ -88,11 +88,15 @@ static const opt opts[] = {
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
-   "append one JSON line per destructive action to FILE (SIGHUP reopens "
-   "it; a line that cannot be written is logged, counted and makes "
-   "/readyz 503)"},
+   "append one JSON line per destructive action to FILE, and an "
+   "orphan's intent line before its DELETE (SIGHUP reopens it; a line "
+   "that cannot be written is logged, counted and makes /readyz 503; an "
+   "orphan whose intent line fails is not deleted)"},
   {"metrics-addr", OPT_STR, O(metrics_addr), "127.0.0.1:9090",
-   "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off)"},
+   "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off); "
+   "/readyz is 503 with the reason while the store is lost or takes no "
+   "writes (then no pause, delete or create goes to Cube), Cube refuses "
+   "the key, passes fail, or the audit log takes no line"},
   {"metrics-max-connections", OPT_INT, O(metrics_max_connections), "64",
    "most connections open at once on --metrics-addr (at most a quarter of "
    "the descriptor limit; over it, the oldest idle one is closed)"},
