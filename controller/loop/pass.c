@@ -121,9 +121,10 @@ static sc_err plan_pass(pass *ps)
    * --tenant-binding namespace makes it); with free binding its tenant is
    * unknown: no orphan at all this pass */
   held = loop_held_tenants(&ps->list, &n_held, &held_all);
-  in.list_complete = ps->full && !ps->obs->truncated &&
+  in.list_complete = ps->full &&
                      (!ps->list.n_skipped ||
                       (r->o.plan.bind_tenant_to_namespace && !held_all));
+  in.cube_list_short = ps->obs->truncated;
   in.hold_tenants = held;
   in.n_hold_tenants = n_held;
   in.cube_now = ps->cube_now;

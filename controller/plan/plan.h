@@ -93,10 +93,18 @@ typedef struct plan_input {
   /* Sandbox IDs a GET this pass confirmed gone (404). */
   const char *const *gone;
   size_t n_gone;
-  /* false when a list failed or may be truncated (rows >= limit with no
-   * next token), or when this is a single-session pass: no orphan is
-   * concluded then (rule 2). */
+  /* false when the store's side is not whole: a single-session pass, or
+   * an object the store could not decode whose tenant is unknown: no
+   * orphan is concluded then (rule 2: an orphan is concluded from its
+   * session's absence in the store, so the store read must be whole). */
   bool list_complete;
+  /* Cube's list may be short (a page of limit rows with no next token;
+   * Cube ignores paging and its limit counts compute nodes, so its lists
+   * can be short with fewer rows): no conclusion is drawn from a
+   * sandbox's absence in it. A listed sandbox is there all the same, so
+   * orphans (listed, ours, no session) are still concluded, each
+   * confirmed by its own GET before the DELETE (rule 3). */
+  bool cube_list_short;
   sc_time cube_now;              /* the Date of the list response */
   /* Per session (same index), why it is invalid (session_invalid_reason
    * in api/manifest.h), NULL when valid; the array itself NULL: every

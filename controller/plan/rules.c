@@ -78,9 +78,11 @@ bool rule2_gone_confirmed(const planner *pl, const char *id)
 }
 
 /* May an orphan be concluded from its absence in the store? Not from a
- * list that failed or may be short, and not when the store could not
- * decode an object of its tenant (or it has no tenant tag): that object
- * may be its session. */
+ * store read that is not whole (a single-session pass), and not when the
+ * store could not decode an object of its tenant (or it has no tenant
+ * tag): that object may be its session. A short Cube list does not stop
+ * it: the orphan was listed, so it exists; what its absence from the
+ * list would say is not used. */
 bool rule2_orphan_may_be_concluded(const planner *pl, const sb_rec *sb)
 {
   const plan_input *in = pl->in;
@@ -268,7 +270,7 @@ static bool intent_gone(const planner *pl, const sess_rec *r,
     return true;
   if(r->link && !strcmp(r->link, id))
     return r->ls == LS_GONE;
-  return pl->in->list_complete;
+  return pl->in->list_complete && !pl->in->cube_list_short;
 }
 
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,

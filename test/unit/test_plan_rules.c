@@ -336,7 +336,40 @@ TEST(rule11_create_claim_held_by_cube_clock)
   w_del(w);
 }
 
+/* rule 2 with Cube's real list: Cube ignores paging, so at 100 sandboxes
+ * and more every list may be short. Before, that held orphan deletion for
+ * good. A listed orphan exists whatever the list missed: it is still
+ * concluded (its absence from the store is what makes it one, and the
+ * store read is whole); only conclusions from absence in Cube's list
+ * (an unlinked sandbox gone) are held. */
+TEST(rule2_a_short_cube_list_still_concludes_listed_orphans)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
+  plan_input in;
+  plan *p = NULL;
+  w_link(s, "sb-a");
+  w_sb(w, "sb-a", CUBE_SB_RUNNING, NOW + HOUR_MS, "t1", "a");
+  w_sb(w, "sb-orphan", CUBE_SB_PAUSED, NOW - HOUR_MS, "t1", "gone-one");
+  s->status.pending_kind = strdup("duplicate");
+  s->status.pending_sandbox_id = strdup("sb-dup-unlisted");
+  w_input(w, &in);
+  in.cube_list_short = true;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p && p_find(p, PLAN_DELETE, "sb-orphan"));
+  /* the unlisted duplicate of the intent is not taken as gone */
+  CHECK(p && p_sess(p, s)->status.pending_kind);
+  plan_free(p);
+  /* a single-session pass (the store read not whole): no orphan */
+  in.list_complete = false;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p && !p_find(p, PLAN_DELETE, "sb-orphan"));
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
+  T(rule2_a_short_cube_list_still_concludes_listed_orphans),
   T(rule6_pick_duplicate_winner_one_order),
   T(rule4_judge_link_by_tags_and_proof),
   T(rule5_tenants_never_cross_and_bind_to_namespace),
