@@ -449,6 +449,10 @@ int main(int argc, char **argv)
   ro.plan.orphan_grace_ms = cfg.orphan_grace_ms;
   ro.plan.max_delete_fraction = cfg.max_delete_fraction;
   ro.plan.force = cfg.force;
+  ro.plan.max_delete_floor = (size_t)cfg.max_delete_floor;
+  ro.plan.brake_window_ms = cfg.brake_window_ms;
+  ro.plan.reclaim_brake_fraction = cfg.reclaim_brake_fraction;
+  ro.plan.reclaim_brake_floor = (size_t)cfg.reclaim_brake_floor;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
   ro.plan.adopted_names = (const char *const *)served.adopted;

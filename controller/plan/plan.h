@@ -27,8 +27,18 @@ typedef struct plan_config {
   const char *controller_name;   /* the value of lea.managed-by */
   int64_t orphan_grace_ms;       /* --orphan-grace, default 10m */
   double max_delete_fraction;    /* --max-delete-fraction, default 0.2 */
-  size_t max_delete_floor;       /* the guard needs more than this: 10 */
-  bool force;                    /* --force: the guard never trips */
+  size_t max_delete_floor;       /* --max-delete-floor: up to this many
+                                    orphans are never held back: 2 */
+  bool force;                    /* --force: neither brake holds */
+  /* The brakes' window, by Cube's clock (--brake-window, default 10m):
+   * the orphan guard's budget and the reclaim brake count the deletions
+   * this process made within it (plan_input.recent_*). */
+  int64_t brake_window_ms;
+  /* The reclaim brake (rule 13): at most max(reclaim_brake_floor,
+   * reclaim_brake_fraction x the paused sandboxes) reclaims per window;
+   * the others stay due and wait. 0 fraction: no brake. */
+  double reclaim_brake_fraction; /* --reclaim-brake-fraction, 0.5 */
+  size_t reclaim_brake_floor;    /* 10 */
   /* The create claim (status.createIntent). identity names this process
    * (NULL: it claims nothing of its own); a live session with no sandbox
    * whose intent belongs to another process and is younger than
@@ -120,6 +130,11 @@ typedef struct plan_input {
    * tenant are. NULL/0: none. */
   const char *const *hold_tenants;
   size_t n_hold_tenants;
+  /* Deletions this process made within the last brake_window_ms by Cube's
+   * clock (act_ledger): the brakes' budgets are over a window, not a
+   * pass. A replica that restarted knows none of its predecessor's. */
+  size_t recent_orphan_deletes;
+  size_t recent_reclaims;
 } plan_input;
 
 typedef enum plan_action_type {
@@ -181,6 +196,10 @@ typedef struct plan {
   size_t n_orphans;          /* orphan deletions wanted (before the guard) */
   bool guard_tripped;        /* orphan deletions were withheld (rule 9) */
   char *guard_message;       /* why, when tripped */
+  size_t n_orphan_candidates;/* ours and joined by nobody, any state or
+                                age: what a wiped store looks like */
+  size_t n_reclaims_held;    /* reclaims the brake held back (rule 13) */
+  char *brake_message;       /* why, when it held some */
   sc_time next_orphan_due;   /* Cube time the next paused orphan passes
                                 its grace; 0 = none */
   struct plan_arena *arena;  /* private: holds the actions' strings */

@@ -505,8 +505,10 @@ static const struct {
   int orphans, managed_extra;
   bool trips;
 } guard_cases[] = {
-  {10, 0, false},  /* not more than the floor */
-  {11, 0, true},
+  {2, 0, false},    /* not more than the floor (2) */
+  {3, 0, true},
+  {10, 0, true},    /* a wiped store, a fleet of 10: none deleted (before:
+                       all 10, the floor was 10) */
   {11, 100, false}, /* 11 of 111 is under 20% */
   {30, 100, true},  /* 30 of 130 is over 20% */
 };
@@ -1398,7 +1400,9 @@ TEST(invalid_input_refused)
   CHECK_STR(plan_delete_kind_name(PLAN_DEL_RECLAIM), "reclaim");
   CHECK_STR(cfg.controller_name, "session-controller");
   CHECK_INT(cfg.orphan_grace_ms, 10 * MIN_MS);
-  CHECK_INT(cfg.max_delete_floor, 10);
+  CHECK_INT(cfg.max_delete_floor, 2);
+  CHECK_INT(cfg.brake_window_ms, 10 * MIN_MS);
+  CHECK_INT(cfg.reclaim_brake_floor, 10);
 }
 
 /* ---------- the plan's statuses (performance contract) ---------- */
