@@ -423,6 +423,8 @@ static bool on_answer(cube_call *k)
   case CUBE_OP_DELETE:
     on_delete(k, body_code);
     break;
+  case CUBE_OP_RESERVE: /* never sent: completed by cube_pump */
+    break;
   }
   return false;
 }

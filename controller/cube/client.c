@@ -13,7 +13,7 @@
 
 static const char *const op_names[] = {
   "list", "list-page", "get", "create", "pause", "connect", "set-timeout",
-  "delete", "probe"};
+  "delete", "probe", "reserve"};
 
 const char *cube_op_name(cube_op op)
 {

@@ -126,7 +126,8 @@ typedef enum cube_op {
   CUBE_OP_CONNECT,
   CUBE_OP_SET_TIMEOUT,
   CUBE_OP_DELETE,
-  CUBE_OP_PROBE
+  CUBE_OP_PROBE,
+  CUBE_OP_RESERVE /* cube_reserve: a turn, no request */
 } cube_op;
 
 typedef enum cube_dialect {
@@ -208,6 +209,15 @@ typedef struct cube_create_req {
   bool no_auto_resume;
 } cube_create_req;
 
+/* A turn of the queue and the token bucket with no request: cb runs
+ * (err SC_OK) once a create would have been sent, so the caller can do
+ * what must come right before it (the create claim, act/claim.c) and then
+ * send it with cube_create_reserved(), ahead of the queue, the token
+ * already taken. A reservation holds no in-flight slot. */
+sc_err cube_reserve(cube_client *c, cube_cb cb, void *ud);
+/* cube_create after a cube_reserve(): ahead of the queue, no token. */
+sc_err cube_create_reserved(cube_client *c, const cube_create_req *req,
+                            cube_cb cb, void *ud);
 /* POST /sandboxes with both dialects' pause-on-timeout and auto-resume
  * fields. Zero the req (or set every field): no_auto_resume is read. */
 sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,

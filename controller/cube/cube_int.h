@@ -108,6 +108,8 @@ struct cube_call {
   char *page_token;
   bool urgent;                 /* cube_delete_now: ahead of the queue and
                                   the token bucket */
+  bool prepaid;                /* cube_create_reserved: its token was taken
+                                  by the reservation */
   int retries;                 /* cube_list: transient page failures retried */
   struct event *retry_ev;      /* cube_list: a page retry waiting */
 };

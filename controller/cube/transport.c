@@ -225,12 +225,16 @@ void cube_pump(cube_client *c)
     cube_call *k;
     sc_err err;
     k = c->wait_head;
-    if(!take_token(c, k->urgent))
+    if(!k->prepaid && !take_token(c, k->urgent))
       return;
     c->wait_head = k->next;
     if(!c->wait_head)
       c->wait_tail = NULL;
     k->next = NULL;
+    if(k->op == CUBE_OP_RESERVE) {
+      cube_call_defer(k); /* its turn: no request, no slot held */
+      continue;
+    }
     err = start(k);
     if(err) {
       cube_call_msg(k, err, "cannot start the transfer: %s", sc_strerror(err));

@@ -95,9 +95,12 @@ static const opt opts[] = {
    "reclaims a window the brake never holds back"},
   {"force", OPT_BOOL, O(force), "false",
    "lift the orphan-deletion guard and the reclaim brake"},
-  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
+  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "3s",
    "other replicas wait this long by Cube's clock for a claimed create "
-   "(and until each has seen the claim for min(TTL, 40s))"},
+   "(and until each has seen the claim for min(TTL, 40s)); the claim is "
+   "written when the create is sent, so it covers one create call: a "
+   "create slower than the TTL may be duplicated, and the duplicate is "
+   "deleted (rule 6)"},
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},

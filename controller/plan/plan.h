@@ -43,7 +43,10 @@ typedef struct plan_config {
    * (NULL: it claims nothing of its own); a live session with no sandbox
    * whose intent belongs to another process and is younger than
    * create_intent_ttl_ms by Cube's clock gets no CREATE: it waits for that
-   * create to be listed. Default 90 s: over two Cube create timeouts. */
+   * create to be listed. Default 3 s: the claim is written when the create
+   * is sent (claim at dispatch), so it covers one create call and its link
+   * write; a create slower than that may get a duplicate, which rule 6
+   * deletes (a stall costs a user; a duplicate a create and a delete). */
   const char *identity;
   int64_t create_intent_ttl_ms;
   /* --tenant-binding namespace (the default): a session whose tenantID is
@@ -83,7 +86,7 @@ void plan_link_key_derive(const char *cube_api_key, const char *name,
 void plan_link_proof(const unsigned char *key, const char *uid,
                      const char *sandbox_id, char out[PLAN_PROOF_LEN + 1]);
 
-#define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
+#define PLAN_CREATE_INTENT_TTL_MS (3 * 1000LL)
 
 /* The documented defaults (docs/controller.md; controller name "session-controller"). */
 void plan_config_defaults(plan_config *cfg);

@@ -71,6 +71,11 @@ static sc_err f_get(void *cl, const char *id, cube_cb cb, void *ud)
   return fake_add(f, CUBE_OP_GET, id, cb, ud);
 }
 
+static sc_err f_reserve(void *cl, cube_cb cb, void *ud)
+{
+  return fake_add(cl, CUBE_OP_RESERVE, "", cb, ud);
+}
+
 static sc_err f_create(void *cl, const cube_create_req *req, cube_cb cb,
                        void *ud)
 {
@@ -110,6 +115,7 @@ static void fake_table(act_cube *t, fake_cube *f)
   t->cl = f;
   t->get = f_get;
   t->get_now = f_get;
+  t->reserve = f_reserve;
   t->create = f_create;
   t->pause = f_pause;
   t->connect = f_connect;

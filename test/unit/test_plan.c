@@ -620,8 +620,8 @@ TEST(create_intent_of_another_replica_waits)
     bool keeps_intent;
   } cases[] = {
     {"r1#aaaa", 0, false, false, true},
-    {"r1#aaaa", 89 * 1000LL, false, false, true},
-    {"r1#aaaa", 90 * 1000LL, false, true, true},   /* stale: create */
+    {"r1#aaaa", 2999, false, false, true},
+    {"r1#aaaa", 3000, false, true, true},          /* stale: create */
     {"r1#aaaa", -5 * 1000LL, false, false, true},  /* Cube's clock behind */
     {"r0#self", 1000, false, true, true},          /* ours: retry */
     {"r1#aaaa", 1000, true, false, false},         /* adopted: cleared */
@@ -652,7 +652,7 @@ TEST(create_intent_of_another_replica_waits)
       CHECK(strstr(session_status_get_condition(&ps->status, "Ready")->message,
                    "waiting for the create claimed by r1#aaaa"));
       /* come back when the claim runs out, by Cube's clock */
-      CHECK_INT(ps->next_due, s->status.create_intent_at + 90 * 1000LL);
+      CHECK_INT(ps->next_due, s->status.create_intent_at + 3 * 1000LL);
     }
     if(cases[i].tagged_sandbox)
       CHECK_STR(ps->status.sandbox_id, "sb1");

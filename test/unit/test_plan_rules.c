@@ -390,7 +390,7 @@ TEST(rule11_create_claim_held_by_cube_clock)
   planner_of(&pl, &in, &cfg, &p);
   CHECK(!rule11_create_claim_held(&pl, s)); /* no claim */
   s->status.create_intent_by = strdup("replica-2");
-  s->status.create_intent_at = NOW - 10 * 1000;
+  s->status.create_intent_at = NOW - 1000;
   CHECK(rule11_create_claim_held(&pl, s));
   cfg.identity = "replica-2"; /* our own: our last attempt failed */
   CHECK(!rule11_create_claim_held(&pl, s));
@@ -398,7 +398,7 @@ TEST(rule11_create_claim_held_by_cube_clock)
   CHECK(rule11_create_claim_held(&pl, s));
   s->status.create_intent_at = NOW - cfg.create_intent_ttl_ms;
   CHECK(!rule11_create_claim_held(&pl, s)); /* run out by Cube's clock */
-  s->status.create_intent_at = NOW - 10 * 1000;
+  s->status.create_intent_at = NOW - 1000;
   in.cube_now = 0; /* no Cube clock: nothing time-based is decided */
   CHECK(!rule11_create_claim_held(&pl, s));
   w_del(w);
