@@ -184,6 +184,8 @@ cube_client *cube_client_new(struct event_base *base,
     err = cube_key_file_read(c, &key, &c->key_sig, eb);
     if(!err && !(c->keys = cube_keyset_new(key)))
       err = sc_errf(eb, SC_ERR_NOMEM, "cube: out of memory");
+    else if(!err)
+      c->keys->gen = ++c->key_gen;
     if(key) {
       explicit_bzero(key, strlen(key));
       free(key);
@@ -196,6 +198,8 @@ cube_client *cube_client_new(struct event_base *base,
   }
   else if(!(c->keys = cube_keyset_new(opts->api_key)))
     goto nomem;
+  else
+    c->keys->gen = ++c->key_gen;
   if(opts->ca_file && *opts->ca_file && !(c->ca_file = strdup(opts->ca_file)))
     goto nomem;
   if(opts->user_agent)

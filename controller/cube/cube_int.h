@@ -47,6 +47,7 @@ typedef struct cube_call cube_call;
 typedef struct cube_keyset {
   int refs;
   char *key;                  /* NULL: no auth headers */
+  uint64_t gen;                /* the client's count of keys taken */
   struct curl_slist *hdr_plain, *hdr_json, *hdr_empty_post;
 } cube_keyset;
 
@@ -73,7 +74,9 @@ struct cube_client {
   cube_key_sig key_sig;       /* the file as last read */
   bool key_sig_bad;           /* that read was refused (said once) */
   int64_t key_checked_ms;     /* last look (monotonic) */
-  int64_t key_forced_ms;      /* last read after a 401/403; 0: none */
+  int64_t key_forced_ms;      /* last read after a 401/403 ... */
+  uint64_t key_forced_gen;    /* ... to the key of this gen */
+  uint64_t key_gen;           /* keys taken so far */
   bool key_recheck;           /* a 401/403 to a request with `keys` */
   cube_key_cb on_key;
   void *on_key_ud;

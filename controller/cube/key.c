@@ -145,6 +145,7 @@ sc_err cube_client_set_api_key(cube_client *c, const char *key,
     return sc_errf(eb, SC_ERR_NOMEM, "cube: out of memory");
   cube_keyset_unref(c->keys); /* wiped now, or by its last request */
   c->keys = ks;
+  ks->gen = ++c->key_gen;
   return SC_OK;
 }
 
@@ -294,10 +295,13 @@ void cube_key_poll(cube_client *c)
   if(!c->key_file)
     return;
   now = sctime_mono_ms();
-  if(c->key_recheck &&
-     (!c->key_forced_ms || now - c->key_forced_ms >= CUBE_KEY_CHECK_MS)) {
+  /* at once after a 401/403 to a key, then at most once a second while
+   * Cube goes on refusing the same key */
+  if(c->key_recheck && (c->key_forced_gen != c->keys->gen ||
+                        now - c->key_forced_ms >= CUBE_KEY_CHECK_MS)) {
     c->key_recheck = false;
     c->key_forced_ms = now;
+    c->key_forced_gen = c->keys->gen;
     c->key_checked_ms = now;
     reload(c, true);
     return;
