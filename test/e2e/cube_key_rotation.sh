@@ -85,4 +85,6 @@ for k in "$KA" "$KB" "$KC"; do
   check "no key $kn in the log or on /metrics" sh -c "! grep -F -q -a -e '$k' '$T/ctl.log' '$T/metrics.out'"
 done
 check "no key part in the log either" sh -c "! grep -q -a 'sk-rot-' '$T/ctl.log'"
+check "cubesim: /_sim/key refuses a control character" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{"apiKey":"a\u0001b"}' "$SIM/_sim/key")" = 400
+check "cubesim: /_sim/key null turns auth off" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{"apiKey":null}' "$SIM/_sim/key")/$(curl -s -o /dev/null -w '%{http_code}' "$SIM/sandboxes")" = 204/200
 finish
