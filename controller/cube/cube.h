@@ -145,9 +145,9 @@ unsigned cube_client_auth_failures(const cube_client *c, long *status);
 #define CUBE_API_KEY_MAX 8192
 
 /* Use key (NULL or "": no auth headers) from the next request on; calls in
- * flight keep theirs. SC_ERR_INVALID (the key is kept) for a control
- * character or over CUBE_API_KEY_MAX bytes; the message never holds the
- * key. */
+ * flight keep theirs (with api_key_file, the file's next change replaces
+ * it). SC_ERR_INVALID (the key is kept) for a control character or over
+ * CUBE_API_KEY_MAX bytes; the message never holds the key. */
 sc_err cube_client_set_api_key(cube_client *c, const char *key,
                                sc_errbuf *eb);
 

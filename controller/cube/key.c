@@ -191,13 +191,15 @@ sc_err cube_key_file_read(const cube_client *c, char **key,
   if(fd < 0) {
     e = errno;
     sig->err = e ? e : EIO;
-    return sc_errf(eb, SC_ERR_IO, "cube: API key file %s: %s", path, strerror(e));
+    return sc_errf(eb, SC_ERR_IO, "cube: API key file %s: %s", path,
+                   strerror(e));
   }
   if(fstat(fd, &sb)) {
     e = errno;
     close(fd);
     sig->err = e ? e : EIO;
-    return sc_errf(eb, SC_ERR_IO, "cube: API key file %s: %s", path, strerror(e));
+    return sc_errf(eb, SC_ERR_IO, "cube: API key file %s: %s", path,
+                   strerror(e));
   }
   sig_of(&sb, sig);
   while(len < sizeof(buf) - 1) {
@@ -216,11 +218,12 @@ sc_err cube_key_file_read(const cube_client *c, char **key,
   }
   buf[len] = '\0';
   if(len > CUBE_API_KEY_MAX) {
-    err = sc_errf(eb, SC_ERR_TOO_LARGE, "cube: API key file %s: over %d bytes",
-                  path, CUBE_API_KEY_MAX);
+    err = sc_errf(eb, SC_ERR_TOO_LARGE,
+                  "cube: API key file %s: over %d bytes", path,
+                  CUBE_API_KEY_MAX);
     goto out;
   }
-  while(len && strchr(" \t\r\n\v\f", buf[len - 1]))
+  while(len && buf[len - 1] && strchr(" \t\r\n\v\f", buf[len - 1]))
     buf[--len] = '\0';
   if(!len) {
     err = sc_errf(eb, SC_ERR_INVALID, "cube: API key file %s is empty", path);
@@ -228,9 +231,10 @@ sc_err cube_key_file_read(const cube_client *c, char **key,
   }
   for(i = 0; i < len; i++)
     if((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
-      err = sc_errf(eb, SC_ERR_INVALID, "cube: API key file %s: the key has a %s",
-                    path, buf[i] ? "line break or a control character"
-                                 : "NUL byte (a binary file?)");
+      err = sc_errf(eb, SC_ERR_INVALID,
+                    "cube: API key file %s: the key has a %s", path,
+                    buf[i] ? "line break or a control character"
+                           : "NUL byte (a binary file?)");
       goto out;
     }
   *key = strdup(buf);

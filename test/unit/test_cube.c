@@ -2000,7 +2000,8 @@ TEST(key_file_read_again_when_it_changes)
   keyev ev = {0};
   cube_client_opts o;
   sc_errbuf eb;
-  char dir[] = "/tmp/test_cube_key.XXXXXX", path[300], big[CUBE_API_KEY_MAX + 2];
+  char dir[] = "/tmp/test_cube_key.XXXXXX", path[300];
+  char big[CUBE_API_KEY_MAX + 2];
   int64_t t0;
   memset(&f, 0, sizeof(f));
   CHECK(mkdtemp(dir) != NULL);
@@ -2193,6 +2194,9 @@ TEST(key_file_checked_at_start)
   CHECK(cube_client_new(base, &o, &eb) == NULL);
   CHECK_MSG(strstr(eb.msg, "NUL byte") && !strstr(eb.msg, "rot-key"), "%s",
             eb.msg);
+  CHECK_OK(put_file(path, "rot-key\0\n", 9, false)); /* not white space */
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK_MSG(strstr(eb.msg, "NUL byte"), "%s", eb.msg);
   unlink(path);
   rmdir(dir);
   event_base_free(base);
