@@ -52,7 +52,7 @@ static const opt opts[] = {
   {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
    "base URL of the Cube (E2B) API"},
   {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,
-   "file holding the Cube API key (else env CUBE_API_KEY)"},
+   "file holding the Cube API key, read again when it changes (else env CUBE_API_KEY)"},
   {"cube-ca", OPT_STR, O(cube_ca), NULL,
    "CA bundle to verify Cube's TLS certificate"},
   {"cube-insecure-skip-verify", OPT_BOOL, O(cube_insecure_skip_verify),
