@@ -213,6 +213,8 @@ static void claim_written(act_run *run, size_t si, sc_err err,
   const session *s = run->p->sessions[si].s;
   sc_kvlist md = {0};
   cube_create_req req = {0};
+  if(err || *env->stopping)
+    env->cube->unreserve(env->cube->cl); /* no create: the token back */
   if(!err && *env->stopping) {
     /* SIGTERM came while the claim was written: no create goes out now,
      * and the claim goes with the final write */
@@ -287,6 +289,7 @@ static void on_turn(const cube_result *res, void *ud)
     return;
   }
   if(*run->env->stopping) {
+    run->env->cube->unreserve(run->env->cube->cl);
     act_log(run, c->a, LOG_INFO, "stopping: the create is not sent", NULL);
     act_not_started(c, "stopping", -1);
     return;
@@ -294,6 +297,7 @@ static void on_turn(const cube_result *res, void *ud)
   eb.msg[0] = '\0';
   err = claim_create(c, &eb);
   if(err) {
+    run->env->cube->unreserve(run->env->cube->cl);
     act_log(run, c->a, LOG_WARN, "create claim not written: no create",
             eb.msg);
     act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);

@@ -16,6 +16,11 @@ static sc_err c_reserve(void *cl, cube_cb cb, void *ud)
   return cube_reserve(cl, cb, ud);
 }
 
+static void c_unreserve(void *cl)
+{
+  cube_reserve_cancel(cl);
+}
+
 static sc_err c_create(void *cl, const cube_create_req *req, cube_cb cb,
                        void *ud)
 {
@@ -50,6 +55,7 @@ void act_cube_client(act_cube *t, cube_client *c)
   t->get = c_get;
   t->get_now = c_get_now;
   t->reserve = c_reserve;
+  t->unreserve = c_unreserve;
   t->create = c_create;
   t->pause = c_pause;
   t->connect = c_connect;

@@ -21,6 +21,7 @@ typedef struct act_cube {
   /* a create goes in two steps: its turn (cube_reserve), then, once its
    * claim is written, the call (cube_create_reserved) */
   sc_err (*reserve)(void *cl, cube_cb cb, void *ud);
+  void (*unreserve)(void *cl); /* its create will not be sent */
   sc_err (*create)(void *cl, const cube_create_req *req, cube_cb cb,
                    void *ud);
   sc_err (*pause)(void *cl, const char *id, cube_cb cb, void *ud);

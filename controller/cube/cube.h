@@ -249,6 +249,10 @@ typedef struct cube_create_req {
  * send it with cube_create_reserved(), ahead of the queue, the token
  * already taken. A reservation holds no in-flight slot. */
 sc_err cube_reserve(cube_client *c, cube_cb cb, void *ud);
+/* The create of a cube_reserve() will not be sent (its claim was lost):
+ * its token goes back to the bucket, so a replica that loses a claim race
+ * does not pay for the winner's create. */
+void cube_reserve_cancel(cube_client *c);
 /* cube_create after a cube_reserve(): ahead of the queue, no token. */
 sc_err cube_create_reserved(cube_client *c, const cube_create_req *req,
                             cube_cb cb, void *ud);

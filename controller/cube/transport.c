@@ -49,6 +49,18 @@ static bool take_token(cube_client *c, bool force)
   return false;
 }
 
+void cube_reserve_cancel(cube_client *c)
+{
+  double burst;
+  if(!c || c->qps <= 0)
+    return;
+  burst = c->qps < 1 ? 1 : c->qps;
+  c->tokens += 1.0;
+  if(c->tokens > burst)
+    c->tokens = burst;
+  cube_pump(c); /* the token may start a waiting call */
+}
+
 /* --- curl callbacks --- */
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)

@@ -76,6 +76,11 @@ static sc_err f_reserve(void *cl, cube_cb cb, void *ud)
   return fake_add(cl, CUBE_OP_RESERVE, "", cb, ud);
 }
 
+static void f_unreserve(void *cl)
+{
+  (void)cl;
+}
+
 static sc_err f_create(void *cl, const cube_create_req *req, cube_cb cb,
                        void *ud)
 {
@@ -116,6 +121,7 @@ static void fake_table(act_cube *t, fake_cube *f)
   t->get = f_get;
   t->get_now = f_get;
   t->reserve = f_reserve;
+  t->unreserve = f_unreserve;
   t->create = f_create;
   t->pause = f_pause;
   t->connect = f_connect;
