@@ -155,10 +155,15 @@ static void confirm(obs_run *run)
     return;
   }
   run->pending = 1; /* held while starting */
-  for(i = 0; i < run->n_sessions; i++) {
-    const char *id = run->sessions[i]->status.sandbox_id;
+  for(i = 0; i < 2 * run->n_sessions; i++) {
+    /* each session's link, then the sandbox of its recorded intent
+     * (status.pendingAction): neither is taken as gone from its absence
+     * in a list, only from a GET's 404 (rule 2) */
+    const session_status *st = &run->sessions[i / 2]->status;
+    const char *id = i % 2 ? st->pending_sandbox_id : st->sandbox_id;
     obs_call *call;
-    if(!id || has(run, id))
+    if(!id || has(run, id) ||
+       (i % 2 && st->sandbox_id && !strcmp(id, st->sandbox_id)))
       continue;
     call = calloc(1, sizeof(*call));
     if(!call)

@@ -157,6 +157,18 @@ static sc_err decide_ended(planner *pl, const sess_rec *r, want *w,
   }
   if(r->ls == LS_CONFIRM && (err = add_confirm(pl, r)))
     return err;
+  if(!r->n_sbs && r->ls != LS_CONFIRM && rule11_intent_unresolved(pl, r)) {
+    /* its recorded delete (or pause) names a sandbox no list shows: a GET
+     * asks (observe) before the object is ended, or the sandbox, still
+     * there, would outlive it */
+    if(w->phase == SESSION_PHASE_NONE)
+      w->phase = SESSION_PHASE_PENDING;
+    want_ready(w, "False", "Ending", "confirming sandbox %s of the recorded "
+               "%s intent before ending", r->s->status.pending_sandbox_id,
+               r->s->status.pending_kind);
+    *due = pl->in->cube_now + 5000;
+    return SC_OK;
+  }
   if(!r->n_sbs && r->ls != LS_CONFIRM && rule11_create_claim_held(pl, r->s)) {
     /* another process may still be in its create call for this object:
      * ended (and purged) now, its sandbox would outlive the object */

@@ -177,6 +177,7 @@ const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r);
 sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
 sc_err rule13_reclaim_brake(planner *pl);
 bool rule11_create_claim_held(const planner *pl, const session *s);
+bool rule11_intent_unresolved(const planner *pl, const sess_rec *r);
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
                             bool *done);
 bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link);

@@ -381,16 +381,26 @@ bool rule11_create_claim_held(const planner *pl, const session *s)
  *    pauses again while spec.state says Paused.
  *  - ended, tombstone, duplicate: the plan deletes again while the sandbox
  *    is there; once it is gone the intent goes.
- * "Gone": a GET said 404, or an unlinked sandbox a complete list misses.
+ * "Gone": a GET said 404, never a list that misses it.
  * done: the session's decision is made here. */
 static bool intent_gone(const planner *pl, const sess_rec *r,
                         const char *id)
 {
+  /* a GET said 404 (the observation asks for every intent's sandbox the
+   * lists missed); a list that misses it is no evidence (rule 2): Cube's
+   * lists can be short without a sign, and an injected truncation is */
   if(rule2_gone_confirmed(pl, id))
     return true;
-  if(r->link && !strcmp(r->link, id))
-    return r->ls == LS_GONE;
-  return pl->in->list_complete && !pl->in->cube_list_short;
+  return r->link && !strcmp(r->link, id) && r->ls == LS_GONE;
+}
+
+/* A recorded intent names a sandbox that no list shows and no GET has
+ * said is gone: what it says is not known yet (decide_ended waits). */
+bool rule11_intent_unresolved(const planner *pl, const sess_rec *r)
+{
+  const char *id = r->s->status.pending_sandbox_id;
+  return r->s->status.pending_kind && id &&
+         !join_sandbox_by_id(pl, id) && !intent_gone(pl, r, id);
 }
 
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,

@@ -241,6 +241,29 @@ TEST(rule11_tombstone_waits_for_a_fresh_foreign_create_claim)
   w_del(w);
 }
 
+/* The chaos run's finding 11: a tombstone whose recorded delete got a 500,
+ * its sandbox missing from a list that dropped the row without a sign. It
+ * was ended (and purged) from that absence, and the sandbox, never
+ * deleted, leaked. Now only a GET's 404 resolves the intent. */
+TEST(rule11_tombstone_is_not_ended_while_its_intent_is_unresolved)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
+  plan *p;
+  s->meta.deletion_timestamp = NOW - 1000;
+  pending(s, "tombstone", "sb-unlisted");
+  p = w_plan(w); /* the list is "complete" and misses it */
+  CHECK(p && p_sess(p, s)->status.phase != SESSION_PHASE_ENDED);
+  CHECK(p_sess(p, s)->status.pending_kind);
+  plan_free(p);
+  w->gone[w->ngone++] = "sb-unlisted"; /* the GET says 404 */
+  p = w_plan(w);
+  CHECK(p && p_sess(p, s)->status.phase == SESSION_PHASE_ENDED);
+  CHECK(!p_sess(p, s)->status.pending_kind);
+  plan_free(p);
+  w_del(w);
+}
+
 /* ------------------------------------------------------------------ */
 /* random interleavings */
 
@@ -479,6 +502,7 @@ TEST_LIST = {
   T(connect_to_a_running_sandbox_is_served_at_once),
   T(connect_is_refused_with_why_for_ended_and_paused_sessions),
   T(rule11_tombstone_waits_for_a_fresh_foreign_create_claim),
+  T(rule11_tombstone_is_not_ended_while_its_intent_is_unresolved),
   T(connect_reclaim_crash_and_cas_interleavings_never_delete_a_running_sandbox),
   {0},
 };
