@@ -2,7 +2,10 @@
 # The chaos suite (docs/reliability.md): three controller replicas on one
 # SQLite store with skewed local clocks, cubesim with faults at clock x60,
 # a workload driver, a replica SIGKILLed every 1-3 s and restarted, then
-# faults off and convergence, then the invariant checker.
+# faults off and convergence, then the invariant checker. Users reach
+# their sandboxes through connect (most) or raw traffic; once per dialect
+# the store's files are made immutable for a few seconds (chattr +i; SKIP
+# when not permitted) while a watcher records every intent the store holds.
 #
 # usage: test/chaos/run.sh [--dialect cube|e2b|both] [--seed N]
 #          [--sessions N] [--virtual-hours H] [--short] [--faults SPEC]
@@ -62,6 +65,7 @@ ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
 T=$(mktemp -d "${TMPDIR:-/tmp}/sc-chaos.XXXXXX")
 PIDS=""
 cleanup() {
+  chattr -i "$T"/*/sessions.db* 2>/dev/null
   for p in $PIDS; do kill "$p" 2>/dev/null; done
   for p in $PIDS; do wait "$p" 2>/dev/null; done
   [ "$keep" = 1 ] && echo "kept $T" || rm -rf "$T"
@@ -92,6 +96,34 @@ start_replica() {
   PIDS="$PIDS $!"
 }
 
+# store_fault: the store's files immutable for fault_len s, no kills
+# meanwhile (a replica restarted then could not open its store); sets SF
+# (the checker's --store-fault) and fault_note
+store_fault() {
+  fault_done=1
+  sleep 1   # a replica just restarted has opened its store
+  fa=$(sim_now_ms)
+  nerr0=$(cat "$D"/r*.log | grep -c 'store write failed')
+  if chattr +i "$D/sessions.db" 2>/dev/null; then
+    for f in "$D/sessions.db-wal" "$D/sessions.db-shm"; do
+      [ -f "$f" ] && chattr +i "$f"
+    done
+    sleep "$fault_len"
+    chattr -i "$D"/sessions.db*
+    fb=$(sim_now_ms)
+    SF="--store-fault $fa,$fb"
+    nerr=$(( $(cat "$D"/r*.log | grep -c 'store write failed') - nerr0 ))
+    dead=0
+    for i in 0 1 2; do
+      eval "p=\$RPID_$i"
+      kill -0 "$p" 2>/dev/null || { dead=$((dead + 1)); start_replica "$i"; }
+    done
+    fault_note="${fault_len} s real from ${fault_at} s; $nerr replica(s) logged failing writes; $dead exited"
+  else
+    fault_note="SKIP (chattr +i is not permitted here)"
+  fi
+}
+
 run_dialect() {
   d=$1
   D="$T/$d"
@@ -109,11 +141,32 @@ run_dialect() {
   done
   [ -n "$SIM" ] || { echo "cubesim did not start"; cat "$D/sim.log"; return 1; }
   for i in 0 1 2; do start_replica $i; done
+  # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
+  # pauses up to the longest idleTimeout (30 min) after its last request
+  # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
+  # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
+  # after that last change. A create claimed by a replica killed just
+  # before quiet is waited out for 40 real seconds first (docs/controller.md);
+  # plus slack for a loaded machine (--converge-limit overrides)
+  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
+  # the watcher: every intent (status.pendingAction) the store's history
+  # records, and every purge, with cubesim's clock
+  build/chaos/driver --watch-db "$D/sessions.db" --sim "$SIM" \
+    --out "$D/watch" 2>"$D/watch.log" &
+  WPID=$!
+  PIDS="$PIDS $WPID"
   build/chaos/driver --store "sqlite:$D/sessions.db" --sim "$SIM" \
     --sessions "$sessions" --virtual-hours "$hours" --seed "$seed" \
+    --connect-limit "$limit" \
     --timeline "$D/timeline" >"$D/driver.out" 2>"$D/driver.log" &
   DRV=$!
   PIDS="$PIDS $DRV"
+  drv_start=$(date +%s)
+  # the store fault: at 30-60% of the workload (from the seed), for 3-6 s
+  set -- $(awk -v s="$seed" -v h="$hours" -v sp="$speed" 'BEGIN { srand(s + 1)
+    w = h * 3600 / sp; printf "%d %d\n", w * (0.3 + 0.3 * rand()), 3 + int(rand() * 4) }')
+  fault_at=$1 fault_len=$2
+  fault_done=0 SF="" fault_note="not reached"
   # the killer: every 1-3 s a random replica gets SIGKILL, and comes back
   # after 0-0.3 s; the kills land wherever the replica is, including
   # between a create and its status write and between a confirming GET
@@ -121,6 +174,10 @@ run_dialect() {
   kills=0
   exec 3<"$T/dice"
   while kill -0 "$DRV" 2>/dev/null; do
+    if [ "$fault_done" = 0 ] && [ $(( $(date +%s) - drv_start )) -ge "$fault_at" ]; then
+      store_fault
+      continue
+    fi
     read -r who gap back <&3 || break
     sleep "$gap"
     kill -0 "$DRV" 2>/dev/null || break
@@ -131,6 +188,7 @@ run_dialect() {
     start_replica "$who"
   done
   exec 3<&-
+  [ "$fault_done" = 1 ] || fault_note="SKIP (the workload ended first)"
   wait "$DRV"
   drv_rc=$?
   # quiet: faults off, traffic stopped (the driver is done); converge
@@ -144,15 +202,17 @@ run_dialect() {
   # after that last change. A create claimed by a replica killed just
   # before quiet is waited out for 40 real seconds first (docs/controller.md);
   # plus slack for a loaded machine (--converge-limit overrides)
-  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
     now=$(sim_now_ms)
     sim_get /_sim/sandboxes >"$D/truth.json"
     sim_get /_sim/audit >"$D/audit.jsonl"
+    cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
+    # shellcheck disable=SC2086 # SF is empty or one flag and its value
     if build/chaos/check --truth "$D/truth.json" --audit "$D/audit.jsonl" \
         --timeline "$D/timeline" --db "$D/sessions.db" --now-ms "$now" \
+        --watch "$D/watch" --ctl-audit "$D/ctl-audit.jsonl" $SF \
         --window-ms $((resync * 1000 * speed)) >"$D/table" 2>"$D/problems"; then
       conv=$(( $(date +%s) - quiet ))
       break
@@ -162,6 +222,7 @@ run_dialect() {
   done
   rkills=0
   for i in 0 1 2; do eval "p=\$RPID_$i"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
   kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
   cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
   echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews"
@@ -169,6 +230,7 @@ run_dialect() {
   printf '%-38s %s\n' "duration (s)" "$(( $(date +%s) - start ))"
   printf '%-38s %s\n' "driver" "$(cat "$D/driver.out")"
   printf '%-38s %s\n' "replicas killed (SIGKILL)" "$kills"
+  printf '%-38s %s\n' "store fault (writes fail)" "$fault_note"
   printf '%-38s %s\n' "controller audit: deletes done" \
     "$(jq -s '[.[] | select(.action=="delete" and .outcome=="done")] | length' "$D/ctl-audit.jsonl")"
   printf '%-38s %s\n' "controller audit: deletes skipped" \
