@@ -26,7 +26,21 @@
  *  3. the store: PRAGMA integrity_check is ok and every session the driver
  *     wrote is there with the spec it last wrote (deleted ones are gone or
  *     tombstones).
+ *  4. the deletions by how the user reached the sandbox: of one a served
+ *     connect's user was working in (a request answered 200 within the
+ *     idle window, after its last pause), of OnConnect sessions, and the
+ *     rest; an unjustified delete of a running Auto sandbox that raw
+ *     traffic had just auto-resumed is the residual race: reported only.
+ *  5. with --watch (driver --watch-db): every API pause and delete of a
+ *     session's sandbox has status.pendingAction for it in the store's
+ *     history (an orphan's: an "intent" line of --ctl-audit); with
+ *     --ctl-audit every delete has an audit line (a failure only inside
+ *     the --store-fault window, where no replica is killed).
+ *  6. no sandbox created after its object was deleted (beyond the window)
+ *     or purged; no new sandbox after a reclaim unless a driver write
+ *     (wake, spec) or a connect asked; every connect answered.
  * Usage: check --truth F --audit F --timeline F --db PATH --now-ms MS
+ *              [--watch F] [--ctl-audit F] [--store-fault A_MS,B_MS]
  *              [--managed-by NAME] [--grace-ms MS] [--window-ms MS]
  *              [--deletions-only] [--verbose]
  */
@@ -292,7 +306,7 @@ static int load_word_line(ctx *c, const char *line)
     char *key = cat_key(ns, name);
     conn *k = find_conn(c, key, a);
     free(key);
-    if(k) {
+    if(k && (k->state == C_ASKED || t1 < k->answered)) {
       k->state = !strcmp(x, "Served") ? C_SERVED : C_REFUSED;
       k->answered = t1;
     }
@@ -303,7 +317,7 @@ static int load_word_line(ctx *c, const char *line)
     char *key = cat_key(ns, name);
     conn *k = find_conn(c, key, a);
     free(key);
-    if(k) {
+    if(k && k->state == C_ASKED) {
       k->state = w[0] == 'a' ? C_ABANDONED : C_UNANSWERED;
       k->answered = t1;
     }
@@ -323,6 +337,8 @@ static int load_word_line(ctx *c, const char *line)
     u->connect = !strcmp(x, "connect");
     return 1;
   }
+  if(!strcmp(w, "waiting"))
+    return 1;  /* stays asked until an answer is seen */
   if(!strcmp(w, "lost")) {
     c->lost++;
     return 1;
@@ -627,13 +643,15 @@ static void load_watch(ctx *c, const char *path)
       x->kind = strdup(kind);
       x->at = at;
     }
-    else if(sscanf(line, "purged %lld %63s %63s", &t, ns, name) == 3) {
+    else if(sscanf(line, "purged %lld %63s", &t, ns) == 2) {
       GROW(c->pg, c->npg, c->cappg);
-      c->pg[c->npg].key = cat_key(ns, name);
+      c->pg[c->npg].key = strdup(ns);   /* "ns/name" */
       c->pg[c->npg++].t = t;
     }
     else if(!strncmp(line, "gap ", 4))
       c->gaps++;
+    else if(!strncmp(line, "answer ", 7))
+      load_word_line(c, line); /* the answer as the store recorded it */
   }
   free(txt);
   c->have_watch = 1;
@@ -895,8 +913,11 @@ static void judge_intents(ctx *c, extra *x)
       j = first_of(c->in, c->nin, sizeof(intent), s->id);
       for(; j < c->nin && !strcmp(c->in[j].sbx, s->id); j++) {
         const intent *t = &c->in[j];
-        /* at: the controller's reading of Cube's clock, whole seconds */
-        if(t->at > d->at + 2000)
+        /* at: the controller's reading of Cube's clock (whole seconds,
+         * read from Date headers and carried on by the local clock: a few
+         * virtual seconds off at x60); an intent of a later call is
+         * older than the window */
+        if(t->at > d->at + c->window)
           continue;
         if(orphan ? !t->key || !strcmp(t->key, s->key) :
            t->key && !strcmp(t->key, s->key) &&

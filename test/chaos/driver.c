@@ -28,6 +28,8 @@
  *   answer T NS NAME NONCE RESULT SBX  status.connect answered it (seen at T)
  *   abandoned T NS NAME NONCE          the session was deleted first
  *   unanswered T NS NAME NONCE         no answer within --connect-limit
+ *   waiting T NS NAME NONCE            still unanswered when the workload
+ *                                      ended (the watcher sees the answer)
  *   use T NS NAME MODE SBX CODE IDLE_MS  one user request (MODE connect or
  *                                      raw; T read just before it; CODE the
  *                                      HTTP status, 410: the sandbox is gone)
@@ -40,7 +42,8 @@
  *   driver --watch-db PATH --sim URL --out FILE
  * reads the SQLite store's history table every 100 ms and writes
  *   intent T REV NS NAME KIND SBX AT_MS BY   status.pendingAction written
- *   purged T NS NAME                         a tombstone gone from objects
+ *   answer T NS NAME NONCE RESULT SBX        status.connect written
+ *   purged T NS/NAME                         a tombstone gone from objects
  *   gap T FROM TO                            history compacted past us
  * (T: cubesim's clock when seen), so the checker can tell that every
  * destructive call had its intent in the store first.
@@ -556,6 +559,7 @@ static void user_work(drv *d, sess *s, int64_t now)
 typedef struct wkey {
   char key[160];      /* ns/name */
   char last[200];     /* the last pendingAction seen: "kind sbx" */
+  char conn[200];     /* the last status.connect seen: "nonce result" */
   int tomb, purged;
 } wkey;
 
@@ -629,6 +633,19 @@ static void watch_row(watch *w, FILE *out, int64_t now, long long rev,
   }
   else
     k->last[0] = 0;
+  if(st && json_object_object_get_ex(st, "connect", &pa) &&
+     json_object_is_type(pa, json_type_object)) {
+    const char *nonce = jget_str(pa, "nonce"), *res = jget_str(pa, "result");
+    const char *sbx = jget_str(st, "sandboxID");
+    char cur[200];
+    snprintf(cur, sizeof(cur), "%s %s", nonce ? nonce : "-",
+             res ? res : "-");
+    if(strcmp(cur, k->conn)) {
+      snprintf(k->conn, sizeof(k->conn), "%s", cur);
+      fprintf(out, "answer %" PRId64 " %s %s %s %s %s\n", now, ns, name,
+              nonce ? nonce : "-", res ? res : "-", sbx ? sbx : "-");
+    }
+  }
   json_object_put(o);
 }
 
@@ -646,10 +663,10 @@ static int watch_main(const char *db, drv *d, const char *out_path)
   setvbuf(out, NULL, _IOLBF, 0);
   for(;;) {
     sqlite3_stmt *q = NULL;
-    int64_t now = sim_now(d);
+    int64_t now;
     size_t i;
     nap_ms(100);
-    if(now < 0)
+    if((now = sim_now(d)) < 0)
       continue;
     if(!h && sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) !=
        SQLITE_OK) {
@@ -680,7 +697,8 @@ static int watch_main(const char *db, drv *d, const char *out_path)
     }
     sqlite3_finalize(q);
     q = NULL;
-    /* tombstones purged since */
+    /* tombstones purged since: stamped with the clock read after the
+     * look (a purge is never dated before it was done) */
     if(sqlite3_prepare_v2(h, "SELECT 1 FROM objects WHERE namespace = ?1 AND"
                           " name = ?2", -1, &q, NULL) != SQLITE_OK)
       continue;
@@ -699,12 +717,16 @@ static int watch_main(const char *db, drv *d, const char *out_path)
       sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
       rc = sqlite3_step(q);
-      if(rc == SQLITE_DONE) {
+      if(rc == SQLITE_DONE)
         k->purged = 1;
-        fprintf(out, "purged %" PRId64 " %s %s\n", now, ns, name);
-      }
     }
     sqlite3_finalize(q);
+    now = sim_now(d);
+    for(i = 0; i < w.n && now >= 0; i++)
+      if(w.k[i].purged == 1) {
+        w.k[i].purged = 2;
+        fprintf(out, "purged %" PRId64 " %s\n", now, w.k[i].key);
+      }
   }
   return 0;
 }
@@ -900,12 +922,12 @@ int main(int argc, char **argv)
     for(i = 0; i < nsess && now < t0 + span; i++) {
       sess *s = &ss[i];
       int64_t w = 0;
-      if(!s->created || s->deleted)
-        continue;
       if(s->pending) {
-        poll_connect(&d, s, now);
+        poll_connect(&d, s, now); /* a deleted session: abandoned */
         continue;
       }
+      if(!s->created || s->deleted)
+        continue;
       if(s->state == SESSION_STATE_ENDED || s->state == SESSION_STATE_PAUSED)
         continue;
       if(!s->next_traffic) {
@@ -947,18 +969,14 @@ int main(int argc, char **argv)
       break;
     nanosleep(&ts, NULL);
   }
-  /* the connects still waiting get their answer (or run out of time) */
-  for(;;) {
+  /* the connects still waiting: the watcher sees their answers (the
+   * checker wants one before the convergence limit) */
+  {
     int64_t now = sim_now_retry(&d);
-    int waiting = 0;
     for(i = 0; i < nsess; i++)
-      if(ss[i].pending) {
-        poll_connect(&d, &ss[i], now);
-        waiting += ss[i].pending;
-      }
-    if(!waiting)
-      break;
-    nap_ms(100);
+      if(ss[i].pending)
+        fprintf(d.tl, "waiting %" PRId64 " %s %s %s\n", now, ss[i].ns,
+                ss[i].name, ss[i].nonce);
   }
   fprintf(stderr, "driver: done: %ld applies, %ld deletes, traffic %ld ok"
           " %ld other, %ld wakes by users, %ld store retries; connects %ld:"
