@@ -949,7 +949,7 @@ static void judge_intents(ctx *c, extra *x)
 typedef struct conv {
   long sessions, tombstones, no_sandbox, duplicates, status_mismatch,
        ended_with_sandbox, leaks, orphans_in_grace, lost, integrity_bad,
-       purged_in_grace;
+       purged_in_grace, live_after_purge;
 } conv;
 
 static void problem(ctx *c, long *shown, const char *what, const char *a,
@@ -1092,10 +1092,18 @@ static void check_store(ctx *c, const char *db, conv *cv)
     k = s->key ? find_key(c, s->key) : NULL;
     if(k && k->n && k->v[k->n - 1].exists)
       continue;   /* judged with its session above */
-    if(k && k->n && purged_at(c, s->key) &&
-       !(is_paused(s->state) && c->now - s->paused_at > c->grace) &&
-       c->now - purged_at(c, s->key) <= c->grace)
-      cv->purged_in_grace++; /* an orphan now: the grace applies */
+    if(k && k->n && purged_at(c, s->key)) {
+      /* its object was purged: an orphan now, the grace applies; past
+       * it, a sandbox outlived its object (invariant (a)) */
+      if(!(is_paused(s->state) && c->now - s->paused_at > c->grace) &&
+         c->now - purged_at(c, s->key) <= c->grace)
+        cv->purged_in_grace++;
+      else {
+        cv->live_after_purge++;
+        problem(c, &shown, "live after its object was purged, past the "
+                "grace; session", s->id, s->key);
+      }
+    }
     else if(k && k->n) {
       cv->leaks++;  /* its session was deleted: it must go at once */
       problem(c, &shown, "leak: sandbox of a deleted session; session", s->id,
@@ -1253,6 +1261,8 @@ int main(int argc, char **argv)
     printf("%-38s %ld\n", "orphans within the grace", cv.orphans_in_grace);
     printf("%-38s %ld\n", "purged objects' sandboxes in grace",
            cv.purged_in_grace);
+    printf("%-38s %ld\n", "LIVE AFTER THE OBJECT WAS PURGED",
+           cv.live_after_purge);
     printf("%-38s %ld\n", "LOST OR WRONG STORE OBJECTS", cv.lost);
     printf("%-38s %s\n", "store integrity_check",
            cv.integrity_bad ? "FAILED" : "ok");
@@ -1261,5 +1271,6 @@ int main(int argc, char **argv)
          x.conn_unanswered || x.created_after_delete ||
          x.recreated_unasked || x.no_intent || x.no_audit_in_fault;
   return fail || cv.no_sandbox || cv.duplicates || cv.status_mismatch ||
-         cv.ended_with_sandbox || cv.leaks || cv.lost || cv.integrity_bad;
+         cv.ended_with_sandbox || cv.leaks || cv.live_after_purge ||
+         cv.lost || cv.integrity_bad;
 }

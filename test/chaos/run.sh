@@ -111,20 +111,26 @@ store_fault() {
   fault_done=1
   sleep 1   # a replica just restarted has opened its store
   fa=$(sim_now_ms)
-  nerr0=$(cat "$D"/r*.log | grep -c 'store write failed')
+  for i in 0 1 2; do
+    eval "nerr0_$i=\$(grep -c 'store write failed' \"\$D/r\$i.log\")"
+  done
   if chattr +i "$D/sessions.db" 2>/dev/null; then
     [ -f "$D/sessions.db-wal" ] && chattr +i "$D/sessions.db-wal"
     sleep "$fault_len"
     chattr -i "$D"/sessions.db*
     fb=$(sim_now_ms)
     SF="--store-fault $fa,$fb"
-    nerr=$(( $(cat "$D"/r*.log | grep -c 'store write failed') - nerr0 ))
+    nerr=0
+    for i in 0 1 2; do
+      eval "n0=\$nerr0_$i"
+      [ "$(grep -c 'store write failed' "$D/r$i.log")" -gt "$n0" ] && nerr=$((nerr + 1))
+    done
     dead=0
     for i in 0 1 2; do
       eval "p=\$RPID_$i"
       kill -0 "$p" 2>/dev/null || { dead=$((dead + 1)); start_replica "$i"; }
     done
-    fault_note="${fault_len} s real from ${fault_at} s; $nerr replica(s) logged failing writes; $dead exited"
+    fault_note="${fault_len} s real from ${fault_at} s; $nerr of 3 replicas logged failing writes; $dead exited"
   else
     fault_note="SKIP (chattr +i is not permitted here)"
   fi
