@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
   --keep) keep=1 ;;
   --parallel) parallel=1 ;;
   --converge-limit) climit=$2; shift ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
