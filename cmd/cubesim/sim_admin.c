@@ -274,3 +274,45 @@ void sim_admin_reset(sim_req *r)
   }
   sim_reply_empty(r, 204);
 }
+
+/* POST /_sim/key {"apiKey": "NEW"}: from now on only NEW is accepted (a
+ * key rotated at Cube); {"apiKey": null} turns auth off. Requests already
+ * answered are not judged again. */
+void sim_admin_key(sim_req *r)
+{
+  sim_server *s = r->srv;
+  json_object *o = NULL, *v = NULL;
+  const char *k;
+  char *nk = NULL;
+  size_t i;
+  if(sim_req_json(r, 0, &o))
+    return;
+  if(!json_object_object_get_ex(o, "apiKey", &v)) {
+    sim_reply_error(r, 400, "field 'apiKey' (a string, or null for no auth)"
+                    " is required");
+    goto out;
+  }
+  if(v) {
+    if(!json_object_is_type(v, json_type_string) ||
+       !*(k = json_object_get_string(v))) {
+      sim_reply_error(r, 400, "field 'apiKey' must be a non-empty string or"
+                      " null");
+      goto out;
+    }
+    for(i = 0; k[i]; i++)
+      if((unsigned char)k[i] < 0x20 || k[i] == 0x7f) {
+        sim_reply_error(r, 400, "field 'apiKey' has a control character");
+        goto out;
+      }
+    nk = strdup(k);
+    if(!nk) {
+      sim_reply_error(r, 500, "out of memory");
+      goto out;
+    }
+  }
+  free(s->api_key);
+  s->api_key = nk;
+  sim_reply_empty(r, 204);
+out:
+  json_object_put(o);
+}

@@ -74,6 +74,7 @@ static const route routes[] = {
   {"/_sim/faults", "POST", sim_admin_faults_post, SIM_OP_NONE, 0, 0, NULL,
    NULL},
   {"/_sim/reset", "POST", sim_admin_reset, SIM_OP_NONE, 0, 0, NULL, NULL},
+  {"/_sim/key", "POST", sim_admin_key, SIM_OP_NONE, 0, 0, NULL, NULL},
 };
 
 /* does path match pattern? the "*" segment is copied into id */

@@ -143,5 +143,6 @@ void sim_admin_audit(sim_req *r);
 void sim_admin_faults_get(sim_req *r);
 void sim_admin_faults_post(sim_req *r);
 void sim_admin_reset(sim_req *r);
+void sim_admin_key(sim_req *r);
 
 #endif

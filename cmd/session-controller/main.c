@@ -113,6 +113,20 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
   kube_leader_release(a->kl); /* a successor takes over at once */
 }
 
+/* The Cube client read --cube-api-key-file again (the key is never in
+ * the message): one line, and the count by result. */
+static void on_key_reload(void *ud, bool ok, const char *message)
+{
+  app *a = ud;
+  metrics_add(a->m, "session_controller_cube_key_reloads_total",
+              ok ? "result=\"ok\"" : "result=\"error\"", 1);
+  if(ok)
+    log_kv(a->lg, LOG_INFO, message, NULL);
+  else
+    log_kv(a->lg, LOG_ERROR, "cannot reload the Cube API key", "error",
+           message, NULL);
+}
+
 static void on_leader(bool leader, void *ud)
 {
   app *a = ud;
@@ -362,7 +376,12 @@ int main(int argc, char **argv)
      kube_events_declare_metrics(m) || store_declare_metrics(m) ||
      metrics_declare(m, "session_controller_leader", METRIC_GAUGE,
                      "1 when this replica may act on Cube (the Lease holder, "
-                     "or no leader election), else 0.", NULL, 0)) {
+                     "or no leader election), else 0.", NULL, 0) ||
+     metrics_declare(m, "session_controller_cube_key_reloads_total",
+                     METRIC_COUNTER, "Times the Cube API key file was read "
+                     "again after it changed (result ok: a new key is in "
+                     "use; error: the file was refused, the key in use "
+                     "stays).", NULL, 0)) {
     fprintf(stderr, "session-controller: out of memory\n");
     goto out;
   }
@@ -415,7 +434,12 @@ int main(int argc, char **argv)
   cube_client_opts_init(&co);
   co.user_agent = ua;
   co.base_url = cfg.cube_url;
+  /* a key file is read again when it changes (docs/controller.md); the
+   * environment's key is for the life of the process */
   co.api_key = cfg.cube_api_key;
+  co.api_key_file = cfg.cube_api_key_file;
+  co.on_key_reload = on_key_reload;
+  co.on_key_reload_ud = &a;
   co.ca_file = cfg.cube_ca;
   co.insecure_skip_verify = cfg.cube_insecure_skip_verify;
   co.max_inflight = cfg.max_inflight;
@@ -449,11 +473,22 @@ int main(int argc, char **argv)
   ro.plan.orphan_grace_ms = cfg.orphan_grace_ms;
   ro.plan.max_delete_fraction = cfg.max_delete_fraction;
   ro.plan.force = cfg.force;
+  ro.plan.max_delete_floor = (size_t)cfg.max_delete_floor;
+  ro.plan.brake_window_ms = cfg.brake_window_ms;
+  ro.plan.reclaim_brake_fraction = cfg.reclaim_brake_fraction;
+  ro.plan.reclaim_brake_floor = (size_t)cfg.reclaim_brake_floor;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
   ro.plan.adopted_names = (const char *const *)served.adopted;
   ro.plan.n_adopted_names = served.n_adopted;
+  /* from the key of the start, for the life of the process: a key read
+   * again later does not change it (the proofs written stay valid) */
   plan_link_key_derive(cfg.cube_api_key, cfg.name, link_key);
+  if(cfg.cube_api_key) { /* the client holds its own copy: no stale one */
+    OPENSSL_cleanse(cfg.cube_api_key, strlen(cfg.cube_api_key));
+    free(cfg.cube_api_key);
+    cfg.cube_api_key = NULL;
+  }
   ro.plan.link_key = link_key;
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;

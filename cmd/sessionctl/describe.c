@@ -137,6 +137,10 @@ sc_err ctl_describe(const session *s, dynbuf *b)
   TRY(kv_map(b, 2, W1, "Env Vars", &sp->env_vars));
   TRY(kv_map(b, 2, W1, "Sandbox Metadata", &sp->sandbox_metadata));
   TRY(kv_int(b, 2, W1, "Wake", (long long)sp->wake));
+  TRY(kv_eff(b, 2, W1, "Resume Policy",
+             sp->resume_policy == SESSION_RESUME_ON_CONNECT ? "OnConnect"
+                                                            : "Auto",
+             sp->resume_policy == SESSION_RESUME_AUTO));
   TRY(dynbuf_addstr(b, "Status:\n"));
   TRY(kv(b, 2, W1, "Phase", session_phase_name(st->phase)));
   TRY(kv(b, 2, W1, "Sandbox ID", st->sandbox_id));
@@ -156,6 +160,22 @@ sc_err ctl_describe(const session *s, dynbuf *b)
   if(st->create_intent_at) {
     TRY(kv(b, 2, W1, "Create Claimed By", st->create_intent_by));
     TRY(kv_time(b, 2, W1, "Create Claimed At", st->create_intent_at));
+  }
+  if(st->domain)
+    TRY(kv(b, 2, W1, "Domain", st->domain));
+  if(st->envd_address)
+    TRY(kv(b, 2, W1, "Envd Address", st->envd_address));
+  if(st->pending_kind) {
+    TRY(kv(b, 2, W1, "Pending Action", st->pending_kind));
+    TRY(kv(b, 2, W1, "Pending Sandbox", st->pending_sandbox_id));
+    TRY(kv(b, 2, W1, "Pending By", st->pending_by));
+    TRY(kv_time(b, 2, W1, "Pending Since", st->pending_at));
+  }
+  if(st->connect_nonce) {
+    TRY(kv(b, 2, W1, "Connect Nonce", st->connect_nonce));
+    TRY(kv(b, 2, W1, "Connect Result", st->connect_result));
+    if(st->connect_message)
+      TRY(kv(b, 2, W1, "Connect Message", st->connect_message));
   }
   if(!st->n_conditions) {
     TRY(dynbuf_addstr(b, "Conditions:             <none>\n"));

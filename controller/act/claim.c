@@ -190,6 +190,19 @@ static sc_err create_metadata(const act_env *env, const session *s,
   return err;
 }
 
+/* A claim this process will not act on (it is stopping): taken back by
+ * the session's final status write, so no replica waits for it. */
+static void claim_withdrawn(act_call *c)
+{
+  act_sess *sa = &c->run->sess[c->si];
+  if(status_own(c->run, c->si))
+    return;
+  free(sa->st.create_intent_by);
+  sa->st.create_intent_by = NULL;
+  sa->st.create_intent_at = 0;
+  sa->wants_write = true;
+}
+
 /* the claim is written (err SC_OK) or not: create, or look again */
 static void claim_written(act_run *run, size_t si, sc_err err,
                           const char *msg, void *ud)
@@ -200,6 +213,15 @@ static void claim_written(act_run *run, size_t si, sc_err err,
   const session *s = run->p->sessions[si].s;
   sc_kvlist md = {0};
   cube_create_req req = {0};
+  if(!err && *env->stopping) {
+    /* SIGTERM came while the claim was written: no create goes out now,
+     * and the claim goes with the final write */
+    claim_withdrawn(c);
+    act_log(run, a, LOG_INFO, "stopping: the create is not sent and its "
+            "claim is withdrawn", NULL);
+    act_not_started(c, "stopping", -1);
+    return;
+  }
   if(err) {
     act_log(run, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
             err == SC_ERR_CONFLICT
@@ -247,6 +269,37 @@ static sc_err claim_create(act_call *c, sc_errbuf *eb)
   return status_write_early(run, c->si, &st, claim_written, c, eb);
 }
 
+/* The create's turn in the queue and the token bucket has come: the
+ * claim now, right before the call (claim at dispatch). A claim written
+ * while the create still waited its turn would hold every other replica
+ * back for as long as the wait, and a claimant that died meanwhile would
+ * leave claims no process acts on: with the claim at dispatch, a claim
+ * lives for the create call only, and the TTL that covers it is short
+ * (--create-claim-ttl, 3 s). */
+static void on_turn(const cube_result *res, void *ud)
+{
+  act_call *c = ud;
+  act_run *run = c->run;
+  sc_errbuf eb;
+  sc_err err;
+  if(res->err) {
+    act_not_started(c, "error", -1);
+    return;
+  }
+  if(*run->env->stopping) {
+    act_log(run, c->a, LOG_INFO, "stopping: the create is not sent", NULL);
+    act_not_started(c, "stopping", -1);
+    return;
+  }
+  eb.msg[0] = '\0';
+  err = claim_create(c, &eb);
+  if(err) {
+    act_log(run, c->a, LOG_WARN, "create claim not written: no create",
+            eb.msg);
+    act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
+  }
+}
+
 void act_create_start(act_call *c)
 {
   act_run *run = c->run;
@@ -254,9 +307,6 @@ void act_create_start(act_call *c)
   const plan_action *a = c->a;
   const session *s = run->p->sessions[c->si].s;
   int64_t wait;
-  sc_errbuf eb;
-  sc_err err;
-  eb.msg[0] = '\0';
   if(s->status.create_intent_at &&
      !sc_str_eq0(s->status.create_intent_by, env->identity)) {
     /* long enough for any claimant to finish its create call (it times
@@ -285,11 +335,9 @@ void act_create_start(act_call *c)
     act_not_started(c, "waiting", wait);
     return;
   }
-  err = claim_create(c, &eb);
-  if(err) {
-    act_log(run, a, LOG_WARN, "create claim not written: no create", eb.msg);
-    act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
-  }
+  c->op = CUBE_OP_RESERVE;
+  if(env->cube->reserve(env->cube->cl, on_turn, c))
+    act_not_started(c, "error", -1);
 }
 
 /* A create whose answer never came or was cut after the request was sent

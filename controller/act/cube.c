@@ -11,10 +11,15 @@ static sc_err c_get_now(void *cl, const char *id, cube_cb cb, void *ud)
   return cube_get_now(cl, id, cb, ud);
 }
 
+static sc_err c_reserve(void *cl, cube_cb cb, void *ud)
+{
+  return cube_reserve(cl, cb, ud);
+}
+
 static sc_err c_create(void *cl, const cube_create_req *req, cube_cb cb,
                        void *ud)
 {
-  return cube_create(cl, req, cb, ud);
+  return cube_create_reserved(cl, req, cb, ud);
 }
 
 static sc_err c_pause(void *cl, const char *id, cube_cb cb, void *ud)
@@ -44,6 +49,7 @@ void act_cube_client(act_cube *t, cube_client *c)
   t->cl = c;
   t->get = c_get;
   t->get_now = c_get_now;
+  t->reserve = c_reserve;
   t->create = c_create;
   t->pause = c_pause;
   t->connect = c_connect;

@@ -18,6 +18,9 @@ typedef struct act_cube {
   void *cl;
   sc_err (*get)(void *cl, const char *id, cube_cb cb, void *ud);
   sc_err (*get_now)(void *cl, const char *id, cube_cb cb, void *ud);
+  /* a create goes in two steps: its turn (cube_reserve), then, once its
+   * claim is written, the call (cube_create_reserved) */
+  sc_err (*reserve)(void *cl, cube_cb cb, void *ud);
   sc_err (*create)(void *cl, const cube_create_req *req, cube_cb cb,
                    void *ud);
   sc_err (*pause)(void *cl, const char *id, cube_cb cb, void *ud);

@@ -120,9 +120,13 @@ static void count_action(const act_env *env, const plan_action *a,
            result);
   metrics_add(env->m, "session_controller_actions_total", l, 1);
   if(a->type == PLAN_DELETE && !strcmp(result, "ok")) {
-    if(a->del_kind == PLAN_DEL_ORPHAN)
+    if(a->del_kind == PLAN_DEL_RECLAIM)
+      act_ledger_note(env->reclaims_done, a->cube_now);
+    if(a->del_kind == PLAN_DEL_ORPHAN) {
+      act_ledger_note(env->orphans_done, a->cube_now);
       metrics_add(env->m, "session_controller_orphans_reclaimed_total", NULL,
                   1);
+    }
     else if(a->del_kind == PLAN_DEL_DUPLICATE)
       metrics_add(env->m, "session_controller_duplicates_deleted_total",
                   NULL, 1);

@@ -50,6 +50,18 @@ typedef struct act_health {
   int64_t since_mono;    /* when it began failing (local monotonic) */
 } act_health;
 
+/* The deletions this process made, by Cube's clock (act/ledger.c): a
+ * ring per kind, for the brakes' windows (plan_input.recent_*). Owned by
+ * the reconciler; act_ledger_clear() frees it (NULL ok). */
+#define ACT_LEDGER_MAX 65536
+typedef struct act_ledger {
+  sc_time *at;
+  size_t head, n;
+} act_ledger;
+void act_ledger_note(act_ledger *l, sc_time at);
+size_t act_ledger_count(const act_ledger *l, sc_time now, int64_t window_ms);
+void act_ledger_clear(act_ledger *l);
+
 /* What the executor works with, the same for every run of a reconciler. */
 typedef struct act_env {
   const act_cube *cube;
@@ -66,6 +78,8 @@ typedef struct act_env {
   const bool *stopping;  /* true after SIGTERM: no action starts */
   act_claims *claims;    /* act_claims_new() */
   act_health *health;    /* the reconciler's; may be NULL (tests) */
+  act_ledger *orphans_done;  /* the reconciler's; may be NULL */
+  act_ledger *reclaims_done; /* the reconciler's; may be NULL */
 } act_env;
 
 /* One plan session's turn in the run. */

@@ -336,9 +336,11 @@ static void on_delete(cube_call *k, int body_code)
     http_error(k, body_code);
 }
 
-/* Cube's word on the API key: 401/403 answers in a row. */
+/* Cube's word on the API key: 401/403 answers in a row (and a 401/403 to
+ * the key in use has its file read again, key.c). */
 static void count_auth(cube_call *k)
 {
+  cube_key_answer(k->c, k->keys, k->status);
   if(k->status == 401 || k->status == 403) {
     if(k->c->auth_failures < UINT_MAX)
       k->c->auth_failures++;
@@ -422,6 +424,8 @@ static bool on_answer(cube_call *k)
     break;
   case CUBE_OP_DELETE:
     on_delete(k, body_code);
+    break;
+  case CUBE_OP_RESERVE: /* never sent: completed by cube_pump */
     break;
   }
   return false;

@@ -17,10 +17,14 @@
 
 /* --- messages --- */
 
-/* Replace every occurrence of the API key in s (in place) by "***". */
-static void scrub(const cube_client *c, char *s, size_t size)
+/* Replace every occurrence of the API key in s (in place) by "***": the
+ * key the request was sent with and the client's key of now. */
+static void scrub(const cube_call *k, char *s, size_t size)
 {
-  sc_redact(s, size, c->api_key);
+  if(k->keys)
+    sc_redact(s, size, k->keys->key);
+  if(k->c->keys && k->c->keys != k->keys)
+    sc_redact(s, size, k->c->keys->key);
 }
 
 /* Set the result's error and its one-line message:
@@ -38,7 +42,7 @@ static void call_vmsg(cube_call *k, sc_err err, const char *fmt, va_list ap)
   for(i = 0; k->msg[i]; i++) /* one line, printable */
     if((unsigned char)k->msg[i] < 0x20 || k->msg[i] == 0x7f)
       k->msg[i] = ' ';
-  scrub(k->c, k->msg, sizeof(k->msg));
+  scrub(k, k->msg, sizeof(k->msg));
 }
 
 void cube_call_msg(cube_call *k, sc_err err, const char *fmt, ...)
@@ -74,6 +78,7 @@ static void call_free(cube_call *k)
   c->pending--;
   if(k->easy)
     curl_easy_cleanup(k->easy);
+  cube_keyset_unref(k->keys); /* after curl is done with its headers */
   dynbuf_free(&k->resp);
   free(k->url);
   free(k->body);

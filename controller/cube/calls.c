@@ -297,13 +297,25 @@ static char *create_body(const cube_create_req *req)
   return s;
 }
 
-sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,
-                   void *ud)
+sc_err cube_reserve(cube_client *c, cube_cb cb, void *ud)
+{
+  cube_call *k = cube_call_new(c, CUBE_OP_RESERVE, cb, ud);
+  if(!k)
+    return refused(c, cb);
+  k->method = "RESERVE";
+  snprintf(k->path, sizeof(k->path), "(a turn for a create)");
+  cube_submit(k, false);
+  return SC_OK;
+}
+
+static sc_err create_call(cube_client *c, const cube_create_req *req,
+                          bool reserved, cube_cb cb, void *ud)
 {
   cube_call *k = cube_call_new(c, CUBE_OP_CREATE, cb, ud);
   char *body;
   if(!k)
     return refused(c, cb);
+  k->prepaid = reserved;
   k->method = "POST";
   snprintf(k->path, sizeof(k->path), "/sandboxes");
   if(!req || !req->template_id || !req->template_id[0])
@@ -316,7 +328,19 @@ sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,
                           "cannot build the body: out of memory");
   return queue(k, cube_set_request(k, "POST", "/sandboxes", NULL, body, true,
                                    false, c->body_cap),
-               false);
+               reserved);
+}
+
+sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,
+                   void *ud)
+{
+  return create_call(c, req, false, cb, ud);
+}
+
+sc_err cube_create_reserved(cube_client *c, const cube_create_req *req,
+                            cube_cb cb, void *ud)
+{
+  return create_call(c, req, true, cb, ud);
 }
 
 sc_err cube_probe(cube_client *c, cube_cb cb, void *ud)

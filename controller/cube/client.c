@@ -1,8 +1,8 @@
 /*
  * client.c - the Cube client object (cube.h): options checked and copied,
- * the request header lists (the only place the API key goes, wiped on
- * free), the curl multi on the caller's loop and its connection cache,
- * and cube_client_free() aborting every call. The work is in the other
+ * the API key (its header lists are key.c's), the curl multi on the
+ * caller's loop and its connection cache, and cube_client_free() aborting
+ * every call. The work is in the other
  * files of the folder; cube_int.h says which.
  */
 #include "controller/cube/cube_int.h"
@@ -13,7 +13,7 @@
 
 static const char *const op_names[] = {
   "list", "list-page", "get", "create", "pause", "connect", "set-timeout",
-  "delete", "probe"};
+  "delete", "probe", "reserve"};
 
 const char *cube_op_name(cube_op op)
 {
@@ -59,55 +59,6 @@ static void on_bucket(evutil_socket_t fd, short what, void *arg)
 
 /* --- client --- */
 
-static struct curl_slist *hdr_list(const char *key, const char *extra1,
-                                   const char *extra2)
-{
-  struct curl_slist *l = NULL, *t;
-  dynbuf b;
-  const char *fixed[3] = {"Accept: application/json", extra1, extra2};
-  size_t i;
-  for(i = 0; i < 3; i++) {
-    if(!fixed[i])
-      continue;
-    t = curl_slist_append(l, fixed[i]);
-    if(!t)
-      goto fail;
-    l = t;
-  }
-  if(key && *key) {
-    for(i = 0; i < 2; i++) {
-      char *s;
-      dynbuf_init(&b, 16384);
-      if(dynbuf_printf(&b, i ? "Authorization: Bearer %s" : "X-API-Key: %s",
-                       key)) {
-        dynbuf_free(&b);
-        goto fail;
-      }
-      s = dynbuf_take(&b);
-      t = s ? curl_slist_append(l, s) : NULL;
-      if(s) {
-        explicit_bzero(s, strlen(s));
-        free(s);
-      }
-      if(!t)
-        goto fail;
-      l = t;
-    }
-  }
-  return l;
-fail:
-  curl_slist_free_all(l);
-  return NULL;
-}
-
-static void wipe_list(struct curl_slist *l)
-{
-  struct curl_slist *p;
-  for(p = l; p; p = p->next)
-    explicit_bzero(p->data, strlen(p->data));
-  curl_slist_free_all(l);
-}
-
 static bool header_safe(const char *s)
 {
   for(; *s; s++)
@@ -148,12 +99,8 @@ cube_client *cube_client_new(struct event_base *base,
             "cube: qps %g is not 0 (no limit) or 0.001..1000000", opts->qps);
     return NULL;
   }
-  if(opts->api_key && !header_safe(opts->api_key)) {
-    sc_errf(eb, SC_ERR_INVALID,
-            "cube: the API key contains a control character (a trailing "
-            "newline in the key file?)");
+  if(!opts->api_key_file && cube_key_check(opts->api_key, eb))
     return NULL;
-  }
   if(opts->user_agent && !header_safe(opts->user_agent)) {
     sc_errf(eb, SC_ERR_INVALID, "cube: the user agent has a control "
             "character");
@@ -228,8 +175,31 @@ cube_client *cube_client_new(struct event_base *base,
   while(n && c->base_url[n - 1] == '/')
     c->base_url[--n] = '\0';
 
-  if(opts->api_key && *opts->api_key && !(c->api_key = strdup(opts->api_key)))
+  if(opts->api_key_file && *opts->api_key_file) {
+    char *key = NULL;
+    sc_err err;
+    c->key_file = strdup(opts->api_key_file);
+    if(!c->key_file)
+      goto nomem;
+    err = cube_key_file_read(c, &key, &c->key_sig, eb);
+    if(!err && !(c->keys = cube_keyset_new(key)))
+      err = sc_errf(eb, SC_ERR_NOMEM, "cube: out of memory");
+    else if(!err)
+      c->keys->gen = ++c->key_gen;
+    if(key) {
+      explicit_bzero(key, strlen(key));
+      free(key);
+    }
+    if(err)
+      goto fail;
+    c->key_checked_ms = sctime_mono_ms();
+    c->on_key = opts->on_key_reload;
+    c->on_key_ud = opts->on_key_reload_ud;
+  }
+  else if(!(c->keys = cube_keyset_new(opts->api_key)))
     goto nomem;
+  else
+    c->keys->gen = ++c->key_gen;
   if(opts->ca_file && *opts->ca_file && !(c->ca_file = strdup(opts->ca_file)))
     goto nomem;
   if(opts->user_agent)
@@ -237,12 +207,6 @@ cube_client *cube_client_new(struct event_base *base,
   else
     c->user_agent = strdup("session-controller/" SC_VERSION);
   if(!c->user_agent)
-    goto nomem;
-  c->hdr_plain = hdr_list(c->api_key, NULL, NULL);
-  c->hdr_json = hdr_list(c->api_key, "Content-Type: application/json",
-                         "Expect:");
-  c->hdr_empty_post = hdr_list(c->api_key, "Content-Type:", "Expect:");
-  if(!c->hdr_plain || !c->hdr_json || !c->hdr_empty_post)
     goto nomem;
 
   c->ev = curlev_new(base, cube_on_transfer, on_batch, c, eb);
@@ -295,13 +259,8 @@ void cube_client_free(cube_client *c)
     event_free(c->bucket_timer);
   if(c->deliver)
     event_free(c->deliver);
-  wipe_list(c->hdr_plain);
-  wipe_list(c->hdr_json);
-  wipe_list(c->hdr_empty_post);
-  if(c->api_key) {
-    explicit_bzero(c->api_key, strlen(c->api_key));
-    free(c->api_key);
-  }
+  cube_keyset_unref(c->keys);
+  free(c->key_file);
   free(c->base_url);
   free(c->ca_file);
   free(c->user_agent);

@@ -6,8 +6,11 @@
  * Ownership and lifetime:
  *  - cube_client_new() copies every string of the opts; the opts may be
  *    freed right after. The API key is kept only inside the request header
- *    list (wiped on free) and never appears in a log line or a message:
- *    any occurrence of it in a peer's answer is replaced by "***".
+ *    lists (wiped once no call uses them) and never appears in a log line
+ *    or a message: any occurrence of it in a peer's answer is replaced by
+ *    "***". It may change while the client runs (cube_client_set_api_key,
+ *    or api_key_file read again when it changes): the next request uses
+ *    the new key, a request in flight keeps the one it was sent with.
  *  - The sandbox access tokens of create and GET answers (envdAccessToken,
  *    trafficAccessToken) are never read or kept, and an error body that
  *    names one is not quoted in a message. The `domain` is kept only when
@@ -78,10 +81,19 @@ struct event_base;
 
 typedef struct cube_client cube_client;
 
+/* The API key file was read again (see "The API key file"): ok, and a
+ * one-line message naming the file, never the key. */
+typedef void (*cube_key_cb)(void *ud, bool ok, const char *message);
+
 typedef struct cube_client_opts {
   const char *base_url;      /* NULL: CUBE_DEFAULT_URL; http or https,
                                 may carry a path prefix */
   const char *api_key;       /* NULL or "": no auth headers */
+  /* the key's file: read at cube_client_new (api_key is then ignored)
+   * and again when it changes (see "The API key file" below) */
+  const char *api_key_file;
+  cube_key_cb on_key_reload; /* NULL: not told */
+  void *on_key_reload_ud;
   const char *ca_file;       /* NULL: the system CA store */
   bool insecure_skip_verify; /* no peer/host verification (explicit) */
   int max_inflight;          /* transfers at once; more wait in a queue */
@@ -117,6 +129,28 @@ size_t cube_client_pending(const cube_client *c);
  * decides what it means. NULL c: 0. */
 unsigned cube_client_auth_failures(const cube_client *c, long *status);
 
+/* The API key file (opts.api_key_file): before a request starts the client
+ * looks at the file (stat: device, inode, size, mtime, ctime) at most once
+ * every CUBE_KEY_CHECK_MS, and at once (reading it even if it looks
+ * unchanged, then at most once every CUBE_KEY_CHECK_MS while Cube goes on
+ * refusing) after a 401 or 403 to a request sent with the current key.
+ * When it changed it is read: trailing white space is stripped; a key
+ * that is empty, has a control character or a NUL, or a file over
+ * CUBE_API_KEY_MAX bytes is refused. A new key is used from the next
+ * request on (on_key_reload ok, "Cube API key reloaded from FILE"); a
+ * file that cannot be read or holds a bad key keeps the key in use
+ * (on_key_reload not ok, once per change of the file). The same key
+ * again says nothing. */
+#define CUBE_KEY_CHECK_MS 1000
+#define CUBE_API_KEY_MAX 8192
+
+/* Use key (NULL or "": no auth headers) from the next request on; calls in
+ * flight keep theirs (with api_key_file, the file's next change replaces
+ * it). SC_ERR_INVALID (the key is kept) for a control character or over
+ * CUBE_API_KEY_MAX bytes; the message never holds the key. */
+sc_err cube_client_set_api_key(cube_client *c, const char *key,
+                               sc_errbuf *eb);
+
 typedef enum cube_op {
   CUBE_OP_LIST = 0,
   CUBE_OP_LIST_PAGE,
@@ -126,7 +160,8 @@ typedef enum cube_op {
   CUBE_OP_CONNECT,
   CUBE_OP_SET_TIMEOUT,
   CUBE_OP_DELETE,
-  CUBE_OP_PROBE
+  CUBE_OP_PROBE,
+  CUBE_OP_RESERVE /* cube_reserve: a turn, no request */
 } cube_op;
 
 typedef enum cube_dialect {
@@ -208,6 +243,15 @@ typedef struct cube_create_req {
   bool no_auto_resume;
 } cube_create_req;
 
+/* A turn of the queue and the token bucket with no request: cb runs
+ * (err SC_OK) once a create would have been sent, so the caller can do
+ * what must come right before it (the create claim, act/claim.c) and then
+ * send it with cube_create_reserved(), ahead of the queue, the token
+ * already taken. A reservation holds no in-flight slot. */
+sc_err cube_reserve(cube_client *c, cube_cb cb, void *ud);
+/* cube_create after a cube_reserve(): ahead of the queue, no token. */
+sc_err cube_create_reserved(cube_client *c, const cube_create_req *req,
+                            cube_cb cb, void *ud);
 /* POST /sandboxes with both dialects' pause-on-timeout and auto-resume
  * fields. Zero the req (or set every field): no_auto_resume is read. */
 sc_err cube_create(cube_client *c, const cube_create_req *req, cube_cb cb,

@@ -34,8 +34,32 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
 
 typedef struct cube_call cube_call;
+
+/* One API key and the request header lists that carry it. The client
+ * holds the current one; a request in flight holds the one it was sent
+ * with (curl reads the lists until the transfer ends). Reference counted;
+ * the last unref wipes the key and the lists (key.c). */
+typedef struct cube_keyset {
+  int refs;
+  char *key;                  /* NULL: no auth headers */
+  uint64_t gen;                /* the client's count of keys taken */
+  struct curl_slist *hdr_plain, *hdr_json, *hdr_empty_post;
+} cube_keyset;
+
+/* What stat says about the key file: a change of any field is a change
+ * of the file (err: the errno of a stat that failed, else 0). */
+typedef struct cube_key_sig {
+  int err;
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime, ctime;
+} cube_key_sig;
 
 struct cube_client {
   struct event_base *base;
@@ -44,8 +68,18 @@ struct cube_client {
   struct event *deliver;      /* completions that never reached curl */
   char *base_url;             /* no trailing '/' */
   char peer[160];
-  char *api_key;              /* kept only to scrub it out of messages */
-  struct curl_slist *hdr_plain, *hdr_json, *hdr_empty_post;
+  cube_keyset *keys;          /* the key of the next request */
+  /* the API key file (key.c): NULL when the key came from opts.api_key */
+  char *key_file;
+  cube_key_sig key_sig;       /* the file as last read */
+  bool key_sig_bad;           /* that read was refused (said once) */
+  int64_t key_checked_ms;     /* last look (monotonic) */
+  int64_t key_forced_ms;      /* last read after a 401/403 ... */
+  uint64_t key_forced_gen;    /* ... to the key of this gen */
+  uint64_t key_gen;           /* keys taken so far */
+  bool key_recheck;           /* a 401/403 to a request with `keys` */
+  cube_key_cb on_key;
+  void *on_key_ud;
   char *ca_file;
   bool insecure;
   char *user_agent;
@@ -68,6 +102,7 @@ struct cube_client {
 struct cube_call {
   cube_client *c;
   cube_call *next;             /* in wait or done */
+  cube_keyset *keys;           /* the key of the request in flight */
   cube_call *all_prev, *all_next;
   cube_op op;
   cube_cb cb;
@@ -108,6 +143,8 @@ struct cube_call {
   char *page_token;
   bool urgent;                 /* cube_delete_now: ahead of the queue and
                                   the token bucket */
+  bool prepaid;                /* cube_create_reserved: its token was taken
+                                  by the reservation */
   int retries;                 /* cube_list: transient page failures retried */
   struct event *retry_ev;      /* cube_list: a page retry waiting */
 };
@@ -131,6 +168,26 @@ void cube_call_complete(cube_call *k);
 void cube_call_defer(cube_call *k);
 /* The `deliver` event: completes the deferred calls (arg: the client). */
 void cube_call_deliver(evutil_socket_t fd, short what, void *arg);
+
+/* --- key.c --- */
+
+/* A key set for key (NULL or "": none); NULL when out of memory. */
+cube_keyset *cube_keyset_new(const char *key);
+cube_keyset *cube_keyset_ref(cube_keyset *ks);
+void cube_keyset_unref(cube_keyset *ks); /* NULL accepted */
+/* A key the client sends: no control character, at most
+ * CUBE_API_KEY_MAX bytes (the message never holds the key). */
+sc_err cube_key_check(const char *key, sc_errbuf *eb);
+/* Read the key file at c->key_file into *key (malloc'd; wipe it) and
+ * its signature into *sig. */
+sc_err cube_key_file_read(const cube_client *c, char **key,
+                          cube_key_sig *sig, sc_errbuf *eb);
+/* Before a request starts: look at the key file when due (see cube.h,
+ * "The API key file") and take a new key from it. */
+void cube_key_poll(cube_client *c);
+/* An answer of status to a request sent with ks: a 401 or 403 to the
+ * current key has the file read at once. */
+void cube_key_answer(cube_client *c, const cube_keyset *ks, long status);
 
 /* --- transport.c --- */
 

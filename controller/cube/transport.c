@@ -178,7 +178,15 @@ static sc_err start(cube_call *k)
   e = curl_easy_init();
   if(!e)
     return SC_ERR_NOMEM;
-  h = k->post ? (k->body ? c->hdr_json : c->hdr_empty_post) : c->hdr_plain;
+  /* the key of now (the file looked at when due); the request keeps its
+   * key set until the call ends, whatever the client takes next */
+  cube_key_poll(c);
+  if(k->keys != c->keys) {
+    cube_keyset_unref(k->keys);
+    k->keys = cube_keyset_ref(c->keys);
+  }
+  h = k->post ? (k->body ? k->keys->hdr_json : k->keys->hdr_empty_post)
+              : k->keys->hdr_plain;
   curl_easy_setopt(e, CURLOPT_URL, k->url);
   curl_easy_setopt(e, CURLOPT_PRIVATE, k);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, k->curl_err);
@@ -225,12 +233,16 @@ void cube_pump(cube_client *c)
     cube_call *k;
     sc_err err;
     k = c->wait_head;
-    if(!take_token(c, k->urgent))
+    if(!k->prepaid && !take_token(c, k->urgent))
       return;
     c->wait_head = k->next;
     if(!c->wait_head)
       c->wait_tail = NULL;
     k->next = NULL;
+    if(k->op == CUBE_OP_RESERVE) {
+      cube_call_defer(k); /* its turn: no request, no slot held */
+      continue;
+    }
     err = start(k);
     if(err) {
       cube_call_msg(k, err, "cannot start the transfer: %s", sc_strerror(err));

@@ -121,12 +121,17 @@ static sc_err plan_pass(pass *ps)
    * --tenant-binding namespace makes it); with free binding its tenant is
    * unknown: no orphan at all this pass */
   held = loop_held_tenants(&ps->list, &n_held, &held_all);
-  in.list_complete = ps->full && !ps->obs->truncated &&
+  in.list_complete = ps->full &&
                      (!ps->list.n_skipped ||
                       (r->o.plan.bind_tenant_to_namespace && !held_all));
+  in.cube_list_short = ps->obs->truncated;
   in.hold_tenants = held;
   in.n_hold_tenants = n_held;
   in.cube_now = ps->cube_now;
+  in.recent_orphan_deletes = act_ledger_count(
+    &r->orphans_done, ps->cube_now, r->o.plan.brake_window_ms);
+  in.recent_reclaims = act_ledger_count(&r->reclaims_done, ps->cube_now,
+                                        r->o.plan.brake_window_ms);
   invalid = loop_check_objects(r->o.lg, r->o.m, ss, n);
   in.invalid = (const char *const *)invalid;
   if(!r->scratch) /* NULL (out of memory): one per call instead */
@@ -169,6 +174,13 @@ static void on_observed(observation *obs, void *ud)
     log_kv(r->o.lg, LOG_ERROR, "delete guard tripped: orphan deletions "
            "withheld (use --force to override)", "detail",
            ps->p->guard_message ? ps->p->guard_message : "", NULL);
+  }
+  if(ps->p->n_reclaims_held) {
+    metrics_add(r->o.m, "session_controller_reclaim_brake_held_total", NULL,
+                (double)ps->p->n_reclaims_held);
+    log_kv(r->o.lg, LOG_ERROR, "reclaim brake: reclaims held back (they "
+           "stay due; --force lifts the brake)", "detail",
+           ps->p->brake_message ? ps->p->brake_message : "", NULL);
   }
   recorder_note_plan(&r->rec, r->o.lg, ps->p);
   ps->acting = true;

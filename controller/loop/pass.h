@@ -92,6 +92,8 @@ struct reconciler {
   act_cube cube;       /* the executor's Cube calls: the real client */
   act_env env;         /* the executor's environment, for every pass */
   act_health health;   /* whether the store takes writes (act/intent.c) */
+  act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
+  act_ledger reclaims_done;
   /* store_check_identity() failed: no pass starts (store_still_ours) */
   bool store_lost;
   char store_lost_why[SC_ERRBUF_SIZE];

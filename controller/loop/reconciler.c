@@ -63,6 +63,8 @@ sc_err reconciler_declare_metrics(metrics *m)
      "Creates not made because another writer changed the session first."},
     {"session_controller_delete_guard_tripped_total", METRIC_COUNTER,
      "Passes whose orphan deletions the blast-radius guard withheld."},
+    {"session_controller_reclaim_brake_held_total", METRIC_COUNTER,
+     "Reclaims the reclaim brake held back (they stay due and go later)."},
     {"session_controller_store_write_failures_total", METRIC_COUNTER,
      "Store writes that failed for another reason than a conflict (a full "
      "disk, a read-only store, the API server refusing)."},
@@ -179,6 +181,8 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->env.dry_run = r->o.dry_run;
   r->env.stopping = &r->stopping;
   r->env.health = &r->health;
+  r->env.orphans_done = &r->orphans_done;
+  r->env.reclaims_done = &r->reclaims_done;
   return r;
 }
 
@@ -194,6 +198,8 @@ void reconciler_free(reconciler *r)
   if(r->qtimer)
     event_free(r->qtimer);
   act_claims_free(r->env.claims);
+  act_ledger_clear(&r->orphans_done);
+  act_ledger_clear(&r->reclaims_done);
   queue_free(r->q);
   plan_scratch_free(r->scratch);
   free(r);

@@ -52,7 +52,7 @@ static const opt opts[] = {
   {"cube-url", OPT_STR, O(cube_url), "http://127.0.0.1:3000",
    "base URL of the Cube (E2B) API"},
   {"cube-api-key-file", OPT_STR, O(cube_api_key_file), NULL,
-   "file holding the Cube API key (else env CUBE_API_KEY)"},
+   "file holding the Cube API key, read again when it changes (else env CUBE_API_KEY)"},
   {"cube-ca", OPT_STR, O(cube_ca), NULL,
    "CA bundle to verify Cube's TLS certificate"},
   {"cube-insecure-skip-verify", OPT_BOOL, O(cube_insecure_skip_verify),
@@ -74,25 +74,48 @@ static const opt opts[] = {
   {"orphan-grace", OPT_DUR, O(orphan_grace_ms), "10m",
    "how long an orphan must be paused (Cube's clock) before deletion"},
   {"max-delete-fraction", OPT_DOUBLE, O(max_delete_fraction), "0.2",
-   "orphan-deletion guard: a pass that has more than this fraction of the "
-   "managed sandboxes due as orphans, and more than 10 (the floor), deletes "
-   "none of them; up to 10 orphans a pass are never held back"},
+   "orphan-deletion guard: no orphan is deleted while more than this "
+   "fraction of the managed sandboxes (and more than --max-delete-floor) "
+   "have no session, whatever their state or age (a wiped or mis-pointed "
+   "store: a 10- or 40-sandbox fleet loses none), nor when the orphans "
+   "deleted in the last --brake-window plus those due would pass "
+   "max(floor, fraction x managed); logged at ERROR, counted, an Event"},
+  {"max-delete-floor", OPT_INT, O(max_delete_floor), "2",
+   "up to this many orphans are never held back by the guard (a small "
+   "fleet can clean a leak)"},
+  {"brake-window", OPT_DUR, O(brake_window_ms), "10m",
+   "the window of the orphan guard's budget and the reclaim brake, by "
+   "Cube's clock (a simulator's fast clock shrinks it alike)"},
+  {"reclaim-brake-fraction", OPT_DOUBLE, O(reclaim_brake_fraction), "0.5",
+   "reclaim brake: at most this fraction of the paused sandboxes (and at "
+   "least --reclaim-brake-floor) are reclaimed per --brake-window; the "
+   "others stay due and wait, longest-paused first (a jump of Cube's "
+   "clock makes them all due at once); 0: no brake"},
+  {"reclaim-brake-floor", OPT_INT, O(reclaim_brake_floor), "10",
+   "reclaims a window the brake never holds back"},
   {"force", OPT_BOOL, O(force), "false",
-   "override the orphan-deletion guard"},
-  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "90s",
+   "lift the orphan-deletion guard and the reclaim brake"},
+  {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "3s",
    "other replicas wait this long by Cube's clock for a claimed create "
-   "(and until each has seen the claim for min(TTL, 40s))"},
+   "(and until each has seen the claim for min(TTL, 40s)); the claim is "
+   "written when the create is sent, so it covers one create call: a "
+   "create slower than the TTL may be duplicated, and the duplicate is "
+   "deleted (rule 6)"},
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
-   "append one JSON line per destructive action to FILE (SIGHUP reopens "
-   "it; a line that cannot be written is logged, counted and makes "
-   "/readyz 503)"},
+   "append one JSON line per destructive action to FILE, and an "
+   "orphan's intent line before its DELETE (SIGHUP reopens it; a line "
+   "that cannot be written is logged, counted and makes /readyz 503; an "
+   "orphan whose intent line fails is not deleted)"},
   {"metrics-addr", OPT_STR, O(metrics_addr), "127.0.0.1:9090",
-   "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off)"},
+   "HOST:PORT of /metrics, /healthz, /readyz (port 0: any; empty: off); "
+   "/readyz is 503 with the reason while the store is lost or takes no "
+   "writes (then no pause, delete or create goes to Cube), Cube refuses "
+   "the key, passes fail, or the audit log takes no line"},
   {"metrics-max-connections", OPT_INT, O(metrics_max_connections), "64",
    "most connections open at once on --metrics-addr (at most a quarter of "
    "the descriptor limit; over it, the oldest idle one is closed)"},
@@ -396,6 +419,17 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   if(c->leader_elect && c->once)
     return sc_errf(eb, SC_ERR_INVALID, "--leader-elect and --once do not go "
                    "together (a --once pass must not wait for a Lease)");
+  if(c->max_delete_floor < 0)
+    return sc_errf(eb, SC_ERR_INVALID, "--max-delete-floor: %d is negative",
+                   c->max_delete_floor);
+  if(c->reclaim_brake_floor < 0)
+    return sc_errf(eb, SC_ERR_INVALID, "--reclaim-brake-floor: %d is "
+                   "negative", c->reclaim_brake_floor);
+  if(c->reclaim_brake_fraction < 0 || c->reclaim_brake_fraction > 1)
+    return sc_errf(eb, SC_ERR_INVALID, "--reclaim-brake-fraction: %g is not "
+                   "in [0, 1]", c->reclaim_brake_fraction);
+  if(c->brake_window_ms < 1000)
+    return sc_errf(eb, SC_ERR_INVALID, "--brake-window: at least 1s");
   if(c->max_delete_fraction > 1)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--max-delete-fraction: %g is more than 1", 

@@ -41,6 +41,10 @@ typedef struct config {
   int max_inflight;
   int64_t orphan_grace_ms;
   double max_delete_fraction;
+  int max_delete_floor;        /* orphans never held back by the guard */
+  int64_t brake_window_ms;     /* the brakes' window, Cube's clock */
+  double reclaim_brake_fraction;
+  int reclaim_brake_floor;
   bool force;
   bool dry_run;
   char *audit_log;

@@ -532,8 +532,10 @@ sc_err decide_orphans(planner *pl)
     char te[SCTIME_RFC3339_MAX], age[PLAN_DUR_MAX];
     char t1[PLAN_TAG_SHOWN], t2[PLAN_TAG_SHOWN];
     sc_time at;
-    if(!join_is_orphan(sb) || sb->b->state != CUBE_SB_PAUSED ||
-       !sb->b->end_at || !now)
+    if(!join_is_orphan(sb))
+      continue;
+    p->n_orphan_candidates++; /* any state or age: the guard's view */
+    if(sb->b->state != CUBE_SB_PAUSED || !sb->b->end_at || !now)
       continue;
     at = sb->b->end_at + pl->cfg->orphan_grace_ms;
     if(now < at) {

@@ -4,6 +4,7 @@
  *   1. join_sandboxes(), join_sessions()   who owns what (join.c)
  *   2. decide_session() for each session   in input order (decide.c)
  *   3. decide_orphans()                     then the guard (rules.c)
+ *   4. rule13_reclaim_brake()               (rules.c)
  *   4. the actions sorted into their one order (action_cmp)
  *
  * No I/O, no clock, no globals: identical inputs give identical plans,
@@ -296,7 +297,7 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   for(i = 0; i < pl.n_recs; i++)
     if((err = decide_session(&pl, &pl.recs[i])))
       goto out;
-  if((err = decide_orphans(&pl)))
+  if((err = decide_orphans(&pl)) || (err = rule13_reclaim_brake(&pl)))
     goto out;
   /* Cost: qsort() compares actions through their strings, at random in
    * the arena: about 2 ms for 15,000 actions at 100k sessions. */
@@ -329,5 +330,6 @@ void plan_free(plan *p)
       session_status_clear(&p->sessions[i].status);
   free(p->sessions);
   free(p->guard_message);
+  free(p->brake_message);
   free(p);
 }

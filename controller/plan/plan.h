@@ -27,13 +27,26 @@ typedef struct plan_config {
   const char *controller_name;   /* the value of lea.managed-by */
   int64_t orphan_grace_ms;       /* --orphan-grace, default 10m */
   double max_delete_fraction;    /* --max-delete-fraction, default 0.2 */
-  size_t max_delete_floor;       /* the guard needs more than this: 10 */
-  bool force;                    /* --force: the guard never trips */
+  size_t max_delete_floor;       /* --max-delete-floor: up to this many
+                                    orphans are never held back: 2 */
+  bool force;                    /* --force: neither brake holds */
+  /* The brakes' window, by Cube's clock (--brake-window, default 10m):
+   * the orphan guard's budget and the reclaim brake count the deletions
+   * this process made within it (plan_input.recent_*). */
+  int64_t brake_window_ms;
+  /* The reclaim brake (rule 13): at most max(reclaim_brake_floor,
+   * reclaim_brake_fraction x the paused sandboxes) reclaims per window;
+   * the others stay due and wait. 0 fraction: no brake. */
+  double reclaim_brake_fraction; /* --reclaim-brake-fraction, 0.5 */
+  size_t reclaim_brake_floor;    /* 10 */
   /* The create claim (status.createIntent). identity names this process
    * (NULL: it claims nothing of its own); a live session with no sandbox
    * whose intent belongs to another process and is younger than
    * create_intent_ttl_ms by Cube's clock gets no CREATE: it waits for that
-   * create to be listed. Default 90 s: over two Cube create timeouts. */
+   * create to be listed. Default 3 s: the claim is written when the create
+   * is sent (claim at dispatch), so it covers one create call and its link
+   * write; a create slower than that may get a duplicate, which rule 6
+   * deletes (a stall costs a user; a duplicate a create and a delete). */
   const char *identity;
   int64_t create_intent_ttl_ms;
   /* --tenant-binding namespace (the default): a session whose tenantID is
@@ -73,7 +86,7 @@ void plan_link_key_derive(const char *cube_api_key, const char *name,
 void plan_link_proof(const unsigned char *key, const char *uid,
                      const char *sandbox_id, char out[PLAN_PROOF_LEN + 1]);
 
-#define PLAN_CREATE_INTENT_TTL_MS (90 * 1000LL)
+#define PLAN_CREATE_INTENT_TTL_MS (3 * 1000LL)
 
 /* The documented defaults (docs/controller.md; controller name "session-controller"). */
 void plan_config_defaults(plan_config *cfg);
@@ -93,10 +106,18 @@ typedef struct plan_input {
   /* Sandbox IDs a GET this pass confirmed gone (404). */
   const char *const *gone;
   size_t n_gone;
-  /* false when a list failed or may be truncated (rows >= limit with no
-   * next token), or when this is a single-session pass: no orphan is
-   * concluded then (rule 2). */
+  /* false when the store's side is not whole: a single-session pass, or
+   * an object the store could not decode whose tenant is unknown: no
+   * orphan is concluded then (rule 2: an orphan is concluded from its
+   * session's absence in the store, so the store read must be whole). */
   bool list_complete;
+  /* Cube's list may be short (a page of limit rows with no next token;
+   * Cube ignores paging and its limit counts compute nodes, so its lists
+   * can be short with fewer rows): no conclusion is drawn from a
+   * sandbox's absence in it. A listed sandbox is there all the same, so
+   * orphans (listed, ours, no session) are still concluded, each
+   * confirmed by its own GET before the DELETE (rule 3). */
+  bool cube_list_short;
   sc_time cube_now;              /* the Date of the list response */
   /* Per session (same index), why it is invalid (session_invalid_reason
    * in api/manifest.h), NULL when valid; the array itself NULL: every
@@ -112,6 +133,11 @@ typedef struct plan_input {
    * tenant are. NULL/0: none. */
   const char *const *hold_tenants;
   size_t n_hold_tenants;
+  /* Deletions this process made within the last brake_window_ms by Cube's
+   * clock (act_ledger): the brakes' budgets are over a window, not a
+   * pass. A replica that restarted knows none of its predecessor's. */
+  size_t recent_orphan_deletes;
+  size_t recent_reclaims;
 } plan_input;
 
 typedef enum plan_action_type {
@@ -173,6 +199,10 @@ typedef struct plan {
   size_t n_orphans;          /* orphan deletions wanted (before the guard) */
   bool guard_tripped;        /* orphan deletions were withheld (rule 9) */
   char *guard_message;       /* why, when tripped */
+  size_t n_orphan_candidates;/* ours and joined by nobody, any state or
+                                age: what a wiped store looks like */
+  size_t n_reclaims_held;    /* reclaims the brake held back (rule 13) */
+  char *brake_message;       /* why, when it held some */
   sc_time next_orphan_due;   /* Cube time the next paused orphan passes
                                 its grace; 0 = none */
   struct plan_arena *arena;  /* private: holds the actions' strings */

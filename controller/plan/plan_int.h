@@ -175,6 +175,7 @@ bool rule5_tenants_never_cross(const sess_rec *r, const sb_rec *sb);
 bool rule5_tenant_is_namespace(const planner *pl, const session *s);
 const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r);
 sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
+sc_err rule13_reclaim_brake(planner *pl);
 bool rule11_create_claim_held(const planner *pl, const session *s);
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
                             bool *done);

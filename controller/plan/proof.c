@@ -60,7 +60,10 @@ void plan_config_defaults(plan_config *cfg)
   cfg->controller_name = PLAN_DEFAULT_CONTROLLER;
   cfg->orphan_grace_ms = 10 * 60 * 1000LL;
   cfg->max_delete_fraction = 0.2;
-  cfg->max_delete_floor = 10;
+  cfg->max_delete_floor = 2;
+  cfg->brake_window_ms = 10 * 60 * 1000LL;
+  cfg->reclaim_brake_fraction = 0.5;
+  cfg->reclaim_brake_floor = 10;
   cfg->force = false;
   cfg->identity = NULL;
   cfg->create_intent_ttl_ms = PLAN_CREATE_INTENT_TTL_MS;

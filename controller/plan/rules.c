@@ -45,10 +45,12 @@
  *                                    delete, act/claim.c before a create
  * 12 a sandbox belongs to one        rule12_one_object()
  *    object (its uid)
- * 13 brakes only delay, and say so   rule9_orphan_guard() withholds and
- *                                    reports, never adds an action; the
- *                                    store identity:
- *                                    loop/pump.c rule13_store_still_ours()
+ * 13 brakes only delay, and say so   rule9_orphan_guard() and
+ *                                    rule13_reclaim_brake() withhold and
+ *                                    report over a window of Cube's
+ *                                    clock, never add an action; the store
+ *                                    identity: loop/pump.c
+ *                                    rule13_store_still_ours()
  *
  * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
  * rule5_..., rule12_...).
@@ -59,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/duration.h"
 #include "lib/scstr.h"
 
 /* ---------- rule 2: absence is not evidence ---------- */
@@ -78,9 +81,11 @@ bool rule2_gone_confirmed(const planner *pl, const char *id)
 }
 
 /* May an orphan be concluded from its absence in the store? Not from a
- * list that failed or may be short, and not when the store could not
- * decode an object of its tenant (or it has no tenant tag): that object
- * may be its session. */
+ * store read that is not whole (a single-session pass), and not when the
+ * store could not decode an object of its tenant (or it has no tenant
+ * tag): that object may be its session. A short Cube list does not stop
+ * it: the orphan was listed, so it exists; what its absence from the
+ * list would say is not used. */
 bool rule2_orphan_may_be_concluded(const planner *pl, const sb_rec *sb)
 {
   const plan_input *in = pl->in;
@@ -204,28 +209,145 @@ const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r)
 /* ---------- rules 9 and 13: the blast-radius guard ---------- */
 
 /* The orphan deletes (the actions from first_orphan on, all of them
- * orphans) are withheld when they are more than max_delete_fraction of
- * the managed sandboxes and more than the floor, unless --force. The
- * guard only holds back: it drops those actions and says why; it never
- * adds one. */
+ * orphans) are all withheld, unless --force, when either:
+ *  - the candidates (ours, joined by nobody, whatever their state or age)
+ *    are more than the floor and more than max_delete_fraction of the
+ *    managed sandboxes: a store wiped or pointed elsewhere makes every
+ *    sandbox a candidate at once, long before any is due, so a fleet that
+ *    pauses at scattered times is held whole (the guard of one pass saw
+ *    only the few due in it and let a staggered fleet go 5 a pass);
+ *  - the deletions of the window (this process's, by Cube's clock) and
+ *    the ones due now are more than max(floor, fraction x managed): a
+ *    store losing its objects one by one drains no faster than that.
+ * The floor (2) lets a small fleet clean a leak or two; a fleet of 10
+ * whose store is wiped loses none. The guard only holds back: it drops
+ * those actions and says why; it never adds one. */
 sc_err rule9_orphan_guard(planner *pl, size_t first_orphan)
 {
   plan *p = pl->p;
   const plan_config *cfg = pl->cfg;
-  char msg[PLAN_MSG_MAX];
+  double share = cfg->max_delete_fraction * (double)p->n_managed;
+  double budget = share > (double)cfg->max_delete_floor
+                    ? share : (double)cfg->max_delete_floor;
+  size_t recent = pl->in->recent_orphan_deletes;
+  char msg[PLAN_MSG_MAX], win[PLAN_DUR_MAX];
   p->n_orphans = p->n_actions - first_orphan;
-  if(cfg->force || p->n_orphans <= cfg->max_delete_floor ||
-     (double)p->n_orphans <= cfg->max_delete_fraction * (double)p->n_managed)
+  if(cfg->force || !p->n_orphans)
     return SC_OK;
-  snprintf(msg, sizeof(msg),
-           "guard: withheld %zu orphan deletions: more than %.0f%% of %zu "
-           "managed sandboxes and more than %zu (--force overrides)",
-           p->n_orphans, cfg->max_delete_fraction * 100.0, p->n_managed,
-           cfg->max_delete_floor);
+  if(p->n_orphan_candidates > cfg->max_delete_floor &&
+     (double)p->n_orphan_candidates > share)
+    snprintf(msg, sizeof(msg),
+             "guard: %zu of %zu managed sandboxes have no session (more than "
+             "%.0f%% and more than %zu): a wiped or mis-pointed store? "
+             "withheld %zu orphan deletions; check the store, then --force "
+             "deletes them", p->n_orphan_candidates, p->n_managed,
+             cfg->max_delete_fraction * 100.0, cfg->max_delete_floor,
+             p->n_orphans);
+  else if((double)(recent + p->n_orphans) > budget) {
+    duration_format(cfg->brake_window_ms, win, sizeof(win));
+    snprintf(msg, sizeof(msg),
+             "guard: %zu orphans deleted in the last %s (Cube's clock) and "
+             "%zu more due: over the budget of %.0f a window (%.0f%% of %zu "
+             "managed, at least %zu); withheld; --force deletes them",
+             recent, win, p->n_orphans, budget,
+             cfg->max_delete_fraction * 100.0, p->n_managed,
+             cfg->max_delete_floor);
+  }
+  else
+    return SC_OK;
   if(!(p->guard_message = strdup(msg)))
     return SC_ERR_NOMEM;
   p->guard_tripped = true;
   p->n_actions = first_orphan; /* their strings stay in the arena */
+  return SC_OK;
+}
+
+/* A reclaim whose intent is already written is carried on, never held:
+ * its writer may be in its DELETE (rule 11). */
+static bool reclaim_committed(const plan_action *a)
+{
+  const session_status *st = a->s ? &a->s->status : NULL;
+  return st && st->pending_kind && !strcmp(st->pending_kind, "reclaim") &&
+         sc_str_eq0(st->pending_sandbox_id, a->sandbox_id);
+}
+
+static int reclaim_order(const void *x, const void *y)
+{
+  const plan_action *a = *(const plan_action *const *)x;
+  const plan_action *b = *(const plan_action *const *)y;
+  if(a->end_at != b->end_at)
+    return a->end_at < b->end_at ? -1 : 1;
+  return strcmp(a->sandbox_id, b->sandbox_id);
+}
+
+/* Rule 13, the reclaim brake. Reclaims are intent and right by Cube's
+ * facts, but a burst far above the usual rate (Cube's clock jumping days
+ * ahead makes every paused sandbox due in one pass) is more likely a
+ * fault than a policy. Per window of Cube's clock, at most max(floor,
+ * fraction x paused sandboxes) reclaims go, this process's recent ones
+ * counted; the longest-paused go first (endAt, then ID: every replica
+ * picks alike); the others stay due and are planned again on the next
+ * look. A steadily fast clock (a simulator at x60) spreads its reclaims
+ * as a real one does, since the window is Cube's time too; a jump puts
+ * them all in one instant. The brake only delays: it drops actions and
+ * says why, never adds one, and decides nothing by a local clock. */
+sc_err rule13_reclaim_brake(planner *pl)
+{
+  plan *p = pl->p;
+  const plan_config *cfg = pl->cfg;
+  size_t i, k, n = 0, paused = 0, allowed, held;
+  const plan_action **due;
+  double share;
+  char win[PLAN_DUR_MAX], msg[PLAN_MSG_MAX];
+  if(cfg->force || cfg->reclaim_brake_fraction <= 0)
+    return SC_OK;
+  for(i = 0; i < p->n_actions; i++)
+    if(p->actions[i].type == PLAN_DELETE &&
+       p->actions[i].del_kind == PLAN_DEL_RECLAIM &&
+       !reclaim_committed(&p->actions[i]))
+      n++;
+  if(n <= cfg->reclaim_brake_floor)
+    return SC_OK; /* under the floor whatever the window holds */
+  for(i = 0; i < pl->n_sbs; i++)
+    if(pl->sbs[i].ours && !pl->sbs[i].dup &&
+       pl->sbs[i].b->state == CUBE_SB_PAUSED)
+      paused++;
+  share = cfg->reclaim_brake_fraction * (double)paused;
+  allowed = share > (double)cfg->reclaim_brake_floor
+              ? (size_t)share : cfg->reclaim_brake_floor;
+  allowed = allowed > pl->in->recent_reclaims
+              ? allowed - pl->in->recent_reclaims : 0;
+  if(n <= allowed)
+    return SC_OK;
+  if(!(due = malloc(n * sizeof(*due))))
+    return SC_ERR_NOMEM;
+  for(i = 0, k = 0; i < p->n_actions; i++)
+    if(p->actions[i].type == PLAN_DELETE &&
+       p->actions[i].del_kind == PLAN_DEL_RECLAIM &&
+       !reclaim_committed(&p->actions[i]))
+      due[k++] = &p->actions[i];
+  qsort(due, n, sizeof(*due), reclaim_order);
+  /* the held ones are marked by a NULL reason, then compacted out */
+  for(i = allowed; i < n; i++)
+    ((plan_action *)due[i])->reason = NULL;
+  free(due);
+  held = n - allowed;
+  for(i = 0, k = 0; i < p->n_actions; i++)
+    if(p->actions[i].reason)
+      p->actions[k++] = p->actions[i];
+  p->n_actions = k;
+  duration_format(cfg->brake_window_ms, win, sizeof(win));
+  snprintf(msg, sizeof(msg),
+           "reclaim brake: %zu reclaims due at once, %zu in the last %s "
+           "(Cube's clock); at most %.0f%% of the %zu paused sandboxes (at "
+           "least %zu) a window: %zu go, %zu wait (still due; a jump of "
+           "Cube's clock?); --force lifts the brake",
+           n, pl->in->recent_reclaims, win,
+           cfg->reclaim_brake_fraction * 100.0, paused,
+           cfg->reclaim_brake_floor, allowed, held);
+  if(!(p->brake_message = strdup(msg)))
+    return SC_ERR_NOMEM;
+  p->n_reclaims_held = held;
   return SC_OK;
 }
 
@@ -268,7 +390,7 @@ static bool intent_gone(const planner *pl, const sess_rec *r,
     return true;
   if(r->link && !strcmp(r->link, id))
     return r->ls == LS_GONE;
-  return pl->in->list_complete;
+  return pl->in->list_complete && !pl->in->cube_list_short;
 }
 
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,

@@ -152,4 +152,7 @@ void recorder_note_plan(const recorder *rec, logger *lg, const plan *p)
   if(p->guard_tripped)
     emit(rec, lg, NULL, RECORDER_WARNING, "DeleteGuardTripped",
          p->guard_message ? p->guard_message : "orphan deletions withheld");
+  if(p->n_reclaims_held)
+    emit(rec, lg, NULL, RECORDER_WARNING, "ReclaimBrakeHeld",
+         p->brake_message ? p->brake_message : "reclaims held back");
 }

@@ -214,4 +214,16 @@ check "get: PHASE and SANDBOX filled for chat-7f3a" test \
   "$(awk '$1 == "chat-7f3a" && NF == 5 && length($4) > 8 { print "filled" }' "$T/cols.out")" = filled
 echo "  (tenant-a phases: $(phases))"
 
+# --- connect with plain kubectl: annotate a fresh nonce, wait for the
+# answer, as docs/integration.md shows a gateway doing it
+nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+out ann k annotate session/chat-7f3a -n tenant-a "lea.io/connect=$nonce" --overwrite
+check "connect: kubectl annotate is taken" has ann 'annotated'
+out cw k wait session/chat-7f3a -n tenant-a --for="jsonpath={.status.connect.nonce}=$nonce" --timeout=20s
+check "connect: kubectl wait sees the answer" has cw 'condition met'
+check "connect: Served" test "$(obj tenant-a chat-7f3a | jq -r .status.connect.result)" = Served
+check "connect: an envd address to use" test "$(obj tenant-a chat-7f3a | jq -r '.status.envdAddress | startswith("https://49983-")')" = true
+out rw k wait --for=condition=Ready session/chat-7f3a -n tenant-a --timeout=20s
+check "kubectl wait --for=condition=Ready session/NAME" has rw 'condition met'
+
 finish

@@ -274,6 +274,9 @@ if true; then
   check "controller: the sandbox is the session's" test "$(sim_truth | jq -r --arg id "$id" '.[] | select(.sandboxID==$id) | .metadata["lea.session_id"]')" = live
   check "controller: envdAddress" test "$(jq -r .envdAddress "$T/out")" = "https://49983-$id.$(jq -r .domain "$T/out")"
   check "controller: the answer is in the status" test "$(sess_field live tenant-c .status.connect.result)" = Served
+  ctl describe session live -n tenant-c >"$T/desc" 2>&1
+  check "controller: describe shows the envd address" grep -q "^  Envd Address: *https://49983-$id\." "$T/desc"
+  check "controller: describe shows the connect answer" grep -q "^  Connect Result: *Served" "$T/desc"
   # the next message: running, served at once with the same sandbox
   run ctl connect live -n tenant-c -o name --timeout 10s
   check "controller: running: exit 0" test "$rc" = 0

@@ -81,6 +81,13 @@ vg 0 "validate" validate -f "$root/deploy/examples/"
 vg 1 "validate invalid" validate -f "$tmp/bad"
 vg 2 "usage error" get sessions --bogus
 vg 0 "help" get --help
+# connect and wait with no controller to answer: the annotation write, the
+# watch, the timeout
+vg 3 "connect: no answer, timeout" connect chat-7f3a -n tenant-a --timeout 1s
+vg 1 "connect: absent, no -f" connect nope -n tenant-a --timeout 1s
+vg 3 "wait: condition, timeout" wait session/chat-7f3a -n tenant-a --for=condition=Ready --timeout=1s
+vg 0 "wait: delete of an absent one" wait nope -n tenant-a --for=delete --timeout=1s
+vg 2 "wait: bad --for" wait chat-7f3a -n tenant-a --for=bogus
 
 # a watch that sees a change and is ended by SIGTERM
 $VG --log-file="$tmp/vgw.log" "$CTL" --store "$S" get sessions -A -w \

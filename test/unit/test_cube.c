@@ -622,6 +622,7 @@ struct srv {
   char uri[8192];
   char method[8];
   char apikey[128], auth[128], ctype[128], ua[128];
+  char want_key[64];  /* h_key: the only key taken ("": any) */
   char body[8192];
   int n; /* free for the handlers */
 };
@@ -1913,6 +1914,294 @@ TEST(api_key_never_in_messages)
   fx_free(&f);
 }
 
+/* --- the API key changes while the client runs --- */
+
+#define KEY_A "rot-key-A-5f2e"
+#define KEY_B "rot-key-B-91ac"
+#define KEY_C "rot-key-C-07d3"
+#define KEY_D "rot-key-D-c4b8"
+
+/* /sandboxes/echo: a 400 quoting the key it got; else 401 unless the key
+ * is want_key, then the sandbox */
+static void h_key(srv *s, struct evhttp_request *req, const char *path,
+                  const char *query)
+{
+  char body[512];
+  (void)query;
+  s->n++;
+  if(!strcmp(path, "/sandboxes/echo")) {
+    snprintf(body, sizeof(body), "{\"code\":400,\"message\":\"bad key %s\"}",
+             s->apikey);
+    reply(req, 400, NULL, body);
+  }
+  else if(s->want_key[0] && strcmp(s->apikey, s->want_key))
+    reply(req, 401, NULL, "{\"code\":401,\"message\":\"invalid API key\"}");
+  else
+    reply(req, 200, NULL, ROW("s1", "running", ""));
+}
+
+typedef struct keyev {
+  int ok, bad;
+  char last[SC_ERRBUF_SIZE];
+} keyev;
+
+static void on_key_ev(void *ud, bool ok, const char *message)
+{
+  keyev *e = ud;
+  if(ok)
+    e->ok++;
+  else
+    e->bad++;
+  snprintf(e->last, sizeof(e->last), "%s", message);
+}
+
+/* write the file: in place (same inode) or by a rename over it */
+static int put_file(const char *path, const char *text, size_t len,
+                    bool rename_over)
+{
+  char tmp[600];
+  FILE *f;
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  f = fopen(rename_over ? tmp : path, "wb");
+  if(!f)
+    return -1;
+  if(len && fwrite(text, 1, len, f) != len) {
+    fclose(f);
+    return -1;
+  }
+  if(fclose(f))
+    return -1;
+  return rename_over ? rename(tmp, path) : 0;
+}
+
+/* one GET /sandboxes/s1 (or id): the status it got and the key sent */
+static long key_get(fixture *f, got *g, const char *id)
+{
+  int before = g->n;
+  if(cube_get(f->c, id, on_result, g) ||
+     !wait_for(f->base, &g->n, before + 1, 5000))
+    return -1;
+  return g->status;
+}
+
+/* run the loop for ms */
+static void idle_ms(struct event_base *base, int ms)
+{
+  int never = 0;
+  wait_for(base, &never, 1, ms);
+}
+
+#define PAST_CHECK_MS (CUBE_KEY_CHECK_MS + 150)
+
+TEST(key_file_read_again_when_it_changes)
+{
+  fixture f;
+  got g = {0};
+  keyev ev = {0};
+  cube_client_opts o;
+  sc_errbuf eb;
+  char dir[] = "/tmp/test_cube_key.XXXXXX", path[300];
+  char big[CUBE_API_KEY_MAX + 2];
+  int64_t t0;
+  memset(&f, 0, sizeof(f));
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof(path), "%s/key", dir);
+  CHECK_OK(put_file(path, KEY_A "\n", strlen(KEY_A) + 1, false));
+  f.base = event_base_new();
+  CHECK_OK(srv_start(&f.s, f.base, h_key));
+  snprintf(f.url, sizeof(f.url), "http://127.0.0.1:%d", f.s.port);
+  cube_client_opts_init(&o);
+  o.base_url = f.url;
+  o.api_key = "not-this-one"; /* the file's key wins */
+  o.api_key_file = path;
+  o.on_key_reload = on_key_ev;
+  o.on_key_reload_ud = &ev;
+  t0 = sctime_mono_ms();
+  f.c = cube_client_new(f.base, &o, &eb);
+  CHECK_MSG(f.c != NULL, "%s", eb.msg);
+
+  /* the file's key, trailing newline stripped */
+  snprintf(f.s.want_key, sizeof(f.s.want_key), "%s", KEY_A);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_A);
+  CHECK_STR(f.s.auth, "Bearer " KEY_A);
+
+  /* a new key by a rename over the file (a new inode, as a mounted
+   * Secret changes): not looked at before a second has passed ... */
+  CHECK_OK(put_file(path, KEY_B, strlen(KEY_B), true));
+  snprintf(f.s.want_key, sizeof(f.s.want_key), "%s", KEY_B);
+  CHECK(key_get(&f, &g, "s1") > 0);
+  if(sctime_mono_ms() - t0 < CUBE_KEY_CHECK_MS - 300)
+    CHECK_STR(f.s.apikey, KEY_A); /* (only when the machine was quick) */
+  CHECK_INT(ev.ok + ev.bad, f.s.apikey[8] == 'B' ? 1 : 0);
+  /* ... then taken for the next request */
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_B);
+  CHECK_STR(f.s.auth, "Bearer " KEY_B);
+  CHECK_INT(ev.ok, 1);
+  CHECK_INT(ev.bad, 0);
+  CHECK_MSG(strstr(ev.last, "Cube API key reloaded from ") &&
+            strstr(ev.last, path), "%s", ev.last);
+  CHECK(!strstr(ev.last, "rot-key"));
+
+  /* Cube takes only C now and the file says C (written in place): the
+   * 401 to B has the file read at once, well within the second */
+  t0 = sctime_mono_ms();
+  snprintf(f.s.want_key, sizeof(f.s.want_key), "%s", KEY_C);
+  CHECK_OK(put_file(path, KEY_C, strlen(KEY_C), false));
+  {
+    long st = key_get(&f, &g, "s1");
+    if(sctime_mono_ms() - t0 < CUBE_KEY_CHECK_MS - 300)
+      CHECK_INT(st, 401);
+  }
+  CHECK(!strstr(g.msg, "rot-key"));
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_C);
+  CHECK_INT(ev.ok, 2);
+
+  /* the same key written again: nothing to say */
+  CHECK_OK(put_file(path, KEY_C "\r\n", strlen(KEY_C) + 2, true));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_INT(ev.ok, 2);
+  CHECK_INT(ev.bad, 0);
+
+  /* an empty file: the key in use stays, said once */
+  CHECK_OK(put_file(path, "", 0, false));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_C);
+  CHECK_INT(ev.bad, 1);
+  CHECK_MSG(strstr(ev.last, "is empty") && strstr(ev.last, path) &&
+            strstr(ev.last, "the key in use stays"), "%s", ev.last);
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_INT(ev.bad, 1); /* not again while the file stays as it is */
+  /* nor when a 401 has the same file read again */
+  snprintf(f.s.want_key, sizeof(f.s.want_key), "%s", KEY_D);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_STR(f.s.apikey, KEY_C);
+  CHECK_INT(ev.bad, 1);
+
+  /* a line break inside, a file too long, no file: each said once */
+  CHECK_OK(put_file(path, "rot-key\x01X", 9, true));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_INT(ev.bad, 2);
+  CHECK_MSG(strstr(ev.last, "control character"), "%s", ev.last);
+  CHECK(!strstr(ev.last, "rot-key"));
+  memset(big, 'k', sizeof(big));
+  CHECK_OK(put_file(path, big, CUBE_API_KEY_MAX + 1, true));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_INT(ev.bad, 3);
+  CHECK_MSG(strstr(ev.last, "over 8192 bytes"), "%s", ev.last);
+  CHECK_OK(unlink(path));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_INT(ev.bad, 4);
+  CHECK_MSG(strstr(ev.last, "No such file"), "%s", ev.last);
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 401);
+  CHECK_INT(ev.bad, 4);
+  CHECK_STR(f.s.apikey, KEY_C); /* through all of it */
+
+  /* the key Cube wants comes back: taken, said once */
+  CHECK_OK(put_file(path, KEY_D "\n", strlen(KEY_D) + 1, false));
+  idle_ms(f.base, PAST_CHECK_MS);
+  CHECK_INT(key_get(&f, &g, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_D);
+  CHECK_INT(ev.ok, 3);
+  CHECK_INT(ev.bad, 4);
+  CHECK(cube_client_auth_failures(f.c, NULL) == 0);
+
+  got_clear(&g);
+  fx_free(&f);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* A request in flight keeps the key it was sent with (its headers, and
+ * the scrubbing of its message); the next one takes the new key. */
+TEST(key_change_spares_requests_in_flight)
+{
+  fixture f;
+  got g = {0}, g2 = {0};
+  sc_errbuf eb;
+  char longkey[CUBE_API_KEY_MAX + 2];
+  CHECK_OK(fx_init(&f, h_key, NULL));
+  f.s.delay_ms = 300;
+  CHECK_OK(cube_get(f.c, "echo", on_result, &g));
+  idle_ms(f.base, 100); /* on the wire, the answer delayed */
+  CHECK_INT(g.n, 0);
+  CHECK_OK(cube_client_set_api_key(f.c, KEY_B, &eb));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.status, 400);
+  CHECK_STR(f.s.apikey, KEY); /* sent with the old key */
+  CHECK_MSG(strstr(g.msg, "bad key ***") && !strstr(g.msg, "sekrit"), "%s",
+            g.msg);
+  f.s.delay_ms = 0;
+  CHECK_OK(cube_get(f.c, "echo", on_result, &g2));
+  CHECK(wait_for(f.base, &g2.n, 1, 5000));
+  CHECK_STR(f.s.apikey, KEY_B);
+  CHECK_STR(f.s.auth, "Bearer " KEY_B);
+  CHECK_MSG(strstr(g2.msg, "bad key ***") && !strstr(g2.msg, "rot-key"),
+            "%s", g2.msg);
+
+  /* a bad key is refused and the one in use stays; the message never
+   * holds the key */
+  CHECK(cube_client_set_api_key(f.c, "rot-key\nX", &eb) == SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "control character") && !strstr(eb.msg, "rot-key"));
+  memset(longkey, 'k', sizeof(longkey) - 1);
+  longkey[sizeof(longkey) - 1] = '\0';
+  CHECK(cube_client_set_api_key(f.c, longkey, &eb) == SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "longer than 8192 bytes"));
+  CHECK_INT(key_get(&f, &g2, "s1"), 200);
+  CHECK_STR(f.s.apikey, KEY_B);
+  /* no key at all: no auth headers */
+  CHECK_OK(cube_client_set_api_key(f.c, NULL, &eb));
+  CHECK_INT(key_get(&f, &g2, "s1"), 200);
+  CHECK_STR(f.s.apikey, "");
+  CHECK_STR(f.s.auth, "");
+  CHECK(cube_client_set_api_key(NULL, KEY_B, &eb) != SC_OK);
+  got_clear(&g);
+  got_clear(&g2);
+  fx_free(&f);
+}
+
+/* A key file that cannot be used at start: no client, a message naming
+ * the file and not the key. */
+TEST(key_file_checked_at_start)
+{
+  struct event_base *base = event_base_new();
+  cube_client_opts o;
+  sc_errbuf eb;
+  char dir[] = "/tmp/test_cube_key.XXXXXX", path[300];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof(path), "%s/key", dir);
+  cube_client_opts_init(&o);
+  o.base_url = "http://127.0.0.1:1/";
+  o.api_key_file = path;
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK_MSG(strstr(eb.msg, path) && strstr(eb.msg, "No such file"), "%s",
+            eb.msg);
+  CHECK_OK(put_file(path, " \n", 2, false));
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK_MSG(strstr(eb.msg, "is empty"), "%s", eb.msg);
+  CHECK_OK(put_file(path, "rot-key\0B", 9, false));
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK_MSG(strstr(eb.msg, "NUL byte") && !strstr(eb.msg, "rot-key"), "%s",
+            eb.msg);
+  CHECK_OK(put_file(path, "rot-key\0\n", 9, false)); /* not white space */
+  CHECK(cube_client_new(base, &o, &eb) == NULL);
+  CHECK_MSG(strstr(eb.msg, "NUL byte"), "%s", eb.msg);
+  unlink(path);
+  rmdir(dir);
+  event_base_free(base);
+}
+
 TEST(connection_refused)
 {
   struct event_base *base = event_base_new();
@@ -2259,6 +2548,9 @@ TEST_LIST = {
   T(qps_bucket_spaces_requests),
   T(free_aborts_each_call_once),
   T(api_key_never_in_messages),
+  T(key_file_read_again_when_it_changes),
+  T(key_change_spares_requests_in_flight),
+  T(key_file_checked_at_start),
   T(connection_refused),
   T(client_options_checked),
   T(probe_heuristic),

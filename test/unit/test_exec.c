@@ -71,6 +71,11 @@ static sc_err f_get(void *cl, const char *id, cube_cb cb, void *ud)
   return fake_add(f, CUBE_OP_GET, id, cb, ud);
 }
 
+static sc_err f_reserve(void *cl, cube_cb cb, void *ud)
+{
+  return fake_add(cl, CUBE_OP_RESERVE, "", cb, ud);
+}
+
 static sc_err f_create(void *cl, const cube_create_req *req, cube_cb cb,
                        void *ud)
 {
@@ -110,6 +115,7 @@ static void fake_table(act_cube *t, fake_cube *f)
   t->cl = f;
   t->get = f_get;
   t->get_now = f_get;
+  t->reserve = f_reserve;
   t->create = f_create;
   t->pause = f_pause;
   t->connect = f_connect;
@@ -479,6 +485,172 @@ TEST(rule10_every_delete_exit_writes_one_line)
   }
 }
 
+/* the status the store holds for ns/name (a copy; NULL: none) */
+static session *stored(rig *g, const char *ns, const char *name)
+{
+  session *o = NULL;
+  sc_errbuf eb;
+  if(store_get(g->st, ns, name, &o, &eb))
+    return NULL;
+  return o;
+}
+
+/* Rule 11: the delete's last GET (and so the DELETE) comes only after the
+ * store holds its intent; the outcome clears it. */
+TEST(rule11_delete_goes_only_after_its_intent_is_stored)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", SESSION_STATE_ENDED), *o;
+  plan *p;
+  rig g;
+  act_run run;
+  cube_result res;
+  w_link(s, "sb-int-1");
+  w_sb(w, "sb-int-1", CUBE_SB_RUNNING, 0, "t1", "a");
+  p = w_plan(w);
+  CHECK(p && p_find(p, PLAN_DELETE, "sb-int-1"));
+  CHECK(!rig_open(&g, w));
+  start(&g, &run, p);
+  CHECK(wait_calls(&g, 1));
+  o = stored(&g, "t1", "a");
+  CHECK_MSG(o && !o->status.pending_kind, "an intent before the plan's GET");
+  session_free(o);
+  get_result(&res, "sb-int-1", NULL, SC_OK);
+  fake_answer(&g.fake, 0, &res);
+  sc_kvlist_clear(&res.sandbox.metadata);
+  CHECK(wait_calls(&g, 2));
+  CHECK_INT(g.fake.calls[1].op, CUBE_OP_GET);
+  o = stored(&g, "t1", "a");
+  CHECK_MSG(o && o->status.pending_kind &&
+              !strcmp(o->status.pending_kind, "ended") &&
+              o->status.pending_sandbox_id &&
+              !strcmp(o->status.pending_sandbox_id, "sb-int-1") &&
+              o->status.pending_by &&
+              !strcmp(o->status.pending_by, "test#00000000") &&
+              o->status.pending_at == W_NOW,
+            "the intent is not in the store before the last look");
+  session_free(o);
+  get_result(&res, "sb-int-1", NULL, SC_OK);
+  fake_answer(&g.fake, 1, &res);
+  sc_kvlist_clear(&res.sandbox.metadata);
+  CHECK(wait_calls(&g, 3));
+  CHECK_INT(g.fake.calls[2].op, CUBE_OP_DELETE);
+  pause_result(&res, 204, SC_OK, "");
+  fake_answer(&g.fake, 2, &res);
+  rig_run(&g, &run);
+  o = stored(&g, "t1", "a");
+  CHECK_MSG(o && !o->status.pending_kind &&
+              o->status.phase == SESSION_PHASE_ENDED,
+            "the outcome did not clear the intent");
+  session_free(o);
+  rig_close(&g);
+  plan_free(p);
+  w_del(w);
+}
+
+/* No intent, no call: a version the store no longer has (another writer
+ * came first) is a skip; an object the store does not have is a failure;
+ * neither makes the last GET or the DELETE. */
+TEST(rule11_no_call_when_the_intent_is_not_written)
+{
+  int row;
+  for(row = 0; row < 2; row++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", SESSION_STATE_ENDED);
+    plan *p;
+    rig g;
+    act_run run;
+    cube_result res;
+    const char *text;
+    w_link(s, "sb-int-2");
+    w_sb(w, "sb-int-2", CUBE_SB_RUNNING, 0, "t1", "a");
+    p = w_plan(w);
+    CHECK(p && p_find(p, PLAN_DELETE, "sb-int-2"));
+    if(row == 0) {
+      CHECK(!rig_open(&g, w));
+      free(s->meta.resource_version);
+      s->meta.resource_version = strdup("999999"); /* stale */
+    }
+    else
+      CHECK(!rig_open_cfg(&g, &w->cfg)); /* not in the store at all */
+    start(&g, &run, p);
+    CHECK(wait_calls(&g, 1));
+    get_result(&res, "sb-int-2", NULL, SC_OK);
+    fake_answer(&g.fake, 0, &res);
+    sc_kvlist_clear(&res.sandbox.metadata);
+    rig_run(&g, &run);
+    CHECK_MSG(g.fake.n == 1, "row %d: %zu Cube calls, want the first GET only",
+              row, g.fake.n);
+    text = audit_text(&g);
+    CHECK_MSG(strstr(text, row == 0 ? "\"outcome\":\"skipped\""
+                                    : "\"outcome\":\"failed\""),
+              "row %d: audit '%s'", row, text);
+    rig_close(&g);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* Orphans: the intent is the audit line, written before the DELETE; no
+ * line (a full audit disk) or a store that takes no writes: no DELETE. */
+TEST(rule11_orphan_intent_is_an_audit_line_before_the_delete)
+{
+  int row;
+  for(row = 0; row < 3; row++) {
+    world *w = w_new();
+    plan *p;
+    rig g;
+    act_run run;
+    cube_result res;
+    const char *text;
+    w_sb(w, "sb-orph-1", CUBE_SB_PAUSED, W_NOW - 2 * HOUR_MS, "t1", "ghost");
+    p = w_plan(w);
+    CHECK(p && p_find(p, PLAN_DELETE, "sb-orph-1"));
+    CHECK(!rig_open(&g, w));
+    if(row == 1) { /* the store takes no writes */
+      g.health.failing = true;
+      snprintf(g.health.why, sizeof(g.health.why), "store writes fail");
+    }
+    if(row == 2) { /* the audit file takes no line */
+      sc_errbuf eb;
+      audit_close(g.au);
+      CHECK(!audit_open("/dev/full", NULL, &g.au, &eb));
+      g.env.au = g.au;
+    }
+    start(&g, &run, p);
+    CHECK(wait_calls(&g, 1));
+    get_result(&res, "sb-orph-1", NULL, SC_OK);
+    res.sandbox.state = CUBE_SB_PAUSED;
+    res.sandbox.end_at = W_NOW - 2 * HOUR_MS;
+    fake_answer(&g.fake, 0, &res);
+    sc_kvlist_clear(&res.sandbox.metadata);
+    if(row == 0) {
+      CHECK(wait_calls(&g, 2));
+      CHECK_INT(g.fake.calls[1].op, CUBE_OP_DELETE);
+      text = audit_text(&g);
+      CHECK_MSG(strstr(text, "\"outcome\":\"intent\""),
+                "no intent line before the DELETE: '%s'", text);
+      pause_result(&res, 204, SC_OK, "");
+      fake_answer(&g.fake, 1, &res);
+    }
+    rig_run(&g, &run);
+    if(row)
+      CHECK_MSG(g.fake.n == 1, "row %d: %zu Cube calls, want no DELETE", row,
+                g.fake.n);
+    else {
+      text = audit_text(&g);
+      CHECK_MSG(strstr(text, "\"outcome\":\"intent\"") &&
+                  strstr(text, "\"outcome\":\"done\""),
+                "audit '%s'", text);
+    }
+    rig_close(&g);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+
 /* A failed status copy is an error for that session: before, it was
  * ignored and the emptied status could be written by compare-and-set.
  * Now: no store write, the turn ends as "error", and the loop backs off. */
@@ -612,6 +784,9 @@ TEST_LIST = {
   T(rule10_pause_already_paused_get_refused_is_audited),
   T(rule10_every_pause_exit_writes_one_line),
   T(rule10_every_delete_exit_writes_one_line),
+  T(rule11_delete_goes_only_after_its_intent_is_stored),
+  T(rule11_no_call_when_the_intent_is_not_written),
+  T(rule11_orphan_intent_is_an_audit_line_before_the_delete),
   T(failed_status_copy_writes_nothing_and_backs_off),
   T(unchanged_status_is_not_copied),
   T(index_finds_each_session_by_identity),

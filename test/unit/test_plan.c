@@ -505,8 +505,10 @@ static const struct {
   int orphans, managed_extra;
   bool trips;
 } guard_cases[] = {
-  {10, 0, false},  /* not more than the floor */
-  {11, 0, true},
+  {2, 0, false},    /* not more than the floor (2) */
+  {3, 0, true},
+  {10, 0, true},    /* a wiped store, a fleet of 10: none deleted (before:
+                       all 10, the floor was 10) */
   {11, 100, false}, /* 11 of 111 is under 20% */
   {30, 100, true},  /* 30 of 130 is over 20% */
 };
@@ -618,8 +620,8 @@ TEST(create_intent_of_another_replica_waits)
     bool keeps_intent;
   } cases[] = {
     {"r1#aaaa", 0, false, false, true},
-    {"r1#aaaa", 89 * 1000LL, false, false, true},
-    {"r1#aaaa", 90 * 1000LL, false, true, true},   /* stale: create */
+    {"r1#aaaa", 2999, false, false, true},
+    {"r1#aaaa", 3000, false, true, true},          /* stale: create */
     {"r1#aaaa", -5 * 1000LL, false, false, true},  /* Cube's clock behind */
     {"r0#self", 1000, false, true, true},          /* ours: retry */
     {"r1#aaaa", 1000, true, false, false},         /* adopted: cleared */
@@ -650,7 +652,7 @@ TEST(create_intent_of_another_replica_waits)
       CHECK(strstr(session_status_get_condition(&ps->status, "Ready")->message,
                    "waiting for the create claimed by r1#aaaa"));
       /* come back when the claim runs out, by Cube's clock */
-      CHECK_INT(ps->next_due, s->status.create_intent_at + 90 * 1000LL);
+      CHECK_INT(ps->next_due, s->status.create_intent_at + 3 * 1000LL);
     }
     if(cases[i].tagged_sandbox)
       CHECK_STR(ps->status.sandbox_id, "sb1");
@@ -1398,7 +1400,9 @@ TEST(invalid_input_refused)
   CHECK_STR(plan_delete_kind_name(PLAN_DEL_RECLAIM), "reclaim");
   CHECK_STR(cfg.controller_name, "session-controller");
   CHECK_INT(cfg.orphan_grace_ms, 10 * MIN_MS);
-  CHECK_INT(cfg.max_delete_floor, 10);
+  CHECK_INT(cfg.max_delete_floor, 2);
+  CHECK_INT(cfg.brake_window_ms, 10 * MIN_MS);
+  CHECK_INT(cfg.reclaim_brake_floor, 10);
 }
 
 /* ---------- the plan's statuses (performance contract) ---------- */

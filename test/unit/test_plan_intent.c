@@ -228,7 +228,7 @@ TEST(rule11_tombstone_waits_for_a_fresh_foreign_create_claim)
   plan *p;
   s->meta.deletion_timestamp = NOW - 1000;
   s->status.create_intent_by = strdup("other#0a0b0c0d");
-  s->status.create_intent_at = NOW - 5000;
+  s->status.create_intent_at = NOW - 1000;
   p = w_plan(w);
   CHECK(p && p_sess(p, s)->status.phase != SESSION_PHASE_ENDED);
   CHECK(p_sess(p, s)->next_due == s->status.create_intent_at +

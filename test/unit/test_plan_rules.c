@@ -274,38 +274,106 @@ TEST(rule3_delete_expectations_by_kind)
 }
 
 /* rules 9 and 13: orphan deletes over the fraction and the floor are
- * withheld (never added), unless --force */
+ * withheld (never added), unless --force: whether the candidates (any
+ * state or age) are too many, or the window's deletions are */
 TEST(rule9_orphan_guard_withholds_only)
 {
+  static const struct {
+    size_t managed, candidates, due, recent;
+    bool trips;
+  } rows[] = {
+    {100, 20, 3, 0, false},  /* 20% of 100 is not more than 20% */
+    {100, 21, 3, 0, true},   /* more: a wiped store looks like this */
+    {5, 2, 2, 0, false},     /* the floor: a small fleet cleans a leak */
+    {5, 3, 1, 0, true},
+    {100, 5, 5, 15, false},  /* 15 + 5 = 20: within the budget of 20 */
+    {100, 5, 5, 16, true},   /* the window's budget is spent */
+  };
   plan_input in;
   plan_config cfg;
   plan *p;
   planner pl;
-  size_t first, k;
+  size_t i;
   int force;
-  memset(&in, 0, sizeof(in));
-  for(force = 0; force < 2; force++) {
-    for(k = 10; k <= 12; k++) {
+  for(force = 0; force < 2; force++)
+    for(i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+      memset(&in, 0, sizeof(in));
+      in.recent_orphan_deletes = rows[i].recent;
       p = calloc(1, sizeof(*p));
       CHECK(p);
       plan_config_defaults(&cfg);
       cfg.force = force;
       planner_of(&pl, &in, &cfg, p);
-      p->n_managed = 12;
+      p->n_managed = rows[i].managed;
+      p->n_orphan_candidates = rows[i].candidates;
       p->actions = calloc(20, sizeof(*p->actions));
       CHECK(p->actions);
-      p->n_actions = 3; /* three actions before the orphans */
-      first = p->n_actions;
-      p->n_actions += k;
-      CHECK_OK(rule9_orphan_guard(&pl, first));
-      CHECK_INT(p->n_orphans, k);
-      /* 11 of 12 is over 20% and over the floor of 10; 10 is not */
-      CHECK(p->guard_tripped == (!force && k > 10));
-      CHECK_INT(p->n_actions, p->guard_tripped ? 3 : 3 + k);
+      p->n_actions = 3 + rows[i].due; /* three actions, then the orphans */
+      CHECK_OK(rule9_orphan_guard(&pl, 3));
+      CHECK_INT(p->n_orphans, rows[i].due);
+      CHECK_MSG(p->guard_tripped == (!force && rows[i].trips), "row %zu", i);
+      CHECK_INT(p->n_actions, p->guard_tripped ? 3 : 3 + rows[i].due);
       CHECK(!p->guard_tripped || strstr(p->guard_message, "withheld"));
       plan_free(p);
     }
+}
+
+/* rule 13, the reclaim brake: a burst of due reclaims beyond the share of
+ * the paused fleet waits, the longest-paused first; a committed one (its
+ * intent written) is never held; --force lifts it */
+TEST(rule13_reclaim_brake_delays_only)
+{
+  world *w = w_new();
+  plan_input in;
+  plan *p;
+  int i;
+  size_t n;
+  /* 30 paused sandboxes, all due at once (Cube's clock jumped 3 days) */
+  for(i = 0; i < 30; i++) {
+    char name[16];
+    session *s;
+    snprintf(name, sizeof(name), "r%02d", i);
+    s = w_sess(w, "t1", name, SESSION_STATE_ACTIVE);
+    w_link(s, name);
+    w_sb(w, name, CUBE_SB_PAUSED, NOW - 3 * 24 * HOUR_MS - i * MIN_MS, "t1",
+         name);
   }
+  w_input(w, &in);
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  n = p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM);
+  CHECK_MSG(n == 15, "%zu reclaims went, want 15 (50%% of 30)", n);
+  CHECK_INT(p->n_reclaims_held, 15);
+  CHECK(p->brake_message && strstr(p->brake_message, "15 wait"));
+  /* the longest-paused went: r29 paused first */
+  CHECK(p_find(p, PLAN_DELETE, "r29") && !p_find(p, PLAN_DELETE, "r00"));
+  plan_free(p);
+  /* the window's reclaims count: 10 done, 5 go */
+  in.recent_reclaims = 10;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 5);
+  plan_free(p);
+  /* a committed reclaim goes whatever the brake says */
+  in.recent_reclaims = 100;
+  w->s[0]->status.pending_kind = strdup("reclaim");
+  w->s[0]->status.pending_sandbox_id = strdup("r00");
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p_find(p, PLAN_DELETE, "r00"));
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 1);
+  plan_free(p);
+  /* under the floor (10) a steady trickle is never held */
+  w->ns = 8;
+  w_input(w, &in);
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK_INT(p->n_reclaims_held, 0);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 8);
+  plan_free(p);
+  w->ns = 30;
+  w_input(w, &in);
+  w->cfg.force = true;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_RECLAIM), 30);
+  plan_free(p);
+  w_del(w);
 }
 
 /* rule 11: another process's fresh create claim holds a create back */
@@ -322,7 +390,7 @@ TEST(rule11_create_claim_held_by_cube_clock)
   planner_of(&pl, &in, &cfg, &p);
   CHECK(!rule11_create_claim_held(&pl, s)); /* no claim */
   s->status.create_intent_by = strdup("replica-2");
-  s->status.create_intent_at = NOW - 10 * 1000;
+  s->status.create_intent_at = NOW - 1000;
   CHECK(rule11_create_claim_held(&pl, s));
   cfg.identity = "replica-2"; /* our own: our last attempt failed */
   CHECK(!rule11_create_claim_held(&pl, s));
@@ -330,13 +398,46 @@ TEST(rule11_create_claim_held_by_cube_clock)
   CHECK(rule11_create_claim_held(&pl, s));
   s->status.create_intent_at = NOW - cfg.create_intent_ttl_ms;
   CHECK(!rule11_create_claim_held(&pl, s)); /* run out by Cube's clock */
-  s->status.create_intent_at = NOW - 10 * 1000;
+  s->status.create_intent_at = NOW - 1000;
   in.cube_now = 0; /* no Cube clock: nothing time-based is decided */
   CHECK(!rule11_create_claim_held(&pl, s));
   w_del(w);
 }
 
+/* rule 2 with Cube's real list: Cube ignores paging, so at 100 sandboxes
+ * and more every list may be short. Before, that held orphan deletion for
+ * good. A listed orphan exists whatever the list missed: it is still
+ * concluded (its absence from the store is what makes it one, and the
+ * store read is whole); only conclusions from absence in Cube's list
+ * (an unlinked sandbox gone) are held. */
+TEST(rule2_a_short_cube_list_still_concludes_listed_orphans)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
+  plan_input in;
+  plan *p = NULL;
+  w_link(s, "sb-a");
+  w_sb(w, "sb-a", CUBE_SB_RUNNING, NOW + HOUR_MS, "t1", "a");
+  w_sb(w, "sb-orphan", CUBE_SB_PAUSED, NOW - HOUR_MS, "t1", "gone-one");
+  s->status.pending_kind = strdup("duplicate");
+  s->status.pending_sandbox_id = strdup("sb-dup-unlisted");
+  w_input(w, &in);
+  in.cube_list_short = true;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p && p_find(p, PLAN_DELETE, "sb-orphan"));
+  /* the unlisted duplicate of the intent is not taken as gone */
+  CHECK(p && p_sess(p, s)->status.pending_kind);
+  plan_free(p);
+  /* a single-session pass (the store read not whole): no orphan */
+  in.list_complete = false;
+  CHECK_OK(plan_compute(&in, &w->cfg, &p));
+  CHECK(p && !p_find(p, PLAN_DELETE, "sb-orphan"));
+  plan_free(p);
+  w_del(w);
+}
+
 TEST_LIST = {
+  T(rule2_a_short_cube_list_still_concludes_listed_orphans),
   T(rule6_pick_duplicate_winner_one_order),
   T(rule4_judge_link_by_tags_and_proof),
   T(rule5_tenants_never_cross_and_bind_to_namespace),
@@ -344,6 +445,7 @@ TEST_LIST = {
   T(rule2_absence_is_not_evidence),
   T(rule3_delete_expectations_by_kind),
   T(rule9_orphan_guard_withholds_only),
+  T(rule13_reclaim_brake_delays_only),
   T(rule11_create_claim_held_by_cube_clock),
   {0},
 };
