@@ -158,8 +158,9 @@ run_dialect() {
   # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
   # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
   # after that last change. A create claimed by a replica killed just
-  # before quiet is waited out for 40 real seconds first (docs/controller.md);
-  # plus slack for a loaded machine (--converge-limit overrides)
+  # before quiet is waited out for at most 40 real seconds first (min(TTL,
+  # 40 s), docs/controller.md); plus slack for a loaded machine
+  # (--converge-limit overrides)
   limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
   # the watcher: every intent (status.pendingAction) the store's history
   # records, and every purge, with cubesim's clock
@@ -207,13 +208,7 @@ run_dialect() {
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
     "$SIM/_sim/faults" >/dev/null
   quiet=$(date +%s)
-  # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
-  # pauses up to the longest idleTimeout (30 min) after its last request
-  # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
-  # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
-  # after that last change. A create claimed by a replica killed just
-  # before quiet is waited out for 40 real seconds first (docs/controller.md);
-  # plus slack for a loaded machine (--converge-limit overrides)
+  # the checker until it passes or the limit (computed above) is up
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
