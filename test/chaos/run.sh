@@ -2,11 +2,15 @@
 # The chaos suite (docs/reliability.md): three controller replicas on one
 # SQLite store with skewed local clocks, cubesim with faults at clock x60,
 # a workload driver, a replica SIGKILLed every 1-3 s and restarted, then
-# faults off and convergence, then the invariant checker.
+# faults off and convergence, then the invariant checker. Users reach
+# their sandboxes through connect (most) or raw traffic; once per dialect
+# the store's files are made immutable for a few seconds (chattr +i; SKIP
+# when not permitted) while a watcher records every intent the store holds.
 #
 # usage: test/chaos/run.sh [--dialect cube|e2b|both] [--seed N]
 #          [--sessions N] [--virtual-hours H] [--short] [--faults SPEC]
 #          [--skews "-2h +0 +3h"] [--speed X] [--converge-limit S] [--keep]
+#          [--parallel]   (the dialects at once, each with its own cubesim)
 # Prints a table of counts per dialect and a final "N passed, N failed";
 # a failure prints the command that replays it.
 set -u
@@ -20,6 +24,7 @@ speed=60
 resync=2
 short=0
 keep=0
+parallel=0
 climit=""
 skews="-2h +0 +3h"
 faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
@@ -35,8 +40,9 @@ while [ $# -gt 0 ]; do
   --skews) skews=$2; shift ;;
   --short) short=1; sessions=150; hours=0.7 ;;
   --keep) keep=1 ;;
+  --parallel) parallel=1 ;;
   --converge-limit) climit=$2; shift ;;
-  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -62,6 +68,7 @@ ftlib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
 T=$(mktemp -d "${TMPDIR:-/tmp}/sc-chaos.XXXXXX")
 PIDS=""
 cleanup() {
+  chattr -i "$T"/*/sessions.db* 2>/dev/null
   for p in $PIDS; do kill "$p" 2>/dev/null; done
   for p in $PIDS; do wait "$p" 2>/dev/null; done
   [ "$keep" = 1 ] && echo "kept $T" || rm -rf "$T"
@@ -92,6 +99,43 @@ start_replica() {
   PIDS="$PIDS $!"
 }
 
+# store_fault: the store's files immutable for fault_len s, no kills
+# meanwhile (a replica restarted then could not open its store); sets SF
+# (the checker's --store-fault) and fault_note. The database and its WAL
+# are made immutable, not the -shm: SQLite maps the -shm shared, and a
+# process that dirties a page of an immutable file's mapping dies of
+# SIGBUS (ext4 refuses the page fault; the sqlite3 shell shows it too),
+# which is a kill, not a failing write. With the WAL immutable every
+# write transaction fails (disk I/O error) and reads go on.
+store_fault() {
+  fault_done=1
+  sleep 1   # a replica just restarted has opened its store
+  fa=$(sim_now_ms)
+  for i in 0 1 2; do
+    eval "nerr0_$i=\$(grep -c 'store write failed' \"\$D/r\$i.log\")"
+  done
+  if chattr +i "$D/sessions.db" 2>/dev/null; then
+    [ -f "$D/sessions.db-wal" ] && chattr +i "$D/sessions.db-wal"
+    sleep "$fault_len"
+    chattr -i "$D"/sessions.db*
+    fb=$(sim_now_ms)
+    SF="--store-fault $fa,$fb"
+    nerr=0
+    for i in 0 1 2; do
+      eval "n0=\$nerr0_$i"
+      [ "$(grep -c 'store write failed' "$D/r$i.log")" -gt "$n0" ] && nerr=$((nerr + 1))
+    done
+    dead=0
+    for i in 0 1 2; do
+      eval "p=\$RPID_$i"
+      kill -0 "$p" 2>/dev/null || { dead=$((dead + 1)); start_replica "$i"; }
+    done
+    fault_note="${fault_len} s real from ${fault_at} s; $nerr of 3 replicas logged failing writes; $dead exited"
+  else
+    fault_note="SKIP (chattr +i is not permitted here)"
+  fi
+}
+
 run_dialect() {
   d=$1
   D="$T/$d"
@@ -109,11 +153,33 @@ run_dialect() {
   done
   [ -n "$SIM" ] || { echo "cubesim did not start"; cat "$D/sim.log"; return 1; }
   for i in 0 1 2; do start_replica $i; done
+  # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
+  # pauses up to the longest idleTimeout (30 min) after its last request
+  # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
+  # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
+  # after that last change. A create claimed by a replica killed just
+  # before quiet is waited out for at most 40 real seconds first (min(TTL,
+  # 40 s), docs/controller.md); plus slack for a loaded machine
+  # (--converge-limit overrides)
+  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
+  # the watcher: every intent (status.pendingAction) the store's history
+  # records, and every purge, with cubesim's clock
+  build/chaos/driver --watch-db "$D/sessions.db" --sim "$SIM" \
+    --out "$D/watch" 2>"$D/watch.log" &
+  WPID=$!
+  PIDS="$PIDS $WPID"
   build/chaos/driver --store "sqlite:$D/sessions.db" --sim "$SIM" \
     --sessions "$sessions" --virtual-hours "$hours" --seed "$seed" \
+    --connect-limit "$limit" \
     --timeline "$D/timeline" >"$D/driver.out" 2>"$D/driver.log" &
   DRV=$!
   PIDS="$PIDS $DRV"
+  drv_start=$(date +%s)
+  # the store fault: at 30-60% of the workload (from the seed), for 3-6 s
+  set -- $(awk -v s="$seed" -v h="$hours" -v sp="$speed" 'BEGIN { srand(s + 1)
+    w = h * 3600 / sp; printf "%d %d\n", w * (0.3 + 0.3 * rand()), 3 + int(rand() * 4) }')
+  fault_at=$1 fault_len=$2
+  fault_done=0 SF="" fault_note="not reached"
   # the killer: every 1-3 s a random replica gets SIGKILL, and comes back
   # after 0-0.3 s; the kills land wherever the replica is, including
   # between a create and its status write and between a confirming GET
@@ -121,6 +187,10 @@ run_dialect() {
   kills=0
   exec 3<"$T/dice"
   while kill -0 "$DRV" 2>/dev/null; do
+    if [ "$fault_done" = 0 ] && [ $(( $(date +%s) - drv_start )) -ge "$fault_at" ]; then
+      store_fault
+      continue
+    fi
     read -r who gap back <&3 || break
     sleep "$gap"
     kill -0 "$DRV" 2>/dev/null || break
@@ -131,28 +201,25 @@ run_dialect() {
     start_replica "$who"
   done
   exec 3<&-
+  [ "$fault_done" = 1 ] || fault_note="SKIP (the workload ended first)"
   wait "$DRV"
   drv_rc=$?
   # quiet: faults off, traffic stopped (the driver is done); converge
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
     "$SIM/_sim/faults" >/dev/null
   quiet=$(date +%s)
-  # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
-  # pauses up to the longest idleTimeout (30 min) after its last request
-  # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
-  # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
-  # after that last change. A create claimed by a replica killed just
-  # before quiet is waited out for 40 real seconds first (docs/controller.md);
-  # plus slack for a loaded machine (--converge-limit overrides)
-  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
+  # the checker until it passes or the limit (computed above) is up
   conv=-1
   n=0
   while [ $n -le "$limit" ]; do
     now=$(sim_now_ms)
     sim_get /_sim/sandboxes >"$D/truth.json"
     sim_get /_sim/audit >"$D/audit.jsonl"
+    cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
+    # shellcheck disable=SC2086 # SF is empty or one flag and its value
     if build/chaos/check --truth "$D/truth.json" --audit "$D/audit.jsonl" \
         --timeline "$D/timeline" --db "$D/sessions.db" --now-ms "$now" \
+        --watch "$D/watch" --ctl-audit "$D/ctl-audit.jsonl" $SF \
         --window-ms $((resync * 1000 * speed)) >"$D/table" 2>"$D/problems"; then
       conv=$(( $(date +%s) - quiet ))
       break
@@ -162,6 +229,7 @@ run_dialect() {
   done
   rkills=0
   for i in 0 1 2; do eval "p=\$RPID_$i"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
   kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
   cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
   echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews"
@@ -169,6 +237,7 @@ run_dialect() {
   printf '%-38s %s\n' "duration (s)" "$(( $(date +%s) - start ))"
   printf '%-38s %s\n' "driver" "$(cat "$D/driver.out")"
   printf '%-38s %s\n' "replicas killed (SIGKILL)" "$kills"
+  printf '%-38s %s\n' "store fault (writes fail)" "$fault_note"
   printf '%-38s %s\n' "controller audit: deletes done" \
     "$(jq -s '[.[] | select(.action=="delete" and .outcome=="done")] | length' "$D/ctl-audit.jsonl")"
   printf '%-38s %s\n' "controller audit: deletes skipped" \
@@ -192,6 +261,23 @@ run_dialect() {
   fi
 }
 
-for d in $dialects; do run_dialect "$d"; done
+if [ "$parallel" = 1 ]; then
+  # each dialect in a subshell of its own (its own cubesim, replicas and
+  # directory); the tables are printed in order once both are done
+  for d in $dialects; do
+    ( PIDS=""
+      trap 'for p in $PIDS; do kill "$p" 2>/dev/null; done' EXIT
+      trap 'exit 1' INT TERM
+      run_dialect "$d"; [ "$FAIL" -eq 0 ] ) >"$T/out-$d" 2>&1 &
+    eval "SUB_$d=$!"
+    PIDS="$PIDS $!"
+  done
+  for d in $dialects; do
+    if eval "wait \$SUB_$d"; then PASS=$((PASS + 1)); else FAIL=$((FAIL + 1)); keep=1; fi
+    cat "$T/out-$d"
+  done
+else
+  for d in $dialects; do run_dialect "$d"; done
+fi
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
