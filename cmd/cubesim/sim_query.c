@@ -175,3 +175,64 @@ out:
     sim_meta_filter_free(f);
   return err;
 }
+
+int sim_meta_match(const sim_sandbox *sb, const sim_meta_filter *f)
+{
+  size_t i;
+  for(i = 0; f && i < f->n; i++) {
+    const char *v = sim_sandbox_meta(sb, f->kv[2 * i]);
+    if(!v || strcmp(v, f->kv[2 * i + 1]))
+      return 0;
+  }
+  return 1;
+}
+
+/* the state filter: e2b counts pausing as paused; cube's state=paused (or
+ * running) does not match a pausing sandbox, which Cube reports as such */
+static int state_bit(const sim_state *st, const sim_sandbox *sb)
+{
+  if(sb->state == SIM_RUNNING)
+    return SIM_WANT_RUNNING;
+  if(sb->state == SIM_PAUSING &&
+     sim_state_dialect(st) == SIM_DIALECT_CUBE)
+    return SIM_WANT_PAUSING;
+  return SIM_WANT_PAUSED;
+}
+
+static int64_t walk_cube(const sim_state *st, const sim_list_spec *spec,
+                         sim_list_row_fn row, void *arg)
+{
+  int64_t i, scanned = 0;
+  for(i = (int64_t)sim_state_count(st) - 1;
+      i >= 0 && scanned < spec->limit; i--) {
+    const sim_sandbox *sb = sim_state_at(st, (size_t)i);
+    if(sb->state == SIM_DELETED)
+      continue; /* gone from Cube's store: not scanned */
+    scanned++;
+    if((spec->want & state_bit(st, sb)) && sim_meta_match(sb, spec->mf))
+      row(arg, sb);
+  }
+  return -1;
+}
+
+int64_t sim_list_walk(const sim_state *st, const sim_list_spec *spec,
+                      sim_list_row_fn row, void *arg)
+{
+  int64_t n = (int64_t)sim_state_count(st), i, rows = 0;
+  if(spec->cube_scan)
+    return walk_cube(st, spec, row, arg);
+  if(spec->start >= n)
+    return -1; /* past the store: no such page */
+  i = spec->start >= 0 ? spec->start : spec->asc ? 0 : n - 1;
+  for(; spec->asc ? i < n : i >= 0; i += spec->asc ? 1 : -1) {
+    const sim_sandbox *sb = sim_state_at(st, (size_t)i);
+    if(sb->state == SIM_DELETED || !(spec->want & state_bit(st, sb)) ||
+       !sim_meta_match(sb, spec->mf))
+      continue;
+    if(rows == spec->limit)
+      return i;
+    if(row(arg, sb))
+      rows++;
+  }
+  return -1;
+}

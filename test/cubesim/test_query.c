@@ -1,5 +1,6 @@
 /* Tests of cubesim's query decoding (the E2B metadata filter), the JSON
- * writer and parser, and the audit trail. */
+ * writer and parser, the audit trail, and which rows a list returns per
+ * dialect (Cube's scan-then-filter, E2B's pages). */
 #include "test/harness.h"
 #include "cmd/cubesim/sim_audit.h"
 #include "cmd/cubesim/sim_json.h"
@@ -163,12 +164,214 @@ TEST(audit_lines_and_since)
   sim_audit_free(a);
 }
 
+
+/* ---- which rows a list returns (sim_list_walk) ---- */
+
+#define LT0 ((sc_time)1800000000000LL)
+
+/* 150 sandboxes, store index i: tagged m=sc (i % 3 != 0) or m=other;
+ * odd ones paused; the two newest (148, 149) deleted */
+static sim_state *fleet(sim_dialect d)
+{
+  sim_state_config c;
+  sim_state *st;
+  int i;
+  memset(&c, 0, sizeof(c));
+  c.dialect = d;
+  c.pause_ms = 500;
+  c.seed = 3;
+  st = sim_state_new(&c);
+  for(i = 0; st && i < 150; i++) {
+    char num[16];
+    const char *meta[4];
+    sim_create_req r;
+    sim_sandbox *sb = NULL;
+    snprintf(num, sizeof(num), "%d", i);
+    meta[0] = "m";
+    meta[1] = i % 3 ? "sc" : "other";
+    meta[2] = "n";
+    meta[3] = num;
+    memset(&r, 0, sizeof(r));
+    r.template_id = "base";
+    r.has_timeout = 1;
+    r.timeout_s = 3600;
+    r.auto_pause = 1;
+    r.meta = meta;
+    r.meta_count = 2;
+    if(sim_state_create(st, LT0, &r, -1, &sb) != SIM_R_OK) {
+      sim_state_free(st);
+      return NULL;
+    }
+    if(i >= 148)
+      sim_state_delete(st, sb, LT0);
+    else if(i % 2)
+      sim_state_pause(st, sb, LT0);
+  }
+  if(st)
+    sim_state_advance(st, LT0 + 1000);
+  return st;
+}
+
+typedef struct seen {
+  int n[200];       /* the "n" tag of each row, in order */
+  int rows;
+  int drop_every;   /* lose every k-th row (the truncate fault); 0: none */
+  int calls;
+} seen;
+
+static int see(void *arg, const sim_sandbox *sb)
+{
+  seen *s = arg;
+  const char *v = sim_sandbox_meta(sb, "n");
+  s->calls++;
+  if(s->drop_every && s->calls % s->drop_every == 0)
+    return 0;
+  if(s->rows < 200)
+    s->n[s->rows++] = v ? (int)strtol(v, NULL, 10) : -1;
+  return 1;
+}
+
+static int parse_filter(const char *q, sim_meta_filter *f)
+{
+  sc_errbuf eb;
+  return sim_meta_filter_parse(q, f, &eb) ? -1 : 0;
+}
+
+/* Cube: the first `limit` live sandboxes of the store (newest first)
+ * are scanned, the filters applied to those: short lists, no next page */
+TEST(cube_list_scans_the_first_limit_then_filters)
+{
+  sim_state *st = fleet(SIM_DIALECT_CUBE);
+  sim_meta_filter f;
+  sim_list_spec spec;
+  seen s;
+  int i, want = 0, k;
+  CHECK(st);
+  CHECK_INT(parse_filter("m%3Dsc", &f), 0);
+  memset(&spec, 0, sizeof(spec));
+  spec.cube_scan = 1;
+  spec.want = SIM_WANT_PAUSED;
+  spec.mf = &f;
+  spec.limit = SIM_CUBE_LIST_LIMIT;
+  spec.start = -1;
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  /* scanned: live indexes 147 down to 48 (148 and 149 are deleted) */
+  k = 0;
+  for(i = 147; i >= 48; i--)
+    if(i % 2 && i % 3) {
+      CHECK_MSG(k < s.rows && s.n[k] == i, "row %d: got %d, want %d", k,
+                k < s.rows ? s.n[k] : -1, i);
+      k++;
+    }
+  want = k;
+  CHECK_INT(s.rows, want);
+  CHECK(want < 100);
+  /* 47 is paused and tagged m=sc, yet past the scan: not listed */
+  for(i = 0; i < s.rows; i++)
+    CHECK(s.n[i] >= 48);
+  /* the state filter after the scan: running ones of the same window */
+  spec.want = SIM_WANT_RUNNING;
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  for(i = 0; i < s.rows; i++)
+    CHECK(s.n[i] >= 48 && s.n[i] % 2 == 0 && s.n[i] % 3);
+  CHECK_INT(s.rows, 33); /* even, not a multiple of 3, in 48..146 */
+  /* limit 5: five sandboxes scanned (147..143), whatever matches */
+  spec.want = SIM_WANT_RUNNING | SIM_WANT_PAUSED | SIM_WANT_PAUSING;
+  spec.limit = 5;
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  CHECK_INT(s.rows, 3);
+  CHECK(s.n[0] == 146 && s.n[1] == 145 && s.n[2] == 143);
+  /* no filter at all: exactly limit rows; a token is not Cube's */
+  spec.mf = NULL;
+  spec.limit = SIM_CUBE_LIST_LIMIT;
+  spec.start = 3;
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  CHECK_INT(s.rows, 100);
+  CHECK(s.n[0] == 147 && s.n[99] == 48);
+  /* the truncate fault loses rows after the scan: never a row beyond it */
+  spec.mf = &f;
+  memset(&s, 0, sizeof(s));
+  s.drop_every = 2;
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  CHECK_INT(s.calls, 66); /* m=sc among 48..147 */
+  CHECK_INT(s.rows, 33);
+  sim_meta_filter_free(&f);
+  sim_state_free(st);
+}
+
+/* e2b: the filters first, then pages of limit rows with a next token;
+ * the pages together are every match, once */
+TEST(e2b_list_pages_over_the_filters)
+{
+  sim_state *st = fleet(SIM_DIALECT_E2B);
+  sim_meta_filter f;
+  sim_list_spec spec;
+  seen s;
+  int64_t next;
+  int i, matches = 0, got[150];
+  CHECK(st);
+  CHECK_INT(parse_filter("m%3Dsc", &f), 0);
+  memset(got, 0, sizeof(got));
+  for(i = 0; i < 148; i++)
+    matches += i % 3 != 0;
+  CHECK_INT(matches, 98);
+  memset(&spec, 0, sizeof(spec));
+  spec.want = SIM_WANT_RUNNING | SIM_WANT_PAUSED;
+  spec.mf = &f;
+  spec.limit = 60;
+  spec.start = -1;
+  memset(&s, 0, sizeof(s));
+  next = sim_list_walk(st, &spec, see, &s);
+  CHECK_INT(s.rows, 60);
+  CHECK(next >= 0 && next < 148);
+  CHECK_INT(s.n[0], 146); /* 147 is m=other */
+  for(i = 0; i < s.rows; i++)
+    got[s.n[i]]++;
+  spec.start = next;
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  CHECK_INT(s.rows, matches - 60);
+  for(i = 0; i < s.rows; i++)
+    got[s.n[i]]++;
+  for(i = 0; i < 150; i++)
+    CHECK_MSG(got[i] == (i < 148 && i % 3 != 0), "sandbox %d listed %d"
+              " times", i, got[i]);
+  /* a lost row (truncate fault) does not count toward the page */
+  spec.start = -1;
+  spec.limit = 10;
+  memset(&s, 0, sizeof(s));
+  s.drop_every = 3;
+  CHECK(sim_list_walk(st, &spec, see, &s) >= 0);
+  CHECK_INT(s.rows, 10);
+  CHECK_INT(s.calls, 14);
+  /* oldest first */
+  spec.asc = 1;
+  memset(&s, 0, sizeof(s));
+  CHECK(sim_list_walk(st, &spec, see, &s) >= 0);
+  CHECK(s.rows == 10 && s.n[0] == 1 && s.n[1] == 2 && s.n[2] == 4);
+  /* a start at or past the store's end: no rows (it used to read past
+   * the array, newest first) */
+  spec.asc = 0;
+  spec.start = (int64_t)sim_state_count(st);
+  memset(&s, 0, sizeof(s));
+  CHECK_INT(sim_list_walk(st, &spec, see, &s), -1);
+  CHECK_INT(s.rows, 0);
+  sim_meta_filter_free(&f);
+  sim_state_free(st);
+}
+
 TEST_LIST = {
   T(metadata_filter_decoding),
   T(query_get),
   T(json_writer_escapes),
   T(json_parser_rejects),
   T(audit_lines_and_since),
+  T(cube_list_scans_the_first_limit_then_filters),
+  T(e2b_list_pages_over_the_filters),
   {0}
 };
 TEST_MAIN()
