@@ -56,7 +56,8 @@ sc_err reconciler_declare_metrics(metrics *m)
     {"session_controller_duplicates_deleted_total", METRIC_COUNTER,
      "Duplicate sandboxes deleted."},
     {"session_controller_list_truncated_total", METRIC_COUNTER,
-     "Cube lists that may have been truncated (orphan deletion withheld)."},
+     "Cube lists that may be short (nothing is concluded from a sandbox's "
+     "absence in them)."},
     {"session_controller_cube_list_page_retries_total", METRIC_COUNTER,
      "List pages asked again after a transient failure."},
     {"session_controller_create_claims_lost_total", METRIC_COUNTER,

@@ -157,11 +157,11 @@ run_dialect() {
   # pauses up to the longest idleTimeout (30 min) after its last request
   # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
   # 90 virtual minutes (90 s at x60). Convergence is due two resync periods
-  # after that last change. A create claimed by a replica killed just
-  # before quiet is waited out for at most 40 real seconds first (min(TTL,
-  # 40 s), docs/controller.md); plus slack for a loaded machine
-  # (--converge-limit overrides)
-  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 40 + 30))}
+  # after that last change. Nothing allows for create claims: a claim is
+  # written when its create is sent and lives 3 s (docs/controller.md), so
+  # a replica killed just before quiet leaves nothing to wait out; plus
+  # slack for a loaded machine (--converge-limit overrides)
+  limit=${climit:-$((2 * resync + (5400 + speed - 1) / speed + 30))}
   # the watcher: every intent (status.pendingAction) the store's history
   # records, and every purge, with cubesim's clock
   build/chaos/driver --watch-db "$D/sessions.db" --sim "$SIM" \
