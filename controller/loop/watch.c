@@ -7,6 +7,7 @@
  * for a full pass, which covers whatever the gap hid.
  */
 #include "controller/loop/pass.h"
+#include "controller/plan/plan.h"
 #include "controller/store/reflector.h"
 
 #include <stdio.h>
@@ -28,9 +29,12 @@ static void on_event(const store_event *ev, void *ud)
   char key[300];
   session_key(ev->obj, key, sizeof(key));
   /* a status-only change (ours or another replica's) needs no reconcile:
-   * react to new objects, deletions, and spec changes not yet observed */
+   * react to new objects, deletions, spec changes not yet observed, and
+   * connect requests not yet answered (an annotation: the generation does
+   * not move) */
   if(ev->type == STORE_EVENT_MODIFIED && !ev->obj->meta.deletion_timestamp &&
-     ev->obj->meta.generation == ev->obj->status.observed_generation)
+     ev->obj->meta.generation == ev->obj->status.observed_generation &&
+     !plan_connect_pending(ev->obj))
     return;
   log_kv(r->o.lg, LOG_DEBUG, "store event", "type",
          store_event_type_name(ev->type), "session", key, "revision",

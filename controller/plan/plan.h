@@ -245,6 +245,10 @@ sc_err plan_status_after(const session *s, const plan_action *a,
  * envdAddress made from it and st->sandbox_id (NULL domain: both go).
  * Pure; st is the caller's. */
 const char *plan_intent_kind(const plan_action *a);
+/* The session's unanswered connect request: the nonce of a valid
+ * lea.io/connect annotation that status.connect.nonce does not answer,
+ * or NULL. Points into s. */
+const char *plan_connect_pending(const session *s);
 sc_err plan_status_intent(const session *s, const plan_action *a,
                           const char *by, session_status *st);
 void plan_status_intent_cancel(session_status *st, const plan_action *a);

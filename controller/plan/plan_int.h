@@ -196,9 +196,7 @@ void want_nosandbox(want *w);
 void want_connect_served(want *w);
 void want_connect_refused(want *w, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
-/* the session's unanswered connect nonce (a valid lea.io/connect
- * annotation that status.connect.nonce does not answer), or NULL */
-const char *plan_connect_pending(const session *s);
+
 void status_msg_running(char *b, size_t n, const char *id);
 void status_msg_paused(char *b, size_t n, const char *id);
 void status_msg_idle(char *b, size_t n, const char *id);

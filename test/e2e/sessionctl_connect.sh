@@ -322,5 +322,21 @@ if true; then
   check "controller: Ended: refused, exit 1" test "$rc" = 1
   check "controller: Ended: the message" grep -q '^connect refused: ' "$T/err"
 fi
+# --- a connect is answered at once, not at the next resync: the
+# controller at --resync 60s. Before, the annotation's MODIFIED event (the
+# generation does not move) was dropped as a status-only change, and a
+# connect to a running or paused session waited for the resync.
+kill "$CTL_PID" 2>/dev/null; wait "$CTL_PID" 2>/dev/null
+start_controller ctl-slow --resync 60s --orphan-grace 10m
+sed 's/name: live,/name: quick,/' "$T/live.yaml" >"$T/quick.yaml"
+run ctl connect quick -n tenant-c -f "$T/quick.yaml" -o name --timeout 10s
+check "resync 60s: new: served" test "$rc" = 0
+q=$(cat "$T/out")
+run ctl connect quick -n tenant-c -o name --timeout 3s
+check "resync 60s: running: answered within 3 s" test "$rc" = 0 -a "$(cat "$T/out")" = "$q"
+sim_advance 960
+wait_eq 10 paused sb_field "$q" state >/dev/null
+run ctl connect quick -n tenant-c -o name --timeout 3s
+check "resync 60s: paused: resumed within 3 s" test "$rc" = 0 -a "$(sb_field "$q" state)" = running
 
 finish
