@@ -25,7 +25,7 @@
 #
 # Environment: BENCH_N (10000), BENCH_QPS50_N (2000), BENCH_REACT_N (200),
 # BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_CONNECT_N
-# (200), BENCH_CONNECT_NEW_N (200), BENCH_CONNECT_CFGS ("sqlite/1 sqlite/3
+# (200), BENCH_CONNECT_NEW_N (100), BENCH_CONNECT_CFGS ("sqlite/1 sqlite/3
 # kube/1 kube/3"), BENCH_CONNECT_TIMEOUT (5: seconds a connect may wait),
 # BENCH_CONNECT_GIVEUP (3: a phase stops after that many failed connects),
 # BENCH_CONNECT_SQLITE (sessionctl's store URL options, e.g. "?poll_ms=5";
@@ -42,7 +42,7 @@ IDLE_S=${BENCH_IDLE_SECONDS:-60}
 STEADY_S=${BENCH_STEADY_SECONDS:-20}
 SKIP=" ${BENCH_SKIP:-} "
 NCONN=${BENCH_CONNECT_N:-200}
-NNEW=${BENCH_CONNECT_NEW_N:-200}
+NNEW=${BENCH_CONNECT_NEW_N:-100}
 NFLOOR=50
 CONNECT_TMO=${BENCH_CONNECT_TIMEOUT:-5}
 CONNECT_GIVEUP=${BENCH_CONNECT_GIVEUP:-3}
@@ -353,11 +353,11 @@ start_kube() {
   export KUBECONFIG
 }
 
-# start_replicas LABEL STORE R: R controllers on STORE (default --resync
-# 60s and --watch-poll); sets CPIDS and METS (their /metrics base URLs),
+# start_replicas LABEL STORE R [ARGS...]: R controllers on STORE (default
+# --resync 60s and --watch-poll, then ARGS); sets CPIDS and METS (their /metrics base URLs),
 # waits for every /readyz
 start_replicas() {
-  rl=$1; rst=$2; rr=$3
+  rl=$1; rst=$2; rr=$3; shift 3
   CPIDS=""; METS=""
   NSTART=$((NSTART + 1))
   cs=""
@@ -366,7 +366,7 @@ start_replicas() {
   while [ $j -le "$rr" ]; do
     # shellcheck disable=SC2086
     "$B/session-controller" --store "$rst" --cube-url "$SIM" $cs \
-      --metrics-addr 127.0.0.1:0 --replica "bench-$rl-$j" 2>"$T/$rl-$j-$NSTART.log" &
+      --metrics-addr 127.0.0.1:0 --replica "bench-$rl-$j" "$@" 2>"$T/$rl-$j-$NSTART.log" &
     p=$!
     PIDS="$PIDS $p"; CPIDS="$CPIDS $p"
     m=""
@@ -448,7 +448,9 @@ connect_run() {
   else
     st="sqlite:$T/$l.db"; cst="$st${BENCH_CONNECT_SQLITE:-}"
   fi
-  start_replicas "$l" "$st" "$r"
+  # --cube-qps 0 for the bulk create below (the connects, one at a time,
+  # stay under the default 50/s: 3 Cube calls each)
+  start_replicas "$l" "$st" "$r" --cube-qps 0
   tag="$kind, $r replica$( [ "$r" = 1 ] || echo s)"
   [ "$cst" = "$st" ] || tag="$tag, sessionctl ${cst#"$st"}"
   seq 1 "$NNEW" | sed 's/^/a-/' >"$T/$l.new0"
@@ -461,18 +463,25 @@ connect_run() {
   sim_faults ""
   head -n "$NFLOOR" "$T/$l.new0" >"$T/$l.floor"
   connect_phase "$l-floor" "floor: sessionctl get, $tag" "(report)" get "$cst" "$T/$l.floor"
+  # the sessions to pause: 2 x NCONN more, applied at once (not timed)
+  gen_list "$NCONN" Active p "$T/$l-p.yaml"
+  gen_list "$NCONN" Active q "$T/$l-q.yaml"
+  "$B/sessionctl" --store "$st" apply -f "$T/$l-p.yaml" >/dev/null
+  "$B/sessionctl" --store "$st" apply -f "$T/$l-q.yaml" >/dev/null
+  tot=$((2 * NNEW + 2 * NCONN))
+  i=0
+  while [ "$(phase_count "$st" Running)" != "$tot" ] && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
   # idle-pause them all: 15m idleTimeout (+ the pause itself)
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"advance": 960}' "$SIM/_sim/clock" >/dev/null
   stop_replicas
   start_replicas "$l" "$st" "$r"
-  tot=$((2 * NNEW))
   i=0
   while [ "$(phase_count "$st" Paused)" != "$tot" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
   say "$l: $(phase_count "$st" Paused)/$tot sessions Paused; cubesim paused: $(curl -sf "$SIM/_sim/sandboxes" | jq '[.[] | select(.state=="paused")] | length')"
   "$B/sessionctl" --store "$st" get sessions -o json |
     jq -r '.items[] | "\(.metadata.name) \(.status.sandboxID)"' >"$T/$l.ids"
-  grep '^a-' "$T/$l.ids" | head -n "$NCONN" >"$T/$l.p0"
-  grep '^b-' "$T/$l.ids" | head -n "$NCONN" >"$T/$l.p42"
+  grep '^p' "$T/$l.ids" >"$T/$l.p0"
+  grep '^q' "$T/$l.ids" >"$T/$l.p42"
   say "$l: $(wc -l <"$T/$l.p0") connects of paused sessions, no resume latency"
   connect_phase "$l-p0" "connect paused, $tag, resume 0 ms" "p50 < 30 ms, p99 < 150 ms" paused "$cst" "$T/$l.p0"
   sim_faults "connect:latency=42ms"
