@@ -405,11 +405,13 @@ phase_count() {
 # its result row (with the controllers' single passes and the load)
 connect_phase() {
   pl=$1; what=$2; target=$3; mode=$4; pst=$5; names=$6
+  # shellcheck disable=SC2046
   set -- $(passes); c0=$1; s0=$2
   ld0=$(load)
   # shellcheck disable=SC2086
   out=$("$BC" $BCOPTS "$mode" "$B/sessionctl" "$pst" "$SIM" "$names" "$T/$pl.lat" "$T" 2>"$T/$pl.err") || true
   ld1=$(load)
+  # shellcheck disable=SC2046
   set -- $(passes); c1=$1; s1=$2
   cp "$T/$pl.lat" "build/bench/connect-$pl.lat" 2>/dev/null || true
   # (connect -f says "session/NAME created" on stderr: not a complaint)
