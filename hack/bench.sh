@@ -17,9 +17,19 @@
 #  7. executor: the cost per action of looking up and dispatching 0.15 N
 #     actions for 1k/10k/100k sessions (test/bench/bench_exec.c), with the
 #     old per-action scan measured the same way; under a minute
+#  8. connect latency (issue 14): `sessionctl connect` of an idle-paused
+#     session until Running (BENCH_CONNECT_N, resume latency 0 and 42
+#     ms), `connect -f` of a new one (BENCH_CONNECT_NEW_N, create latency
+#     0 and 48 ms), on sqlite and kube-apiserver-fake, 1 and 3 replicas
+#     (test/bench/bench_connect.c); about 3 minutes
 #
 # Environment: BENCH_N (10000), BENCH_QPS50_N (2000), BENCH_REACT_N (200),
-# BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_SKIP (a list
+# BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_CONNECT_N
+# (200), BENCH_CONNECT_NEW_N (100), BENCH_CONNECT_CFGS ("sqlite/1 sqlite/3
+# kube/1 kube/3"), BENCH_CONNECT_TIMEOUT (5: seconds a connect may wait),
+# BENCH_CONNECT_GIVEUP (3: a phase stops after that many failed connects),
+# BENCH_CONNECT_SQLITE (sessionctl's store URL options, e.g. "?poll_ms=5";
+# the controllers keep theirs), BENCH_SKIP (a list
 # of step numbers to skip, e.g. "1 5"). Results are in docs/benchmarks.md.
 # Builds only through make; every process it starts is stopped by PID.
 set -eu
@@ -31,6 +41,13 @@ NREACT=${BENCH_REACT_N:-200}
 IDLE_S=${BENCH_IDLE_SECONDS:-60}
 STEADY_S=${BENCH_STEADY_SECONDS:-20}
 SKIP=" ${BENCH_SKIP:-} "
+NCONN=${BENCH_CONNECT_N:-200}
+NNEW=${BENCH_CONNECT_NEW_N:-100}
+NFLOOR=50
+CONNECT_TMO=${BENCH_CONNECT_TIMEOUT:-5}
+CONNECT_GIVEUP=${BENCH_CONNECT_GIVEUP:-3}
+NSTART=0
+CONNECT_CFGS=${BENCH_CONNECT_CFGS:-sqlite/1 sqlite/3 kube/1 kube/3}
 
 for t in jq curl awk; do
   command -v $t >/dev/null || { echo "bench: $t not found" >&2; exit 2; }
@@ -128,6 +145,8 @@ gen_list() {
 }
 
 sim_running() { curl -sf "$SIM/_sim/sandboxes" | jq '[.[] | select(.state=="running")] | length'; }
+# sim_faults SPEC: cubesim's faults from now on ("" for none)
+sim_faults() { curl -sf -X POST --data-binary "$1" "$SIM/_sim/faults" >/dev/null; }
 rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 hwm_mb() { awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
@@ -304,6 +323,190 @@ if ! skip 7; then
     "$T/exec.out" | while read -r n na old look run; do
     result "executor: $n sessions, $na actions" "per action constant" \
       "run $run us/action (lookup $look ns; old scan $old us)" "n/a"
+  done
+fi
+
+# ---------------------------------------------------------------- 8
+# connect latency (issue 14): `sessionctl connect` of an idle-paused
+# session until it is Running again (Cube's resume), and `connect -f` of a
+# new session until it runs (Cube's create), timed one at a time by
+# test/bench/bench_connect.c; on SQLite and on the kube store, with 1 and
+# 3 replicas (no --leader-elect: every replica acts)
+
+# start_kube: a fresh kube-apiserver-fake and a kubeconfig for it; sets
+# API, API_PID and exports KUBECONFIG
+start_kube() {
+  kl=$1
+  "$B/kube-apiserver-fake" --listen 127.0.0.1:0 >"$T/$kl-kf.out" 2>"$T/$kl-kf.log" &
+  API_PID=$!
+  PIDS="$PIDS $API_PID"
+  API=""
+  i=0
+  while [ -z "$API" ] && [ $i -lt 200 ]; do
+    API=$(sed -n 's/^kube-apiserver-fake listening on //p' "$T/$kl-kf.out")
+    [ -n "$API" ] || { sleep 0.05; i=$((i + 1)); }
+  done
+  [ -n "$API" ] || { echo "bench: kube-apiserver-fake did not start" >&2; exit 1; }
+  printf 'apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n  cluster:\n    server: %s\ncontexts:\n- name: fake\n  context: {cluster: fake, user: u}\nusers:\n- name: u\n  user: {}\n' \
+    "$API" >"$T/$kl.kubeconfig"
+  KUBECONFIG=$T/$kl.kubeconfig
+  export KUBECONFIG
+}
+
+# start_replicas LABEL STORE R [ARGS...]: R controllers on STORE (default
+# --resync 60s and --watch-poll, then ARGS); sets CPIDS and METS (their /metrics base URLs),
+# waits for every /readyz
+start_replicas() {
+  rl=$1; rst=$2; rr=$3; shift 3
+  CPIDS=""; METS=""
+  NSTART=$((NSTART + 1))
+  cs=""
+  case "$rst" in sqlite:*) cs=--create-store ;; esac
+  j=1
+  while [ $j -le "$rr" ]; do
+    # shellcheck disable=SC2086
+    "$B/session-controller" --store "$rst" --cube-url "$SIM" $cs \
+      --metrics-addr 127.0.0.1:0 --replica "bench-$rl-$j" "$@" 2>"$T/$rl-$j-$NSTART.log" &
+    p=$!
+    PIDS="$PIDS $p"; CPIDS="$CPIDS $p"
+    m=""
+    i=0
+    while [ $i -lt 300 ]; do
+      if [ -z "$m" ]; then
+        port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$T/$rl-$j-$NSTART.log" | tail -n 1)
+        [ -n "$port" ] && m="http://127.0.0.1:$port"
+      fi
+      [ -n "$m" ] && curl -sf -o /dev/null "$m/readyz" && break
+      kill -0 "$p" 2>/dev/null || break
+      sleep 0.1; i=$((i + 1))
+    done
+    curl -sf -o /dev/null "$m/readyz" ||
+      { echo "bench: controller $rl-$j did not get ready" >&2; tail -n 20 "$T/$rl-$j-$NSTART.log" >&2; exit 1; }
+    METS="$METS $m"
+    j=$((j + 1))
+  done
+}
+stop_replicas() { for p in $CPIDS; do stop "$p"; done; CPIDS=""; }
+# single-pass histogram sums over the replicas: "COUNT SUM"
+passes() {
+  for m in $METS; do curl -sf "$m/metrics"; done | awk '
+    $1 == "session_controller_reconcile_duration_seconds_count" {c += $2}
+    $1 == "session_controller_reconcile_duration_seconds_sum" {s += $2}
+    END {printf "%d %.6f\n", c, s}'
+}
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+# phase_count STORE PHASE: sessions of the default namespace in PHASE
+phase_count() {
+  "$B/sessionctl" --store "$1" get sessions -o json |
+    jq --arg p "$2" '[.items[] | select(.status.phase == $p)] | length'
+}
+
+# connect_phase LABEL WHAT TARGET MODE STORE NAMES: one bench_connect run,
+# its result row (with the controllers' single passes and the load)
+connect_phase() {
+  pl=$1; what=$2; target=$3; mode=$4; pst=$5; names=$6
+  # shellcheck disable=SC2046
+  set -- $(passes); c0=$1; s0=$2
+  ld0=$(load)
+  # shellcheck disable=SC2086
+  out=$("$BC" $BCOPTS "$mode" "$B/sessionctl" "$pst" "$SIM" "$names" "$T/$pl.lat" "$T" 2>"$T/$pl.err") || true
+  ld1=$(load)
+  # shellcheck disable=SC2046
+  set -- $(passes); c1=$1; s1=$2
+  cp "$T/$pl.lat" "build/bench/connect-$pl.lat" 2>/dev/null || true
+  # (connect -f says "session/NAME created" on stderr: not a complaint)
+  grep -v "^session/[^ ]* created$" "$T/$pl.err" >"$T/$pl.errs" || true
+  [ -s "$T/$pl.errs" ] && { say "$pl: $(wc -l <"$T/$pl.errs") complaints, first:"; head -n 3 "$T/$pl.errs"; }
+  # n=.. failed=.. notpaused=.. min=.. p50=.. p90=.. p99=.. max=.. mean=.. ms
+  eval "$(echo "$out" | tr ' ' '\n' | grep '=' | sed 's/^/bc_/')"
+  np=$(awk -v a="$c0" -v b="$c1" -v n="${bc_n:-0}" 'BEGIN {printf "%.1f", (n ? (b - a) / n : 0)}')
+  pm=$(awk -v a="$c0" -v b="$c1" -v x="$s0" -v y="$s1" 'BEGIN {printf "%.1f", (b > a ? (y - x) * 1000 / (b - a) : 0)}')
+  say "$pl ($what): $out; controller single passes: $np per connect, mean $pm ms; load $ld0 -> $ld1"
+  case "$target" in
+    "p50 < "*)
+      t50=$(echo "$target" | sed 's/p50 < \([0-9]*\).*/\1/')
+      t99=$(echo "$target" | sed -n 's/.*p99 < \([0-9]*\).*/\1/p')
+      met=$(awk -v a="${bc_p50:-1e9}" -v b="${bc_p99:-1e9}" -v x="$t50" -v y="${t99:-1e9}" \
+        'BEGIN {print (a < x && b < y ? "yes" : "NO")}') ;;
+    *) met=n/a ;;
+  esac
+  result "$what" "$target" \
+    "p50 ${bc_p50:-?}, p99 ${bc_p99:-?} (min ${bc_min:-?}, p90 ${bc_p90:-?}, max ${bc_max:-?}) ms, n=${bc_n:-0}/$(wc -l <"$names") failed ${bc_failed:-?} notpaused ${bc_notpaused:-0} skipped ${bc_skipped:-0}; ctl ${np} passes x ${pm} ms; load $ld0" "$met"
+  unset bc_n bc_skipped bc_failed bc_notpaused bc_min bc_p50 bc_p90 bc_p99 bc_max bc_mean
+}
+
+# connect_run KIND R: on a fresh cubesim (clock speed 1) and a fresh
+# store (KIND sqlite or kube), R replicas: NNEW new sessions by connect
+# -f (no latency, then create:latency=48ms), the floor (sessionctl get),
+# then all sessions idle-paused (the clock pushed past their 15m
+# idleTimeout), the replicas restarted so that their statuses say Paused
+# (a resync of 60 s is not waited out), and NCONN connects of paused
+# sessions (no latency, then connect:latency=42ms)
+connect_run() {
+  kind=$1; r=$2; l="c-$kind-$r"
+  start_sim "$l" --clock-speed 1
+  if [ "$kind" = kube ]; then
+    start_kube "$l"; st=kube; cst=kube
+  else
+    st="sqlite:$T/$l.db"; cst="$st${BENCH_CONNECT_SQLITE:-}"
+  fi
+  # --cube-qps 0: back to back, connects come at 10-100/s with 3-4 Cube
+  # calls each, and the default bucket (50/s) would be what is measured
+  start_replicas "$l" "$st" "$r" --cube-qps 0
+  tag="$kind, $r replica$( [ "$r" = 1 ] || echo s)"
+  [ "$cst" = "$st" ] || tag="$tag, sessionctl ${cst#"$st"}"
+  seq 1 "$NNEW" | sed 's/^/a-/' >"$T/$l.new0"
+  seq 1 "$NNEW" | sed 's/^/b-/' >"$T/$l.new48"
+  say "$l: $NNEW connect -f of new sessions, no create latency"
+  connect_phase "$l-new0" "connect -f new, $tag, create 0 ms" "p50 < 30 ms" new "$cst" "$T/$l.new0"
+  sim_faults "create:latency=48ms"
+  say "$l: $NNEW connect -f of new sessions, create:latency=48ms"
+  connect_phase "$l-new48" "connect -f new, $tag, create 48 ms" "p50 < 78 ms" new "$cst" "$T/$l.new48"
+  sim_faults ""
+  head -n "$NFLOOR" "$T/$l.new0" >"$T/$l.floor"
+  connect_phase "$l-floor" "floor: sessionctl get, $tag" "(report)" get "$cst" "$T/$l.floor"
+  # the sessions to pause: 2 x NCONN more, applied at once (not timed)
+  gen_list "$NCONN" Active p "$T/$l-p.yaml"
+  gen_list "$NCONN" Active q "$T/$l-q.yaml"
+  "$B/sessionctl" --store "$st" apply -f "$T/$l-p.yaml" >/dev/null
+  "$B/sessionctl" --store "$st" apply -f "$T/$l-q.yaml" >/dev/null
+  tot=$((2 * NNEW + 2 * NCONN))
+  i=0
+  while [ "$(phase_count "$st" Running)" != "$tot" ] && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
+  # idle-pause them all: 15m idleTimeout (+ the pause itself)
+  curl -sf -X POST -H 'Content-Type: application/json' -d '{"advance": 960}' "$SIM/_sim/clock" >/dev/null
+  stop_replicas
+  start_replicas "$l" "$st" "$r" --cube-qps 0
+  i=0
+  while [ "$(phase_count "$st" Paused)" != "$tot" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+  say "$l: $(phase_count "$st" Paused)/$tot sessions Paused; cubesim paused: $(curl -sf "$SIM/_sim/sandboxes" | jq '[.[] | select(.state=="paused")] | length')"
+  "$B/sessionctl" --store "$st" get sessions -o json |
+    jq -r '.items[] | "\(.metadata.name) \(.status.sandboxID)"' >"$T/$l.ids"
+  grep '^p' "$T/$l.ids" >"$T/$l.p0"
+  grep '^q' "$T/$l.ids" >"$T/$l.p42"
+  say "$l: $(wc -l <"$T/$l.p0") connects of paused sessions, no resume latency"
+  connect_phase "$l-p0" "connect paused, $tag, resume 0 ms" "p50 < 30 ms, p99 < 150 ms" paused "$cst" "$T/$l.p0"
+  sim_faults "connect:latency=42ms"
+  say "$l: $(wc -l <"$T/$l.p42") connects of paused sessions, connect:latency=42ms"
+  connect_phase "$l-p42" "connect paused, $tag, resume 42 ms" "p50 < 72 ms, p99 < 150 ms" paused "$cst" "$T/$l.p42"
+  stop_replicas
+  stop "$SIM_PID"
+  [ "$kind" = kube ] && { stop "$API_PID"; unset KUBECONFIG; }
+  return 0
+}
+
+if ! skip 8; then
+  BCOPTS="-t $CONNECT_TMO -g $CONNECT_GIVEUP"
+  say "8. connect latency: paused -> Running and new -> Running, sqlite and kube, 1 and 3 replicas"
+  # shellcheck disable=SC2046
+  $CC -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Wall -Wextra \
+    -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+    -Wno-format-nonliteral -O2 -g -I. $(pkg-config --cflags libcurl json-c) \
+    -o build/bench/bench_connect test/bench/bench_connect.c \
+    $(pkg-config --libs libcurl json-c)
+  BC=$(pwd)/build/bench/bench_connect
+  for cfg in $CONNECT_CFGS; do
+    connect_run "${cfg%/*}" "${cfg#*/}"
   done
 fi
 
