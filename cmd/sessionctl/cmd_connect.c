@@ -447,7 +447,7 @@ int ctl_cmd_connect(ctl_env *env, int argc, char **argv)
     session_free(m);
     return CTL_EXIT_FAIL;
   }
-  st = ctl_open_store(env, base, false);
+  st = ctl_open_store_waiting(env, base);
   rc = st ? request(st, &r, m) : CTL_EXIT_FAIL;
   if(!rc) {
     rc = ctl_follow(st, base, r.ns, r.name, timeout_ms, check_answer, &r);

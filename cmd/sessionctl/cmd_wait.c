@@ -264,7 +264,7 @@ int ctl_cmd_wait(ctl_env *env, int argc, char **argv)
     fprintf(stderr, "error: cannot create the event loop\n");
     goto out;
   }
-  st = ctl_open_store(env, base, false);
+  st = ctl_open_store_waiting(env, base);
   if(st) {
     rc = ctl_follow(st, base, r.ns, r.name, timeout_ms, check_wait, &r);
     if(rc == CTL_EXIT_TIMEOUT)

@@ -135,6 +135,9 @@ size_t ctl_read_manifests(const char *const *paths, size_t n,
  * reported on stderr ("created store sqlite:PATH"). */
 struct store *ctl_open_store(const ctl_env *env, struct event_base *base,
                              bool may_create);
+/* The same for a command that waits on an answer (connect, wait): the
+ * SQLite watch polls every 10 ms unless the URL says otherwise. */
+store *ctl_open_store_waiting(const ctl_env *env, struct event_base *base);
 /* Print "error: MSG" for a failed store call (with a retry hint when the
  * store was busy); returns CTL_EXIT_FAIL. */
 int ctl_store_error(sc_err err, const sc_errbuf *eb);

@@ -21,6 +21,7 @@ typedef struct follow_ctx {
   struct event *relist_ev, *timeout_ev;
   int rc;
   bool done;
+  bool listed;           /* the one-object read was tried (reread) */
 } follow_ctx;
 
 static void finish(follow_ctx *c, int rc)
@@ -76,6 +77,33 @@ static void on_watch_error(sc_err err, const char *msg, void *ud)
   event_add(c->relist_ev, &now);
 }
 
+/* Read the one object and watch from its version: a connect to a session
+ * in a namespace of thousands reads one object, not the namespace (on the
+ * kube store the list was most of a connect's time). Every later version
+ * of the object comes after its own version in the store's order. When it
+ * is absent, or its version is too old for the history (the watch says
+ * EXPIRED), the namespace's list gives a revision to start from. */
+static sc_err reread(follow_ctx *c, sc_errbuf *eb)
+{
+  session *got = NULL;
+  sc_err err;
+  store_watch_stop(c->w);
+  c->w = NULL;
+  err = store_get(c->st, c->ns, c->name, &got, eb);
+  if(err == SC_ERR_NOT_FOUND || (!err && !got->meta.resource_version)) {
+    session_free(got);
+    return SC_ERR_NOT_FOUND; /* the list's turn */
+  }
+  if(err)
+    return err;
+  decide(c, got->meta.deletion_timestamp ? NULL : got);
+  if(!c->done)
+    err = store_watch_start(c->st, got->meta.resource_version, on_event,
+                            on_watch_error, c, &c->w, eb);
+  session_free(got);
+  return err;
+}
+
 /* List the namespace, check the object, watch from the list's revision. */
 static sc_err relist(follow_ctx *c, sc_errbuf *eb)
 {
@@ -84,6 +112,13 @@ static sc_err relist(follow_ctx *c, sc_errbuf *eb)
   const session *found = NULL;
   size_t i;
   sc_err err;
+  if(!c->listed) {
+    c->listed = true; /* the first look reads the one object */
+    err = reread(c, eb);
+    if(err != SC_ERR_NOT_FOUND)
+      return err;
+    eb->msg[0] = 0;
+  }
   memset(&lo, 0, sizeof(lo));
   lo.namespace_ = c->ns;
   store_watch_stop(c->w);

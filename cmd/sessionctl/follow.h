@@ -2,9 +2,10 @@
  * follow.h - wait until one session reaches a state: the engine of
  * `sessionctl connect` and `sessionctl wait`.
  *
- * ctl_follow() lists the session's namespace (one snapshot and its store
- * revision), gives the object to the caller's check, then follows the
- * store's watch from that revision and gives the check every new version
+ * ctl_follow() reads the session (one object and its version; when it is
+ * absent, or its version is too old for the store's history, the
+ * namespace's list and its revision), gives the object to the caller's
+ * check, then follows the store's watch from that version and gives the check every new version
  * of the object, until the check decides or the timeout passes. Nothing
  * is lost between the list and the watch (the watch starts at the list's
  * revision). When the store's history no longer reaches the watch
