@@ -22,6 +22,9 @@
 #     ms), `connect -f` of a new one (BENCH_CONNECT_NEW_N, create latency
 #     0 and 48 ms), on sqlite and kube-apiserver-fake, 1 and 3 replicas
 #     (test/bench/bench_connect.c); about 3 minutes
+#  9. churn (issue 15): 600 sessions arriving at 30/s, 3 replicas, one
+#     SIGKILLed or SIGTERMed every 4 s, Cube at 20 ms: apply -> running
+#     per session, duplicates (test/bench/churn.sh); about 40 s
 #
 # Environment: BENCH_N (10000), BENCH_QPS50_N (2000), BENCH_REACT_N (200),
 # BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_CONNECT_N
@@ -508,6 +511,13 @@ if ! skip 8; then
   for cfg in $CONNECT_CFGS; do
     connect_run "${cfg%/*}" "${cfg#*/}"
   done
+fi
+
+if ! skip 9; then
+  say "9. churn: 600 sessions at 30/s, a replica killed or stopped every 4 s"
+  BINDIR="$B" sh test/bench/churn.sh | tee "$T/churn.out"
+  p99=$(sed -n 's/.*p99 \([0-9-]*\).*/\1/p' "$T/churn.out")
+  echo "churn apply -> running|p99 < 1000 ms, none > 5 s|$(sed -n 's/^  apply -> running (ms): //p' "$T/churn.out"); $(sed -n 's/^  \(over 1 s.*\)/\1/p' "$T/churn.out")|$( [ -n "$p99" ] && [ "$p99" != - ] && [ "$p99" -lt 1000 ] && echo yes || echo no)" >>"$RES"
 fi
 
 echo
