@@ -471,6 +471,15 @@ static void on_link_written(act_run *run, size_t si, sc_err err,
   if(err)
     log_kv(run->env->lg, LOG_DEBUG, "early link write failed", "session",
            run->p->sessions[si].s->meta.name, "error", msg, NULL);
+  if(err == SC_ERR_CONFLICT) {
+    /* another writer came first (most often the replica whose create
+     * made the sandbox, writing its own link): this plan of the session
+     * is stale, so none of its actions starts (a set-timeout on a sandbox
+     * its creator has just set cost two Cube calls per replica); the
+     * session is looked at again (a conflict) */
+    run->sess[si].held = run->sess[si].broken = true;
+    run->sess[si].conflict = true;
+  }
   if(--run->early == 0)
     start_actions(run);
 }

@@ -88,8 +88,11 @@ typedef struct act_sess {
   bool own;              /* st is a copy the run owns (else: the plan's) */
   bool broken;           /* a copy failed: the status is unknown, nothing
                             is written for this session this pass */
-  bool held;             /* the store's finalizer could not be added: no
-                            action and no write this pass (also broken) */
+  bool held;             /* the store's finalizer could not be added, or
+                            its early link write lost: no action and no
+                            write this pass (also broken) */
+  bool conflict;         /* held for a lost compare-and-set: its turn ends
+                            as a conflict (looked at again at once) */
   int pending;           /* actions not finished (+1 while starting) */
   bool failed;
   bool has_confirm;

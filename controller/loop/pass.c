@@ -158,6 +158,10 @@ static void on_observed(observation *obs, void *ud)
     return;
   }
   ps->cube_now = obs->cube_now;
+  if(obs->cube_now && !ps->skipped_lists) {
+    r->cube_seen = obs->cube_now;
+    r->cube_seen_mono = sctime_mono_ms();
+  }
   if(r->stopping || r->follower) {
     pass_finish(ps);
     return;
@@ -352,6 +356,44 @@ void loop_start_full(reconciler *r)
   }
 }
 
+/* A session never reconciled (no status at all) that wants a sandbox:
+ * its single pass makes no Cube call before the create. No sandbox can be
+ * its yet: a replica creates only after writing its claim to the status
+ * by compare-and-set, and this pass's claim is a compare-and-set on the
+ * empty status it read, so any other replica's claim makes it lose (and a
+ * sandbox another one made, or an earlier incarnation with another uid,
+ * is no match: rule 12). The two lists it saves were two of the three
+ * Cube calls of every new session (the token bucket spent on lists
+ * before the create; issue 16's first target). Cube's clock for the claim
+ * is the last one observed plus the local interval since (an interval,
+ * never a wall clock); a process that has observed nothing yet lists. */
+static bool new_session_needs_no_list(const reconciler *r, const session *s)
+{
+  const session_status *st = &s->status;
+  if(!r->cube_seen || s->meta.deletion_timestamp ||
+     (s->spec.state != SESSION_STATE_ACTIVE &&
+      s->spec.state != SESSION_STATE_RUNNING))
+    return false;
+  return st->phase == SESSION_PHASE_NONE && !st->sandbox_id &&
+         !st->create_intent_at && !st->pending_kind && !st->n_conditions;
+}
+
+static void skip_observe(pass *ps)
+{
+  reconciler *r = ps->r;
+  observation *obs = calloc(1, sizeof(*obs));
+  if(!obs) {
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  obs->cube_now = r->cube_seen + (sctime_mono_ms() - r->cube_seen_mono);
+  obs->retry_after_ms = -1;
+  ps->phase = PH_OBSERVE;
+  ps->skipped_lists = true;
+  on_observed(obs, ps);
+}
+
 static void on_single_get(store_reply *rep, void *ud)
 {
   pass *ps = ud;
@@ -382,6 +424,11 @@ static void on_single_get(store_reply *rep, void *ud)
     sc_kvlist_clear(&filter);
     pass_fail(ps, "out of memory", -1);
     pass_finish(ps);
+    return;
+  }
+  if(new_session_needs_no_list(r, ps->single)) {
+    skip_observe(ps);
+    sc_kvlist_clear(&filter);
     return;
   }
   start_observe(ps, &filter);

@@ -61,6 +61,7 @@ typedef struct pass {
   sc_time cube_now;
 
   plan *p;
+  bool skipped_lists;    /* a new session's pass: no Cube list (pass.c) */
   bool acting;           /* run is initialised */
   act_run run;           /* the executor's run of p */
 } pass;
@@ -92,6 +93,10 @@ struct reconciler {
   act_cube cube;       /* the executor's Cube calls: the real client */
   act_env env;         /* the executor's environment, for every pass */
   act_health health;   /* whether the store takes writes (act/intent.c) */
+  /* Cube's clock as last observed, and when (local monotonic): the
+   * estimate a pass that skips Cube's lists starts from (pass.c) */
+  sc_time cube_seen;
+  int64_t cube_seen_mono;
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
   /* store_check_identity() failed: no pass starts (store_still_ours) */

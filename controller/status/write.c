@@ -179,6 +179,11 @@ void status_session_end(act_run *run, size_t si)
                !sa->has_confirm && cur->phase == SESSION_PHASE_ENDED &&
                !run->env->dry_run;
   eb.msg[0] = '\0';
+  if(sa->conflict) {
+    /* its plan lost to another writer: look again now, never overwrite */
+    run->session_end(run, si, "conflict", true);
+    return;
+  }
   if(sa->broken) {
     turn_end(run, si, "error"); /* no write: its status is unknown */
     return;

@@ -13,7 +13,8 @@
 # sandbox at the end).
 #
 # usage: sh test/bench/churn.sh     (BINDIR, CHURN_N, CHURN_RATE;
-#        CHURN_KILLS=0: the same arrivals with no replica stopped)
+#        CHURN_KILLS=0: the same arrivals with no replica stopped;
+#        CHURN_DIALECT=e2b: cubesim speaks E2B, cube by default)
 set -u
 cd "$(dirname "$0")/../.."
 B=${BINDIR:-$(pwd)/bin}
@@ -29,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-"$B/cubesim" --listen 127.0.0.1:0 --clock-speed 1 --faults '*:latency=20ms' \
+"$B/cubesim" --listen 127.0.0.1:0 --dialect "${CHURN_DIALECT:-cube}" --clock-speed 1 --faults '*:latency=20ms' \
   >"$T/sim.out" 2>"$T/sim.log" &
 PIDS="$PIDS $!"
 SIM=""
