@@ -309,6 +309,21 @@ static void write_listed(sim_req *r, sim_jw *w, const sim_sandbox *sb,
   sim_jw_obj_close(w);
 }
 
+static int meta_match(const sim_sandbox *sb, const sim_meta_filter *f)
+{
+  size_t i;
+  for(i = 0; i < f->n; i++) {
+    const char *v = sim_sandbox_meta(sb, f->kv[2 * i]);
+    if(!v || strcmp(v, f->kv[2 * i + 1]))
+      return 0;
+  }
+  return 1;
+}
+
+#define WANT_RUNNING 1
+#define WANT_PAUSED 2
+#define WANT_PAUSING 4   /* cube only: no state filter selects it alone */
+
 static int parse_state_e2b(sim_req *r, const char *v, int *want)
 {
   const char *p = v;
@@ -317,9 +332,9 @@ static int parse_state_e2b(sim_req *r, const char *v, int *want)
     const char *c = strchr(p, ',');
     size_t n = c ? (size_t)(c - p) : strlen(p);
     if(n == 7 && !strncmp(p, "running", 7))
-      *want |= SIM_WANT_RUNNING;
+      *want |= WANT_RUNNING;
     else if(n == 6 && !strncmp(p, "paused", 6))
-      *want |= SIM_WANT_PAUSED;
+      *want |= WANT_PAUSED;
     else {
       sim_reply_error(r, 400, "parameter 'state': invalid value '%.*s' (want"
                       " running, paused)", (int)n, p);
@@ -328,7 +343,7 @@ static int parse_state_e2b(sim_req *r, const char *v, int *want)
     p = c ? c + 1 : p + n;
   }
   if(!*want)
-    *want = SIM_WANT_RUNNING | SIM_WANT_PAUSED;
+    *want = WANT_RUNNING | WANT_PAUSED;
   return 0;
 }
 
@@ -347,39 +362,19 @@ static int parse_uint_param(const char *v, int64_t lo, int64_t hi,
   return 0;
 }
 
-typedef struct list_rows {
-  sim_req *r;
-  sim_jw *w;
-  int e2b_ua;
-} list_rows;
-
-static int list_row(void *arg, const sim_sandbox *sb)
-{
-  list_rows *lr = arg;
-  if(sim_faults_drop_row(lr->r->srv->faults, lr->r->plan.truncate))
-    return 0;
-  write_listed(lr->r, lr->w, sb, lr->e2b_ua, 0);
-  return 1;
-}
-
 static void list(sim_req *r, int v2)
 {
   sim_state *st = r->srv->state;
   sim_meta_filter mf = {NULL, 0};
-  sim_list_spec spec;
-  list_rows lr;
   dynbuf param;
   sc_errbuf eb;
   sim_jw w;
-  int paging = v2 && !is_cube(r);
-  size_t n = sim_state_count(st);
-  int64_t i, next;
+  int want = WANT_RUNNING | WANT_PAUSED | WANT_PAUSING, e2b_ua = e2b_agent(r);
+  int paging = v2 && !is_cube(r), asc = 0;
+  int64_t limit = INT64_MAX, start = -1;
+  size_t n = sim_state_count(st), rows = 0;
+  int64_t i, next = -1;
 
-  memset(&spec, 0, sizeof(spec));
-  spec.want = SIM_WANT_RUNNING | SIM_WANT_PAUSED | SIM_WANT_PAUSING;
-  spec.mf = &mf;
-  spec.limit = INT64_MAX;
-  spec.start = -1;
   dynbuf_init(&param, 1 << 16);
   if(sim_query_get(r->query, "metadata", &param) && dynbuf_len(&param)) {
     eb.msg[0] = '\0';
@@ -390,37 +385,29 @@ static void list(sim_req *r, int v2)
   }
   if(!v2) {
     if(!is_cube(r))
-      spec.want = SIM_WANT_RUNNING;
+      want = WANT_RUNNING;
   }
   else if(sim_query_get(r->query, "state", &param)) {
     if(is_cube(r)) {
       if(!strcmp(dynbuf_ptr(&param), "running"))
-        spec.want = SIM_WANT_RUNNING;
+        want = WANT_RUNNING;
       else if(!strcmp(dynbuf_ptr(&param), "paused"))
-        spec.want = SIM_WANT_PAUSED;
+        want = WANT_PAUSED;
     }
-    else if(parse_state_e2b(r, dynbuf_ptr(&param), &spec.want))
+    else if(parse_state_e2b(r, dynbuf_ptr(&param), &want))
       goto out;
   }
-  if(v2 && is_cube(r)) {
-    /* Cube's list: the first `limit` sandboxes of its store, filtered
-     * after; a limit it cannot read is the default; nextToken ignored */
-    spec.cube_scan = 1;
-    if(!sim_query_get(r->query, "limit", &param) ||
-       parse_uint_param(dynbuf_ptr(&param), 1, INT32_MAX, &spec.limit))
-      spec.limit = SIM_CUBE_LIST_LIMIT;
-  }
   if(paging) {
-    spec.limit = 100;
+    limit = 100;
     if(sim_query_get(r->query, "limit", &param) &&
-       parse_uint_param(dynbuf_ptr(&param), 1, 100, &spec.limit)) {
+       parse_uint_param(dynbuf_ptr(&param), 1, 100, &limit)) {
       sim_reply_error(r, 400, "parameter 'limit' must be an integer from 1 to"
                       " 100");
       goto out;
     }
     if(sim_query_get(r->query, "order", &param)) {
       if(!strcmp(dynbuf_ptr(&param), "asc"))
-        spec.asc = 1;
+        asc = 1;
       else if(strcmp(dynbuf_ptr(&param), "desc")) {
         sim_reply_error(r, 400, "parameter 'order' must be asc or desc");
         goto out;
@@ -428,9 +415,8 @@ static void list(sim_req *r, int v2)
     }
     if(sim_query_get(r->query, "nextToken", &param) && dynbuf_len(&param)) {
       const char *t = dynbuf_ptr(&param);
-      /* a token names a sandbox's store index: below the count */
-      if(strncmp(t, "sim-", 4) || !n ||
-         parse_uint_param(t + 4, 0, (int64_t)n - 1, &spec.start)) {
+      if(strncmp(t, "sim-", 4) ||
+         parse_uint_param(t + 4, 0, (int64_t)n, &start)) {
         sim_reply_error(r, 400, "parameter 'nextToken' is not a token this"
                         " server issued");
         goto out;
@@ -439,10 +425,26 @@ static void list(sim_req *r, int v2)
   }
   sim_jw_init(&w, &r->out);
   sim_jw_arr_open(&w);
-  lr.r = r;
-  lr.w = &w;
-  lr.e2b_ua = e2b_agent(r);
-  next = sim_list_walk(st, &spec, list_row, &lr);
+  if(start < 0)
+    start = asc ? 0 : (int64_t)n - 1;
+  for(i = start; asc ? i < (int64_t)n : i >= 0; i += asc ? 1 : -1) {
+    const sim_sandbox *sb = sim_state_at(st, (size_t)i);
+    /* e2b counts pausing as paused; cube's state=paused (or running)
+     * does not match a pausing sandbox, which Cube reports as such */
+    int bit = sb->state == SIM_RUNNING ? WANT_RUNNING :
+              sb->state == SIM_PAUSING && is_cube(r) ? WANT_PAUSING :
+              WANT_PAUSED;
+    if(sb->state == SIM_DELETED || !(want & bit) || !meta_match(sb, &mf))
+      continue;
+    if((int64_t)rows == limit) {
+      next = i;
+      break;
+    }
+    if(sim_faults_drop_row(r->srv->faults, r->plan.truncate))
+      continue;
+    write_listed(r, &w, sb, e2b_ua, 0);
+    rows++;
+  }
   sim_jw_arr_close(&w);
   if(w.err) {
     sim_reply_error(r, 500, "the list is too large to send");
@@ -453,14 +455,14 @@ static void list(sim_req *r, int v2)
     snprintf(tok, sizeof(tok), "sim-%" PRId64, next);
     sim_add_header(r, "X-Next-Token", tok);
   }
-  if(paging && (spec.want & SIM_WANT_RUNNING)) {
+  if(paging && (want & WANT_RUNNING)) {
     /* e2b: running sandboxes matching the filters, before paging (and
      * before the truncate fault, which loses rows on the way) */
     char tot[32];
     size_t running = 0;
     for(i = 0; i < (int64_t)n; i++) {
       const sim_sandbox *sb = sim_state_at(st, (size_t)i);
-      if(sb->state == SIM_RUNNING && sim_meta_match(sb, &mf))
+      if(sb->state == SIM_RUNNING && meta_match(sb, &mf))
         running++;
     }
     snprintf(tot, sizeof(tot), "%zu", running);

@@ -41,11 +41,8 @@ advance 3
 req POST /sandboxes/$A/pause
 check "already paused 500" is_error 500
 check "cube message" jqt '.message=="sandbox is already paused"'
-req GET "/v2/sandboxes?state=bogus&nextToken=abc"
-check "bogus state: no filter, token ignored" jqt 'length==2'
 req GET "/v2/sandboxes?state=bogus&nextToken=abc&limit=1"
-# limit counts what Cube scans (newest first), not rows; no next page
-check "limit 1: one sandbox scanned, the newest" jqt "length==1 and .[0].sandboxID==\"$B\""
+check "bogus state: no filter, no paging" jqt 'length==2'
 check "no next token" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
 check "cube: no X-Total-Running" sh -c "! grep -qi '^X-Total-Running' '$HDR_FILE'"
 req GET "/v2/sandboxes?state=running"
@@ -101,48 +98,6 @@ check "traffic, auto-resume on: 200" is "$STATUS" 200
 check "traffic resumed it" jqt '.resumed==true and .state=="running"'
 check "running after traffic" is "$(truth "$Y" .state)" running
 check "SIGTERM exits 0 (auto-resume)" stop_sim
-
-# ---- Cube's list at scale: the first `limit` sandboxes (default 100) of
-# the store, newest first, are scanned and the filters applied to those;
-# no X-Next-Token, nextToken ignored: a list can be silently short ----
-start_sim --dialect cube --seed 6 --clock-speed 0
-mk() { curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-  --data-binary "{\"templateID\":\"py\",\"metadata\":{\"grp\":\"$1\"}}" "$URL/sandboxes"; }
-ok=0
-for g in old old old; do [ "$(mk "$g")" = 201 ] && ok=$((ok + 1)); done
-i=0
-while [ $i -lt 102 ]; do [ "$(mk new)" = 201 ] && ok=$((ok + 1)); i=$((i + 1)); done
-check "105 sandboxes created" is "$ok" 105
-req GET /v2/sandboxes
-check "scale: 100 rows of 105, newest first" jqt 'length==100 and ([.[].metadata.grp]|unique)==["new"]'
-check "scale: no next token" sh -c "! grep -qi '^X-Next-Token' '$HDR_FILE'"
-req GET "/v2/sandboxes?metadata=grp%3Dold"
-check "scale: the 3 oldest match but lie past the scan: 0 rows" jqt 'length==0'
-req GET "/v2/sandboxes?metadata=grp%3Dold&nextToken=sim-0"
-check "scale: nextToken ignored" jqt 'length==0'
-req GET "/v2/sandboxes?metadata=grp%3Dold&limit=bogus"
-check "scale: a limit Cube cannot read is its default, not a 400" jqt 'length==0'
-req GET "/v2/sandboxes?metadata=grp%3Dold&limit=105"
-check "scale: limit 105 scans them all" jqt 'length==3'
-NEWEST=$(curl -s "$URL/v2/sandboxes?limit=1" | jq -r ".[0].sandboxID")
-req POST "/sandboxes/$NEWEST/pause"
-req GET "/v2/sandboxes?metadata=grp%3Dnew&state=running&limit=50"
-check "scale: limit 50, the newest paused: 50 scanned, 49 rows (filtered after)" jqt 'length==49'
-req GET "/v2/sandboxes?state=paused"
-check "scale: state=paused: none while it is pausing" jqt 'length==0'
-advance 1
-req GET "/v2/sandboxes?state=paused&limit=1"
-check "scale: paused, it is the one row of a scan of 1" jqt "length==1 and .[0].sandboxID==\"$NEWEST\""
-req GET /sandboxes
-check "scale: the v1 list lists every live one" jqt 'length==105'
-# deleted sandboxes are not in Cube's store: five fewer new ones, and the
-# old ones come into the first 100
-for id in $(curl -s "$URL/v2/sandboxes?limit=5" | jq -r '.[].sandboxID'); do
-  req DELETE "/sandboxes/$id"
-done
-req GET "/v2/sandboxes?metadata=grp%3Dold"
-check "scale: after 5 deletes the old ones are scanned" jqt 'length==3'
-check "SIGTERM exits 0 (scale)" stop_sim
 
 # ---- auth ----
 start_sim --dialect cube --api-key s3cret
