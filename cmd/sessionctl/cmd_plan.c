@@ -29,8 +29,9 @@ static const char plan_help[] =
   "\n"
   "Output: a header line; when there are orphan deletions, a \"guard:\"\n"
   "line saying whether the delete guard holds them back (it does when\n"
-  "there are more than 10 and more than --max-delete-fraction of the\n"
-  "managed sandboxes, unless --force); then ACTION SESSION SANDBOX REASON\n"
+  "more than 2 and more than --max-delete-fraction of the managed\n"
+  "sandboxes have no session, whatever their state or age, unless\n"
+  "--force); then ACTION SESSION SANDBOX REASON\n"
   "rows, the held-back deletions last as held:delete/orphan, or \"No\n"
   "actions\".\n"
   "\n"
@@ -74,37 +75,36 @@ typedef struct plan_run {
   int rc;
 } plan_run;
 
-/* The guard line (rule 9): orphan deletions are withheld when there are
- * more than cfg->max_delete_floor of them and more than
- * max_delete_fraction of the managed sandboxes, unless --force. */
+/* The guard line (rule 9): the planner's own words when it held the
+ * orphan deletions back; else how far the plan is from it: the guard
+ * trips when more than max(floor, fraction) of the managed sandboxes have
+ * no session (the candidates, any state or age). This process has deleted
+ * nothing, so the window's budget is whole. */
 static void print_guard(const plan_config *cfg, const plan *p,
                         size_t n_held)
 {
   double limit = cfg->max_delete_fraction * (double)p->n_managed;
-  bool over = p->n_orphans > cfg->max_delete_floor &&
-              (double)p->n_orphans > limit;
-  if(!p->n_orphans && !n_held)
+  bool over = p->n_orphan_candidates > cfg->max_delete_floor &&
+              (double)p->n_orphan_candidates > limit;
+  (void)n_held;
+  if(!p->n_orphans && !p->guard_tripped)
     return;
   if(p->guard_tripped)
-    printf("guard: %zu orphan deletion%s held back (more than %zu, and more "
-           "than %g = --max-delete-fraction %g of %zu managed sandboxes); "
-           "the controller would delete none of them without --force\n",
-           n_held ? n_held : p->n_orphans,
-           (n_held ? n_held : p->n_orphans) == 1 ? "" : "s",
-           cfg->max_delete_floor, limit, cfg->max_delete_fraction,
-           p->n_managed);
+    printf("%s\n", p->guard_message ? p->guard_message
+                                    : "guard: orphan deletions held back");
   else if(over)
     printf("guard: --force: %zu orphan deletions planned that the guard "
-           "would hold back (more than %zu, and more than %g = "
-           "--max-delete-fraction %g of %zu managed sandboxes)\n",
-           p->n_orphans, cfg->max_delete_floor, limit,
-           cfg->max_delete_fraction, p->n_managed);
+           "would hold back (%zu of %zu managed sandboxes have no session: "
+           "more than %zu and more than %g = --max-delete-fraction %g)\n",
+           p->n_orphans, p->n_orphan_candidates, p->n_managed,
+           cfg->max_delete_floor, limit, cfg->max_delete_fraction);
   else
-    printf("guard: %zu orphan deletion%s, within the limit (the guard holds "
-           "them all back past %zu and past %g = --max-delete-fraction %g of "
-           "%zu managed sandboxes)\n",
-           p->n_orphans, p->n_orphans == 1 ? "" : "s", cfg->max_delete_floor,
-           limit, cfg->max_delete_fraction, p->n_managed);
+    printf("guard: %zu orphan deletion%s, within the limit (%zu of %zu "
+           "managed sandboxes have no session; the guard holds every orphan "
+           "deletion back past %zu and past %g = --max-delete-fraction %g)\n",
+           p->n_orphans, p->n_orphans == 1 ? "" : "s",
+           p->n_orphan_candidates, p->n_managed, cfg->max_delete_floor,
+           limit, cfg->max_delete_fraction);
 }
 
 static const char *action_name(const plan_action *a, char *buf, size_t len)

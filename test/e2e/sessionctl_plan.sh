@@ -36,8 +36,8 @@ check "plan left the store unchanged" test "$(cksum <"$T/sessions.db")" = "$db_b
 ctl plan --cube-url "$SIM" --orphan-grace 1h >"$T/plan2.out"
 check "--orphan-grace is honoured" sh -c "! grep -q 'delete/orphan' '$T/plan2.out'"
 
-# --- the delete guard: 11 more orphans make 12 of 12 managed sandboxes,
-# over the floor of 10 and over 0.2 of them
+# --- the delete guard: 11 more orphans make 12 of 12 managed sandboxes
+# without a session, over the floor of 2 and over 0.2 of them
 check "one orphan: the guard line says it is within the limit" \
   grep -q '^guard: 1 orphan deletion, within the limit' "$T/plan.out"
 i=0
@@ -51,7 +51,7 @@ audit_guard=$(sim_audit | wc -l)
 ctl plan --cube-url "$SIM" >"$T/guard.out" 2>&1
 rc=$?
 check "guard tripped: exit 0" test "$rc" = 0
-check "guard tripped: the guard line" grep -qx 'guard: 12 orphan deletions held back (more than 10, and more than 2.4 = --max-delete-fraction 0.2 of 12 managed sandboxes); the controller would delete none of them without --force' "$T/guard.out"
+check "guard tripped: the guard line" grep -qx 'guard: 12 of 12 managed sandboxes have no session (more than 20% and more than 2): a wiped or mis-pointed store? withheld 12 orphan deletions; check the store, then --force deletes them' "$T/guard.out"
 check "guard tripped: the held-back deletions listed" test "$(grep -Ec '^held:delete/orphan +- ' "$T/guard.out")" = 12
 check "guard tripped: no planned orphan deletion" sh -c "! grep -q '^delete/orphan' '$T/guard.out'"
 check "guard tripped: the other actions still planned" grep -Eq '^create +tenant-a/p1 ' "$T/guard.out"
