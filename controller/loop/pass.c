@@ -356,7 +356,9 @@ void loop_start_full(reconciler *r)
   }
 }
 
-/* A session never reconciled (no status at all) that wants a sandbox:
+/* A session never reconciled (no status at all), created while this
+ * process watched (the watch said ADDED after the first full pass), that
+ * wants a sandbox:
  * its single pass makes no Cube call before the create. No sandbox can be
  * its yet: a replica creates only after writing its claim to the status
  * by compare-and-set, and this pass's claim is a compare-and-set on the
@@ -367,9 +369,43 @@ void loop_start_full(reconciler *r)
  * before the create; issue 16's first target). Cube's clock for the claim
  * is the last one observed plus the local interval since (an interval,
  * never a wall clock); a process that has observed nothing yet lists. */
-static bool new_session_needs_no_list(const reconciler *r, const session *s)
+#define FRESH_MAX 4096
+
+void loop_note_fresh(reconciler *r, const char *key)
+{
+  if(!r->fresh && !(r->fresh = calloc(FRESH_MAX, sizeof(*r->fresh))))
+    return; /* out of memory: its pass lists, as any */
+  snprintf(r->fresh[(r->fresh_head + r->n_fresh) % FRESH_MAX],
+           sizeof(r->fresh[0]), "%s", key);
+  if(r->n_fresh < FRESH_MAX)
+    r->n_fresh++;
+  else
+    r->fresh_head = (r->fresh_head + 1) % FRESH_MAX;
+}
+
+/* Was key reported ADDED by the watch (and not yet taken)? Taken. */
+static bool take_fresh(reconciler *r, const char *key)
+{
+  size_t i;
+  for(i = 0; i < r->n_fresh; i++) {
+    char *k = r->fresh[(r->fresh_head + i) % FRESH_MAX];
+    if(!strcmp(k, key)) {
+      k[0] = '\0'; /* taken: its slot stays until the ring moves on */
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool new_session_needs_no_list(reconciler *r, const char *key,
+                                      const session *s)
 {
   const session_status *st = &s->status;
+  /* only an object created while this process watched (after its first
+   * full pass): one that was there before may have a sandbox made by
+   * another path (a controller before this one), which only a list finds */
+  if(!take_fresh(r, key))
+    return false;
   if(!r->cube_seen || s->meta.deletion_timestamp ||
      (s->spec.state != SESSION_STATE_ACTIVE &&
       s->spec.state != SESSION_STATE_RUNNING))
@@ -426,7 +462,7 @@ static void on_single_get(store_reply *rep, void *ud)
     pass_finish(ps);
     return;
   }
-  if(new_session_needs_no_list(r, ps->single)) {
+  if(new_session_needs_no_list(r, ps->key, ps->single)) {
     skip_observe(ps);
     sc_kvlist_clear(&filter);
     return;

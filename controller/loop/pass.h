@@ -97,6 +97,11 @@ struct reconciler {
    * estimate a pass that skips Cube's lists starts from (pass.c) */
   sc_time cube_seen;
   int64_t cube_seen_mono;
+  /* Keys of objects the watch reported ADDED after the first full pass
+   * (created while this process watched): only their first pass may skip
+   * Cube's lists (pass.c). A ring; a full one just forgets (they list). */
+  char (*fresh)[300];
+  size_t n_fresh, fresh_head;
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
   /* store_check_identity() failed: no pass starts (store_still_ours) */
@@ -106,6 +111,8 @@ struct reconciler {
 
 /* pass.c */
 void loop_start_full(reconciler *r);
+/* the watch saw key ADDED (watch.c): its first pass may skip the lists */
+void loop_note_fresh(reconciler *r, const char *key);
 void loop_start_single(reconciler *r, const char *key);
 
 /* pump.c: start what the queue and the flags ask for; the timers */

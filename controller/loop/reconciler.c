@@ -200,6 +200,7 @@ void reconciler_free(reconciler *r)
     event_free(r->qtimer);
   act_claims_free(r->env.claims);
   act_ledger_clear(&r->orphans_done);
+  free(r->fresh);
   act_ledger_clear(&r->reclaims_done);
   queue_free(r->q);
   plan_scratch_free(r->scratch);

@@ -36,6 +36,8 @@ static void on_event(const store_event *ev, void *ud)
      ev->obj->meta.generation == ev->obj->status.observed_generation &&
      !plan_connect_pending(ev->obj))
     return;
+  if(ev->type == STORE_EVENT_ADDED && r->ready)
+    loop_note_fresh(r, key);
   log_kv(r->o.lg, LOG_DEBUG, "store event", "type",
          store_event_type_name(ev->type), "session", key, "revision",
          ev->revision, NULL);
