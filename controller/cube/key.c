@@ -280,7 +280,7 @@ static void reload(cube_client *c, bool forced)
     c->key_sig = sig;
     c->key_sig_bad = true;
     if(!said) {
-      snprintf(msg, sizeof(msg), "%s; the key in use stays", eb.msg);
+      snprintf(msg, sizeof(msg), "%.400s; the key in use stays", eb.msg);
       tell(c, false, msg);
     }
     return;
