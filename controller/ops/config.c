@@ -32,8 +32,9 @@ static const opt opts[] = {
   {"create-store", OPT_BOOL, O(create_store), "false",
    "sqlite store: create PATH when it does not exist (else the controller "
    "refuses to start: a mistyped path is not an empty store)"},
-  {"watch-poll", OPT_DUR, O(watch_poll_ms), "25ms",
-   "how often the store watch looks for changes (sqlite store)"},
+  {"watch-poll", OPT_DUR, O(watch_poll_ms), "10ms",
+   "how often the store watch looks for changes (sqlite store; one "
+   "small read of the revision each time)"},
   {"kubeconfig", OPT_STR, O(kubeconfig), NULL,
    "kube store: kubeconfig file (default $KUBECONFIG, in-cluster, "
    "~/.kube/config)"},
