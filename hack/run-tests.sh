@@ -14,15 +14,19 @@ total_pass=0
 total_fail=0
 failed_progs=""
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+times=$(mktemp)
+trap 'rm -f "$log" "$times"' EXIT
 
 run_one() {
   prog=$1; shift
   case "$prog" in *"${TEST_FILTER:-}"*) ;; *) return ;; esac
   printf '== %s\n' "$prog"
+  t0=$(date +%s)
   "$@" >"$log" 2>&1
   rc=$?
+  t1=$(date +%s)
   cat "$log"
+  printf '%s %s\n' "$((t1 - t0))" "$prog" >>"$times"
   line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
   if [ -n "$line" ]; then
     p=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/')
@@ -54,6 +58,9 @@ if [ -n "$e2edir" ] && [ -d "$e2edir" ]; then
     run_one "$s" sh "$s"
   done
 fi
+# the wall time of the slowest programs (the CI run has a 20 minute budget)
+echo "slowest (s):"
+sort -rn "$times" | head -n 8 | sed 's/^/  /'
 if [ -n "$failed_progs" ]; then
   echo "failed:$failed_progs"
 fi
