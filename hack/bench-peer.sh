@@ -290,8 +290,8 @@ steady_and_react() {
   smin=$(awk -v t="$((c1 - c0))" -v hz="$hz" -v ms="$((w1 - w0))" 'BEGIN {printf "%.2f", t / hz * 60000 / ms}')
   say "$l: $np full passes in ${STEADY_S}s: median $med ms ($mm); CPU $((c1 - c0)) ticks in $((w1 - w0)) ms = $smin s/min; load $ld0 -> $(load)"
   if [ "$side" = peer ]; then
-    say "$l: peer passes split (median read/list/act ms): $(jq -r '"\(.readMs) \(.listMs) \(.actMs)"' "$T/$l.window" |
-      sort -n | awk '{r[NR]=$1; li[NR]=$2; a[NR]=$3} END {m=int((NR+1)/2); print r[m] "/" li[m] "/" a[m] " (each column sorted by the first)"}')"
+    med_of() { jq -r ".$1" "$T/$l.window" | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+    say "$l: the peer's pass, median of each part: read (sessionctl get) $(med_of readMs) ms, list (SDK) $(med_of listMs) ms, act $(med_of actMs) ms"
   fi
   result "C.pass.$side" "$med"
   result "C.steady.$side" "$smin"
