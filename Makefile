@@ -102,7 +102,7 @@ run: $(BINS)
 bench: $(BINS) $(LIBSC)
 	sh hack/bench.sh
 
-bench-peer: $(BINS)
+bench-peer: $(BINS) $(LIBSC)
 	sh hack/bench-peer.sh
 
 fuzz:

@@ -94,6 +94,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 hz=$(getconf CLK_TCK)
 # cpu_ticks PID: utime+stime+cutime+cstime (fields 14-17 of /proc/PID/stat)
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13 + $14 + $15}'; }
+# metric NAME: an unlabelled sample of ours' /metrics (MET: its base URL)
+metric() { curl -sf "$MET/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 # result KEY VALUE: one figure for the table
 result() { printf '%s %s\n' "$1" "$2" >>"$RES"; }
 
@@ -129,14 +131,14 @@ start_ours() {
     "$@" 2>"$T/$l.log" &
   RPID=$!
   PIDS="$PIDS $RPID"
-  met=""
+  MET=""
   i=0
   while [ $i -lt 600 ]; do
-    if [ -z "$met" ]; then
+    if [ -z "$MET" ]; then
       port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$T/$l.log" 2>/dev/null | head -n 1)
-      [ -n "$port" ] && met="http://127.0.0.1:$port"
+      [ -n "$port" ] && MET="http://127.0.0.1:$port"
     fi
-    if [ -n "$met" ] && curl -sf -o /dev/null "$met/readyz"; then return 0; fi
+    if [ -n "$MET" ] && curl -sf -o /dev/null "$MET/readyz"; then return 0; fi
     kill -0 "$RPID" 2>/dev/null || break
     sleep 0.1; i=$((i + 1))
   done
@@ -265,7 +267,7 @@ steady_and_react() {
   # two full passes after the start first
   i=0
   while :; do
-    if [ "$side" = ours ]; then np=$(grep -c 'full pass done' "$T/$l.log" || true)
+    if [ "$side" = ours ]; then np=$(metric session_controller_pass_duration_seconds_count); np=${np:-0}
     else np=$(wc -l <"$T/$l.log"); fi
     [ "$np" -ge 2 ] && break
     i=$((i + 1)); [ $i -lt 1200 ] || { echo "bench-peer: $l: no second pass" >&2; exit 1; }
@@ -273,9 +275,18 @@ steady_and_react() {
   done
   ld0=$(load)
   lines0=$(wc -l <"$T/$l.log")
+  if [ "$side" = ours ]; then
+    hc0=$(metric session_controller_pass_duration_seconds_count); hs0=$(metric session_controller_pass_duration_seconds_sum)
+  fi
   c0=$(cpu_ticks "$RPID"); w0=$(now_ms)
   sleep "$STEADY_S"
   c1=$(cpu_ticks "$RPID"); w1=$(now_ms)
+  hist=""
+  if [ "$side" = ours ]; then
+    hc1=$(metric session_controller_pass_duration_seconds_count); hs1=$(metric session_controller_pass_duration_seconds_sum)
+    hist=$(awk -v c0="$hc0" -v c1="$hc1" -v s0="$hs0" -v s1="$hs1" 'BEGIN {if (c1 > c0) printf "; /metrics: %d passes, mean %.0f ms", c1 - c0, (s1 - s0) * 1000 / (c1 - c0)}')
+    hmean=$(awk -v c0="$hc0" -v c1="$hc1" -v s0="$hs0" -v s1="$hs1" 'BEGIN {if (c1 > c0) printf "%.0f", (s1 - s0) * 1000 / (c1 - c0)}')
+  fi
   tail -n +"$((lines0 + 1))" "$T/$l.log" >"$T/$l.window"
   if [ "$side" = ours ]; then
     grep 'full pass done' "$T/$l.window" |
@@ -286,9 +297,11 @@ steady_and_react() {
   fi
   np=$(wc -l <"$T/$l.passes")
   med=$(sort -n "$T/$l.passes" | awk '{a[NR]=$1} END {if (NR) printf "%.0f", a[int((NR+1)/2)]; else print "none"}')
+  # ours without a full-pass log line (a changed log): the /metrics mean
+  [ "$med" = none ] && [ -n "${hmean:-}" ] && med=$hmean
   mm=$(sort -n "$T/$l.passes" | awk '{a[NR]=$1} END {if (NR) printf "min %.0f, max %.0f", a[1], a[NR]}')
   smin=$(awk -v t="$((c1 - c0))" -v hz="$hz" -v ms="$((w1 - w0))" 'BEGIN {printf "%.2f", t / hz * 60000 / ms}')
-  say "$l: $np full passes in ${STEADY_S}s: median $med ms ($mm); CPU $((c1 - c0)) ticks in $((w1 - w0)) ms = $smin s/min; load $ld0 -> $(load)"
+  say "$l: $np full passes in ${STEADY_S}s: median $med ms ($mm); CPU $((c1 - c0)) ticks in $((w1 - w0)) ms = $smin s/min$hist; load $ld0 -> $(load)"
   if [ "$side" = peer ]; then
     med_of() { jq -r ".$1" "$T/$l.window" | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
     say "$l: the peer's pass, median of each part: read (sessionctl get) $(med_of readMs) ms, list (SDK) $(med_of listMs) ms, act $(med_of actMs) ms"
