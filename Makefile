@@ -47,7 +47,7 @@ UNIT_SRC  := $(wildcard test/unit/test_*.c)
 CMDT_SRC  := $(foreach c,$(CMDS),$(wildcard test/$(c)/test_*.c))
 TEST_BINS := $(UNIT_SRC:%.c=$(BUILD)/%) $(CMDT_SRC:%.c=$(BUILD)/%)
 
-.PHONY: all test asan unit e2e checksrc clean install run bench fuzz chaos
+.PHONY: all test asan unit e2e checksrc clean install run bench fuzz chaos bench-peer
 all: $(BINS) $(LIBSC)
 
 $(BUILD)/obj/%.o: %.c Makefile
@@ -101,6 +101,9 @@ run: $(BINS)
 # long runs, not part of `make test`: each is a script of its own
 bench: $(BINS) $(LIBSC)
 	sh hack/bench.sh
+
+bench-peer: $(BINS) $(LIBSC)
+	sh hack/bench-peer.sh
 
 fuzz:
 	sh hack/fuzz.sh
