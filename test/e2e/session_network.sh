@@ -57,6 +57,14 @@ check "sessionctl: the create carries volumeMounts" \
   test "$(create ws-a .volumeMounts)" = '[{"name":"models","path":"/models","readOnly":true}]'
 check "sessionctl: the create carries the workspace as host-mount" \
   test "$(create ws-a '.["host-mount"] | fromjson')" = '[{"hostPath":"/srv/nfs/tenant-a/ws-a","mountPath":"/workspace","readOnly":false}]'
+# a session's own allowInternetAccess wins over the controller's default
+printf '%s\n' "apiVersion: lea.io/v1alpha1" "kind: Session" \
+  "metadata: {name: open-c, namespace: tenant-a}" \
+  "spec: {template: shell, network: {allowInternetAccess: true}}" >"$T/c.yaml"
+ctl apply -f "$T/c.yaml" >/dev/null || fail "apply open-c"
+check "sessionctl: open-c gets a sandbox" wait_eq 10 1 sim_live_for open-c
+check "sessionctl: its allowInternetAccess true wins over the default" \
+  test "$(create open-c .allow_internet_access)" = true
 ida=$(sess_field ws-a tenant-a .status.sandboxID)
 check "sessionctl: GET of the sandbox shows its volumeMounts" test \
   "$(curl -sf "$SIM/sandboxes/$ida" | jq -c .volumeMounts)" = '[{"name":"models","path":"/models","readOnly":true}]'
