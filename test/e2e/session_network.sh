@@ -3,7 +3,8 @@
 # reach Cube's create request (cubesim's truth shows what each create
 # carried under the wire names): a session applied with sessionctl and one
 # written straight into the SQLite store with every optional field absent
-# (its internet access from --default-internet-access); a host name in
+# (its internet access from --default-internet-access) and one applied
+# with kubectl on the kube fake (the CRD's schema, the kube store); a host name in
 # allowOut without the deny-all refused at apply with file:line; a change
 # on a live session said in UpToDate and carried by the next sandbox after
 # a reclaim and a wake; a workspace refused under the E2B dialect.
@@ -126,9 +127,36 @@ check "live change: the new create carries the new policy" \
   test "$(create ws-a .network.allowOut)" = '["pypi.org","files.pythonhosted.org"]'
 check "live change: UpToDate True again" wait_eq 10 "True UpToDate" uptodate
 
-# --- the E2B dialect has no host mounts: the session is refused
+# (c1 is done)
 kill "$CTL_PID" 2>/dev/null
 wait "$CTL_PID" 2>/dev/null
+
+# --- kubectl on the kube fake, with the CRD: optional fields absent
+if command -v kubectl >/dev/null 2>&1; then
+  start_kube_fake kube
+  kubeconfig "$T/kc"
+  kk() { timeout 30 kubectl --kubeconfig "$T/kc" --cache-dir "$T/kcache" "$@"; }
+  kk apply -f "$(dirname "$0")/../../deploy/crd.yaml" >"$T/kubectl.out" 2>&1 ||
+    fail "kubectl apply the CRD" "$(cat "$T/kubectl.out")"
+  printf '%s\n' "apiVersion: lea.io/v1alpha1" "kind: Session" \
+    "metadata: {name: kube-d, namespace: tenant-d}" "spec:" \
+    "  template: shell" "  network: {allowInternetAccess: false, allowOut: [pypi.org]}" \
+    "  workspace: {hostPath: /srv/nfs/tenant-d/kube-d, mountPath: /workspace}" \
+    >"$T/d.yaml"
+  check "kubectl: apply with validation on" sh -c \
+    "timeout 30 kubectl --kubeconfig '$T/kc' --cache-dir '$T/kcache' apply -f '$T/d.yaml' >'$T/kubectl.out' 2>&1"
+  KUBECONFIG="$T/kc" STORE=kube start_controller c3 --watch-timeout 2s
+  check "kubectl: a sandbox is made" wait_eq 10 1 sim_live_for kube-d
+  check "kubectl: internet off in the create" \
+    test "$(create kube-d .allow_internet_access)" = false
+  check "kubectl: the workspace as host-mount" \
+    test "$(create kube-d '.["host-mount"] | fromjson | .[0].mountPath')" = '"/workspace"'
+  kill "$CTL_PID" 2>/dev/null
+  wait "$CTL_PID" 2>/dev/null
+else
+  echo "skip kubectl checks: kubectl is not installed"
+fi
+# --- the E2B dialect has no host mounts: the session is refused
 start_cubesim --dialect e2b
 STORE="sqlite:$T/e2b.db"
 start_controller c2
