@@ -60,6 +60,44 @@ static const sf_field meta_rows[] = {
 #undef M
 
 /* ---------------------------------------------------------------- spec */
+/* spec.network, spec.workspace (members of session_spec) and a volume
+ * mount */
+#define PATH_RULE {SR_ABS_PATH, SF_PATH_MAX, NULL, NULL}
+#define S(m) ROW(session_spec, m)
+static const sf_field network_rows[] = {
+  {.name = "allowInternetAccess", .type = SF_OPTBOOL, S(net_internet)},
+  {.name = "allowOut", .type = SF_STRLIST, S(net_allow_out),
+   .off_n = offsetof(session_spec, n_net_allow_out),
+   .val = {SR_NET_DEST, 253, NULL, NULL}, .max_items = SF_NET_RULES_MAX},
+  {.name = "denyOut", .type = SF_STRLIST, S(net_deny_out),
+   .off_n = offsetof(session_spec, n_net_deny_out),
+   .val = {SR_NET_CIDR, 64, NULL, NULL}, .max_items = SF_NET_RULES_MAX},
+  {.name = "allowPublicTraffic", .type = SF_OPTBOOL, S(net_public)},
+};
+static const sf_field workspace_rows[] = {
+  {.name = "hostPath", .type = SF_STR, .flags = SF_REQUIRED | SF_GATE,
+   S(workspace_host_path), .val = PATH_RULE},
+  {.name = "mountPath", .type = SF_STR, .flags = SF_REQUIRED,
+   S(workspace_mount_path), .val = PATH_RULE},
+};
+#undef S
+#define V(m) ROW(session_volume_mount, m)
+static const sf_field volume_rows[] = {
+  {.name = "name", .type = SF_STR, .flags = SF_REQUIRED, V(name),
+   .val = ID_RULE("volume name")},
+  {.name = "path", .type = SF_STR, .flags = SF_REQUIRED, V(path),
+   .val = PATH_RULE},
+  {.name = "readOnly", .type = SF_BOOL, V(read_only)},
+};
+#undef V
+const sf_table sf_network = {"spec.network", sizeof(session_spec),
+                             network_rows, N_(network_rows)};
+const sf_table sf_workspace = {"spec.workspace", sizeof(session_spec),
+                               workspace_rows, N_(workspace_rows)};
+const sf_table sf_volume_mount = {"spec.volumeMounts[]",
+                                  sizeof(session_volume_mount), volume_rows,
+                                  N_(volume_rows)};
+
 #define S(m) ROW(session_spec, m)
 static const sf_field spec_rows[] = {
   {.name = "template", .type = SF_STR, .flags = SF_REQUIRED, S(template_id),
@@ -87,6 +125,11 @@ static const sf_field spec_rows[] = {
   {.name = "resumePolicy", .type = SF_ENUM, .flags = SF_HINT,
    S(resume_policy), .names = sf_resume_policy_names, .what = "resume policy",
    .dflt = "Auto"},
+  {.name = "network", .type = SF_OBJECT, .sub = &sf_network},
+  {.name = "volumeMounts", .type = SF_OBJLIST, S(volume_mounts),
+   .off_n = offsetof(session_spec, n_volume_mounts),
+   .max_items = SF_VOLUME_MOUNTS_MAX, .sub = &sf_volume_mount},
+  {.name = "workspace", .type = SF_OBJECT, .sub = &sf_workspace},
 };
 #undef S
 
@@ -160,7 +203,7 @@ static const sf_field status_rows[] = {
   {.name = "connect", .type = SF_OBJECT, .sub = &sf_connect},
   {.name = "domain", .type = SF_STR, T(domain), .val = ANY(253)},
   {.name = "envdAddress", .type = SF_STR, T(envd_address), .val = ANY(300)},
-  {.name = "conditions", .type = SF_CONDLIST, T(conditions),
+  {.name = "conditions", .type = SF_OBJLIST, T(conditions),
    .off_n = offsetof(session_status, n_conditions), .max_items = 16,
    .sub = &sf_condition},
 };
@@ -250,7 +293,8 @@ bool sf_is_set(const sf_field *f, const void *base)
 {
   switch(f->type) {
   case SF_STR: return *SF_CAT(base, f->off, char *) != NULL;
-  case SF_ENUM: return sf_enum_get(f, base) != 0;
+  case SF_ENUM:
+  case SF_OPTBOOL: return sf_enum_get(f, base) != 0;
   case SF_INT:
   case SF_TIME: return *SF_CAT(base, f->off, int64_t) != 0;
   case SF_DURATION:
@@ -258,7 +302,7 @@ bool sf_is_set(const sf_field *f, const void *base)
   case SF_BOOL: return *SF_CAT(base, f->off, bool);
   case SF_MAP: return SF_CAT(base, f->off, sc_kvlist)->n != 0;
   case SF_STRLIST:
-  case SF_CONDLIST: return *SF_CAT(base, f->off_n, size_t) != 0;
+  case SF_OBJLIST: return *SF_CAT(base, f->off_n, size_t) != 0;
   case SF_OBJECT: {
     const sf_field *g = gate_of(f->sub);
     return g ? sf_is_set(g, base) : !sf_empty(f->sub, base);
@@ -298,11 +342,11 @@ void sf_free(const sf_table *t, void *base)
       strlist_free(*SF_AT(base, f->off, char **),
                    *SF_AT(base, f->off_n, size_t));
       break;
-    case SF_CONDLIST: {
-      session_condition *c = *SF_AT(base, f->off, session_condition *);
+    case SF_OBJLIST: {
+      char *c = *SF_AT(base, f->off, char *);
       size_t n = *SF_AT(base, f->off_n, size_t);
       for(j = 0; j < n; j++)
-        sf_free(f->sub, &c[j]);
+        sf_free(f->sub, c + j * f->sub->size);
       free(c);
       break;
     }
@@ -321,7 +365,7 @@ static void detach_row(const sf_field *f, void *dst)
   case SF_MAP: memset(SF_AT(dst, f->off, sc_kvlist), 0, sizeof(sc_kvlist));
     break;
   case SF_STRLIST:
-  case SF_CONDLIST:
+  case SF_OBJLIST:
     *SF_AT(dst, f->off, void *) = NULL;
     *SF_AT(dst, f->off_n, size_t) = 0;
     break;
@@ -376,11 +420,11 @@ static sc_err copy_row(const sf_field *f, void *dst, const void *src)
         err = SC_ERR_NOMEM;
     return err;
   }
-  case SF_CONDLIST: {
-    const session_condition *v = *SF_CAT(src, f->off, session_condition *);
-    session_condition *d = list_alloc(f, dst, src, sizeof(*d), &n, &err);
+  case SF_OBJLIST: {
+    const char *v = *SF_CAT(src, f->off, char *);
+    char *d = list_alloc(f, dst, src, f->sub->size, &n, &err);
     for(i = 0; d && i < n && !err; i++, *dn = i)
-      err = sf_copy(f->sub, &d[i], &v[i]);
+      err = sf_copy(f->sub, d + i * f->sub->size, v + i * f->sub->size);
     return err;
   }
   case SF_OBJECT: {
@@ -422,6 +466,7 @@ bool sf_equal(const sf_table *t, const void *a, const void *b)
         return false;
       break;
     case SF_ENUM:
+    case SF_OPTBOOL:
       if(sf_enum_get(f, a) != sf_enum_get(f, b))
         return false;
       break;
@@ -449,13 +494,14 @@ bool sf_equal(const sf_table *t, const void *a, const void *b)
                   (*SF_CAT(b, f->off, char **))[j]))
           return false;
       break;
-    case SF_CONDLIST:
+    case SF_OBJLIST:
       n = *SF_CAT(a, f->off_n, size_t);
       if(n != *SF_CAT(b, f->off_n, size_t))
         return false;
       for(j = 0; j < n; j++)
-        if(!sf_equal(f->sub, &(*SF_CAT(a, f->off, session_condition *))[j],
-                     &(*SF_CAT(b, f->off, session_condition *))[j]))
+        if(!sf_equal(f->sub,
+                     *SF_CAT(a, f->off, char *) + j * f->sub->size,
+                     *SF_CAT(b, f->off, char *) + j * f->sub->size))
           return false;
       break;
     case SF_OBJECT:

@@ -49,7 +49,9 @@ typedef enum sf_type {
   SF_MAP,      /* sc_kvlist of strings; empty = unset */
   SF_STRLIST,  /* char ** at off, size_t count at off_n */
   SF_OBJECT,   /* an object whose members (sub) live in the same struct */
-  SF_CONDLIST  /* session_condition * at off, count at off_n (sub) */
+  SF_OPTBOOL,  /* session_optbool (int); 0 = unset; a JSON boolean */
+  SF_OBJLIST   /* an array of sub->size structs at off, count at off_n
+                  (sub): conditions, volume mounts */
 } sf_type;
 
 /* What a string (a field, a map key or a map value) must be. */
@@ -61,7 +63,11 @@ typedef enum sf_rule {
   SR_ENV_NAME,  /* [A-Za-z_][A-Za-z0-9_]*, at most max, not refused */
   SR_META_KEY,  /* SR_CHARSET, and not under SESSION_TAG_PREFIX */
   SR_TEXT,      /* at most max bytes of UTF-8 without control chars */
-  SR_NO_NUL     /* at most max bytes without NUL */
+  SR_NO_NUL,    /* at most max bytes without NUL */
+  SR_ABS_PATH,  /* an absolute path of at most max bytes: no ".." or "."
+                   component, no control characters */
+  SR_NET_DEST,  /* a CIDR, an IP address or a host name ("*." allowed) */
+  SR_NET_CIDR   /* a CIDR or an IP address */
 } sf_rule;
 
 typedef struct sf_str_rule {
@@ -96,17 +102,17 @@ typedef struct sf_field {
   sf_type type;
   unsigned flags;
   size_t off;           /* offsetof in the table's struct */
-  size_t off_n;         /* SF_STRLIST, SF_CONDLIST: offset of the count */
+  size_t off_n;         /* SF_STRLIST, SF_OBJLIST: offset of the count */
   sf_str_rule val;      /* SF_STR, SF_DURATION (text length), map values */
   sf_str_rule key;      /* SF_MAP keys */
-  size_t max_items;     /* SF_MAP: entries; SF_CONDLIST: items */
+  size_t max_items;     /* SF_MAP: entries; SF_OBJLIST: items */
   int64_t min_ms;       /* SF_DURATION: the least value */
   const char *example;  /* SF_DURATION: shown in errors */
   const char *const *names; /* SF_ENUM (index = value); SF_STR: the values
                                the controller writes (the CRD's enum) */
   const char *what;     /* SF_ENUM: "state" in "... is not a state" */
   const char *dflt;     /* the default as the CRD writes it, or NULL */
-  const sf_table *sub;  /* SF_OBJECT, SF_CONDLIST */
+  const sf_table *sub;  /* SF_OBJECT, SF_OBJLIST */
 } sf_field;
 
 struct sf_table {
@@ -117,7 +123,7 @@ struct sf_table {
 };
 
 extern const sf_table sf_meta, sf_spec, sf_status, sf_intent, sf_condition,
-  sf_pending, sf_connect;
+  sf_pending, sf_connect, sf_network, sf_volume_mount, sf_workspace;
 
 /* NULL-terminated, index = the enum's value. */
 extern const char *const sf_state_names[];
@@ -127,6 +133,10 @@ extern const char *const sf_resume_policy_names[];
 /* The caps on entries of spec.envVars and spec.sandboxMetadata. */
 #define SF_ENV_VARS_MAX 128
 #define SF_SANDBOX_METADATA_MAX 32
+/* The caps of spec.network's lists, of spec.volumeMounts, and of a path. */
+#define SF_NET_RULES_MAX 64
+#define SF_VOLUME_MOUNTS_MAX 16
+#define SF_PATH_MAX 512
 
 /* The longest a duration may be: SESSION_MAX_DURATION_MS, as text. */
 #define SF_MAX_DURATION_TEXT "87600h"

@@ -344,6 +344,88 @@ static void walk_bool(mwalk *c, const ynode *v, bool *out)
   *out = v->val[0] == 't' || v->val[0] == 'T';
 }
 
+static void walk_fields(mwalk *c, const ynode *m, const sf_table *t,
+                        void *base);
+
+static void walk_optbool(mwalk *c, const ynode *v, int *out)
+{
+  bool b = false;
+  if(ynode_is_null(v) || v->kind == YK_ALIAS)
+    return;
+  if(v->kind != YK_SCALAR || v->type != YT_BOOL) {
+    yerrs_node(c->e, v, "expected a boolean, got %s", ynode_what(v));
+    return;
+  }
+  walk_bool(c, v, &b);
+  *out = b ? SESSION_OPT_TRUE : SESSION_OPT_FALSE;
+}
+
+/* a sequence, or NULL after an error (or for null) */
+static bool want_seq(mwalk *c, const ynode *v, const sf_field *f)
+{
+  if(ynode_is_null(v) || v->kind == YK_ALIAS)
+    return false;
+  if(v->kind != YK_SEQ) {
+    yerrs_node(c->e, v, "expected a list, got %s", ynode_what(v));
+    return false;
+  }
+  if(f->max_items && v->n > f->max_items) {
+    yerrs_node(c->e, v, "%zu items, at most %zu are allowed", v->n,
+               f->max_items);
+    return false;
+  }
+  return true;
+}
+
+/* a list of strings, each by the row's rule */
+static void walk_strlist(mwalk *c, const ynode *v, const sf_field *f,
+                         void *base)
+{
+  char ***out = SF_AT(base, f->off, char **);
+  size_t *n = SF_AT(base, f->off_n, size_t), i;
+  if(!want_seq(c, v, f) || !v->n)
+    return;
+  if(*n) /* cannot happen: a duplicate key is skipped */
+    return;
+  if(!(*out = calloc(v->n, sizeof(**out)))) {
+    yerrs_nomem(c->e);
+    return;
+  }
+  for(i = 0; i < v->n; i++) {
+    const ynode *it = v->kids[i];
+    const char *s = want_str(c, it);
+    rule_msg mb;
+    if(!s)
+      continue;
+    if(!rule_check(&f->val, s, it->len, &mb)) {
+      yerrs_node(c->e, it, "%s", mb.m);
+      continue;
+    }
+    if(!((*out)[(*n)++] = strdup(s))) {
+      (*n)--;
+      yerrs_nomem(c->e);
+    }
+  }
+}
+
+/* a list of objects of the row's sub table */
+static void walk_objlist(mwalk *c, const ynode *v, const sf_field *f,
+                         void *base)
+{
+  char **out = SF_AT(base, f->off, char *);
+  size_t *n = SF_AT(base, f->off_n, size_t), i;
+  if(!want_seq(c, v, f) || !v->n || *n)
+    return;
+  if(!(*out = calloc(v->n, f->sub->size))) {
+    yerrs_nomem(c->e);
+    return;
+  }
+  *n = v->n; /* zeroed items are safe to free */
+  for(i = 0; i < v->n; i++)
+    if(want_map(c, v->kids[i]))
+      walk_fields(c, v->kids[i], f->sub, *out + i * f->sub->size);
+}
+
 /* ======================================================= the objects */
 
 static const char *const top_fields[] = {"apiVersion", "kind", "metadata",
@@ -386,6 +468,13 @@ static void walk_row(mwalk *c, const ynode *v, const sf_field *f, void *base)
   case SF_INT: walk_int(c, v, f, SF_AT(base, f->off, int64_t)); break;
   case SF_BOOL: walk_bool(c, v, SF_AT(base, f->off, bool)); break;
   case SF_MAP: walk_kv(c, v, f, SF_AT(base, f->off, sc_kvlist)); break;
+  case SF_OPTBOOL: walk_optbool(c, v, SF_AT(base, f->off, int)); break;
+  case SF_STRLIST: walk_strlist(c, v, f, base); break;
+  case SF_OBJLIST: walk_objlist(c, v, f, base); break;
+  case SF_OBJECT:
+    if(!ynode_is_null(v) && want_map(c, v))
+      walk_fields(c, v, f->sub, base);
+    break;
   default:
     yerrs_node(c->e, v, "cannot be set in a manifest");
     break;
@@ -517,6 +606,26 @@ static void walk_top(mwalk *c, const ynode *m, bool list,
                 SESSION_API_VERSION);
 }
 
+/* rule_spec_cross() findings at their nodes (the spec mapping's) */
+typedef struct cross_at {
+  mwalk *c;
+  const ynode *spec;
+} cross_at;
+
+static void cross_report(void *ud, const char *top, const char *sub,
+                         long idx, const char *key, const char *msg)
+{
+  cross_at *x = ud;
+  const ynode *n = ynode_get(x->spec, top), *k;
+  if(n && sub && (k = ynode_get(n, sub)))
+    n = k;
+  if(n && idx >= 0 && n->kind == YK_SEQ && (size_t)idx < n->n)
+    n = n->kids[idx];
+  if(n && key && (k = ynode_get(n, key)))
+    n = k;
+  yerrs_node(x->c->e, n ? n : x->spec, "%s", msg);
+}
+
 /* A mapping known to be kind: Session. */
 static void walk_session(mwalk *c, const ynode *m, bool doc_bad)
 {
@@ -543,6 +652,10 @@ static void walk_session(mwalk *c, const ynode *m, bool doc_bad)
     yerrs_node(c->e, spec, "must not be empty (it needs at least a template)");
   else if(want_map(c, spec))
     walk_fields(c, spec, &sf_spec, &s->spec);
+  if(c->e->n == before && spec && spec->kind == YK_MAP) {
+    cross_at x = {c, spec};
+    rule_spec_cross(&s->spec, cross_report, &x);
+  }
 
   if(c->e->n != before || c->e->stop) {
     session_free(s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/duration.h"
+#include "lib/scstr.h"
 
 void rule_msgf(rule_msg *mb, const char *fmt, ...)
 {
@@ -53,6 +54,11 @@ static bool dns_label_ok(const char *s, size_t len, size_t max)
 }
 
 /* 1..r->max bytes. */
+static bool chk_net(const sf_str_rule *r, const char *s, size_t len,
+                    rule_msg *mb);
+static bool chk_abs_path(const sf_str_rule *r, const char *s, size_t len,
+                         rule_msg *mb);
+
 static bool chk_size(const sf_str_rule *r, const char *s, size_t len,
                      rule_msg *mb)
 {
@@ -268,6 +274,12 @@ static bool chk_meta_key(const sf_str_rule *r, const char *s, size_t len,
   size_t pl = strlen(SESSION_TAG_PREFIX);
   if(!chk_charset(r, s, len, mb))
     return false;
+  if(len == strlen(SESSION_CUBE_HOST_MOUNT_KEY) &&
+     !memcmp(s, SESSION_CUBE_HOST_MOUNT_KEY, len)) {
+    rule_msgf(mb, "\"%s\" is reserved by Cube for host directory mounts; "
+                  "use spec.workspace", SESSION_CUBE_HOST_MOUNT_KEY);
+    return false;
+  }
   if(len >= pl && !memcmp(s, SESSION_TAG_PREFIX, pl)) {
     rule_msgf(mb, "%s is under the reserved prefix \"%s\" (the controller's "
                   "own tags); use another key",
@@ -288,6 +300,9 @@ bool rule_check(const sf_str_rule *r, const char *s, size_t len,
   case SR_ENV_NAME: return chk_env_name(r, s, len, mb);
   case SR_META_KEY: return chk_meta_key(r, s, len, mb);
   case SR_TEXT: return chk_text(r, s, len, mb);
+  case SR_ABS_PATH: return chk_abs_path(r, s, len, mb);
+  case SR_NET_DEST:
+  case SR_NET_CIDR: return chk_net(r, s, len, mb);
   case SR_NO_NUL:
     if(!chk_length(r, len, mb))
       return false;
@@ -356,4 +371,258 @@ bool rule_duration_ms(const sf_field *f, int64_t ms, rule_msg *mb)
   else
     return true;
   return false;
+}
+
+/* ------------------------------------------- paths and network rules */
+
+static bool chk_abs_path(const sf_str_rule *r, const char *s, size_t len,
+                         rule_msg *mb)
+{
+  rule_quoted q;
+  size_t i, start;
+  if(!chk_size(r, s, len, mb))
+    return false;
+  if(s[0] != '/') {
+    rule_msgf(mb, "%s is not an absolute path (begin it with /)",
+              rule_quote(&q, s, len));
+    return false;
+  }
+  for(i = 0; i < len; i++)
+    if((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+      rule_msgf(mb, "%s contains a control character at byte %zu",
+                rule_quote(&q, s, len), i);
+      return false;
+    }
+  for(start = 1; start <= len; start = i + 1) {
+    size_t cl;
+    for(i = start; i < len && s[i] != '/'; i++)
+      ;
+    cl = i - start;
+    if((cl == 2 && !memcmp(s + start, "..", 2)) ||
+       (cl == 1 && s[start] == '.')) {
+      rule_msgf(mb, "%s has a \"%.*s\" component (write the path out)",
+                rule_quote(&q, s, len), (int)cl, s + start);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* n decimal digits in [0, max], no leading zero: its value, or -1 */
+static long dec_num(const char *s, size_t n, long max)
+{
+  long v = 0;
+  size_t i;
+  if(!n || n > 5 || (n > 1 && s[0] == '0'))
+    return -1;
+  for(i = 0; i < n; i++) {
+    if(s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v <= max ? v : -1;
+}
+
+static bool ipv4_ok(const char *s, size_t len)
+{
+  size_t i = 0, parts;
+  for(parts = 0; parts < 4; parts++) {
+    size_t j = i;
+    while(j < len && s[j] != '.')
+      j++;
+    if(dec_num(s + i, j - i, 255) < 0)
+      return false;
+    if(parts == 3)
+      return j == len;
+    if(j == len)
+      return false;
+    i = j + 1;
+  }
+  return false;
+}
+
+static bool is_hex(char c)
+{
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+         (c >= 'A' && c <= 'F');
+}
+
+/* RFC 4291 text form: groups of 1-4 hex digits, at most one "::" */
+static bool ipv6_ok(const char *s, size_t len)
+{
+  size_t i = 0, groups = 0;
+  bool dbl = false;
+  if(len < 2)
+    return false;
+  if(s[0] == ':') {
+    if(s[1] != ':')
+      return false;
+    dbl = true;
+    i = 2;
+    if(i == len)
+      return true; /* "::" */
+  }
+  while(i < len) {
+    size_t j = i;
+    while(j < len && is_hex(s[j]) && j - i < 5)
+      j++;
+    if(j == i || j - i > 4)
+      return false;
+    groups++;
+    if(j == len)
+      break;
+    if(s[j] != ':')
+      return false;
+    if(j + 1 < len && s[j + 1] == ':') {
+      if(dbl)
+        return false;
+      dbl = true;
+      i = j + 2;
+      if(i == len)
+        break;
+    }
+    else {
+      i = j + 1;
+      if(i == len)
+        return false; /* a trailing single ':' */
+    }
+  }
+  return dbl ? groups < 8 : groups == 8;
+}
+
+/* a CIDR or a bare address; *is_ip set when it is one */
+static bool cidr_ok(const char *s, size_t len)
+{
+  const char *slash = memchr(s, '/', len);
+  size_t al = slash ? (size_t)(slash - s) : len;
+  bool v6 = memchr(s, ':', al) != NULL;
+  if(v6 ? !ipv6_ok(s, al) : !ipv4_ok(s, al))
+    return false;
+  return !slash || dec_num(slash + 1, len - al - 1, v6 ? 128 : 32) >= 0;
+}
+
+/* a host name: labels of 1-63 of [A-Za-z0-9-] not beginning or ending
+ * with '-', at most 253 bytes, an optional leading "*." */
+bool rule_host_name(const char *s, size_t len)
+{
+  size_t i = 0;
+  if(len >= 2 && s[0] == '*' && s[1] == '.')
+    i = 2;
+  if(i >= len || len > 253)
+    return false;
+  while(i < len) {
+    size_t j = i;
+    while(j < len && (is_alnum(s[j]) || s[j] == '-'))
+      j++;
+    if(j == i || j - i > 63 || s[i] == '-' || s[j - 1] == '-')
+      return false;
+    if(j == len)
+      break;
+    if(s[j] != '.')
+      return false;
+    i = j + 1;
+    if(i == len)
+      return false; /* a trailing dot */
+  }
+  return true;
+}
+
+bool rule_is_address(const char *s, size_t len)
+{
+  return cidr_ok(s, len);
+}
+
+static bool chk_net(const sf_str_rule *r, const char *s, size_t len,
+                    rule_msg *mb)
+{
+  rule_quoted q;
+  bool looks_ip;
+  if(!chk_size(r, s, len, mb))
+    return false;
+  if(cidr_ok(s, len))
+    return true;
+  looks_ip = memchr(s, '/', len) || memchr(s, ':', len) ||
+             strspn(s, "0123456789.") == len;
+  if(r->rule == SR_NET_CIDR) {
+    rule_msgf(mb, "%s is not a CIDR or an IP address (denyOut takes no "
+                  "host names; use e.g. 0.0.0.0/0 or 10.0.0.0/8)",
+              rule_quote(&q, s, len));
+    return false;
+  }
+  if(looks_ip || !rule_host_name(s, len)) {
+    rule_msgf(mb, "%s is neither a CIDR, an IP address nor a host name "
+                  "(use e.g. 8.8.8.8/32, 8.8.8.8, example.com or "
+                  "*.example.com)",
+              rule_quote(&q, s, len));
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------ across the spec */
+
+static bool denies_all(const session_spec *sp)
+{
+  size_t i;
+  for(i = 0; i < sp->n_net_deny_out; i++)
+    if(!strcmp(sp->net_deny_out[i], "0.0.0.0/0"))
+      return true;
+  return false;
+}
+
+void rule_spec_cross(const session_spec *sp, rule_report_fn report,
+                     void *ud)
+{
+  rule_msg mb;
+  rule_quoted q;
+  size_t i, j;
+  bool closed = sp->net_internet == SESSION_OPT_FALSE || denies_all(sp);
+  for(i = 0; !closed && i < sp->n_net_allow_out; i++) {
+    const char *d = sp->net_allow_out[i];
+    if(!d || rule_is_address(d, strlen(d)))
+      continue;
+    rule_msgf(&mb,
+              "%s is a host name: Cube takes a host name in allowOut only "
+              "when denyOut holds 0.0.0.0/0 or allowInternetAccess is false "
+              "(add one of them)",
+              rule_quote(&q, d, strlen(d)));
+    report(ud, "network", "allowOut", (long)i, NULL, mb.m);
+  }
+  for(i = 0; i < sp->n_volume_mounts; i++) {
+    const session_volume_mount *v = &sp->volume_mounts[i];
+    for(j = 0; v->name && j < i; j++)
+      if(sc_str_eq0(sp->volume_mounts[j].name, v->name)) {
+        rule_msgf(&mb, "%s is given twice (first at volumeMounts[%zu])",
+                  rule_quote(&q, v->name, strlen(v->name)), j);
+        report(ud, "volumeMounts", NULL, (long)i, "name", mb.m);
+        break;
+      }
+    if(v->path && !strcmp(v->path, "/")) {
+      report(ud, "volumeMounts", NULL, (long)i, "path",
+             "\"/\" would hide the sandbox's root file system; mount "
+             "below it");
+      continue;
+    }
+    for(j = 0; v->path && j < i; j++)
+      if(sc_str_eq0(sp->volume_mounts[j].path, v->path)) {
+        rule_msgf(&mb, "%s is mounted twice (first at volumeMounts[%zu])",
+                  rule_quote(&q, v->path, strlen(v->path)), j);
+        report(ud, "volumeMounts", NULL, (long)i, "path", mb.m);
+        break;
+      }
+  }
+  if(sp->workspace_mount_path) {
+    const char *p = sp->workspace_mount_path;
+    if(!strcmp(p, "/"))
+      report(ud, "workspace", NULL, -1, "mountPath",
+             "\"/\" would hide the sandbox's root file system; mount "
+             "below it");
+    for(j = 0; j < sp->n_volume_mounts; j++)
+      if(sc_str_eq0(sp->volume_mounts[j].path, p)) {
+        rule_msgf(&mb, "%s is also volumeMounts[%zu].path; a path takes "
+                  "one mount", rule_quote(&q, p, strlen(p)), j);
+        report(ud, "workspace", NULL, -1, "mountPath", mb.m);
+        break;
+      }
+  }
 }

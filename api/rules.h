@@ -44,4 +44,24 @@ bool rule_duration_text(const sf_field *f, const char *s, size_t len,
 /* The same bounds for a value in ms (a stored object's). */
 bool rule_duration_ms(const sf_field *f, int64_t ms, rule_msg *mb);
 
+/* s is a host name (labels of 1-63 of A-Za-z0-9 and -, at most 253
+ * bytes, an optional leading "*."); s is a CIDR or a bare IP address. */
+bool rule_host_name(const char *s, size_t len);
+bool rule_is_address(const char *s, size_t len);
+
+/* The rules across fields of a spec, which no row states alone:
+ *  - a host name in network.allowOut needs 0.0.0.0/0 in network.denyOut or
+ *    network.allowInternetAccess false (Cube refuses the create
+ *    otherwise);
+ *  - volumeMounts names are unique, and so are the mount paths of
+ *    volumeMounts and workspace; no mount at "/".
+ * Each finding goes to report: the field as top ("network", ...), sub (a
+ * key under it or NULL), idx (the list index or -1) and key (a key in
+ * the item or NULL), and the message. Rows must have passed their own
+ * rules (strings set). */
+typedef void (*rule_report_fn)(void *ud, const char *top, const char *sub,
+                               long idx, const char *key, const char *msg);
+void rule_spec_cross(const session_spec *sp, rule_report_fn report,
+                     void *ud);
+
 #endif

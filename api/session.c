@@ -340,3 +340,43 @@ void session_key(const session *s, char *buf, size_t len)
   snprintf(buf, len, "%s/%s", session_eff_namespace(s),
            s && s->meta.name ? s->meta.name : "");
 }
+
+/* FNV-1a 64 over a length-prefixed field, so no two specs run together */
+static uint64_t fnv_add(uint64_t h, const char *s)
+{
+  size_t n = s ? strlen(s) : 0, i;
+  unsigned char len[8];
+  for(i = 0; i < 8; i++)
+    len[i] = (unsigned char)(s ? (n >> (8 * i)) & 0xff : 0xff);
+  for(i = 0; i < 8; i++)
+    h = (h ^ len[i]) * 1099511628211ULL;
+  for(i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return h;
+}
+
+void session_sandbox_config_digest(const session_spec *sp,
+                                   char out[SESSION_CONFIG_DIGEST_LEN + 1])
+{
+  static const char *const opt[] = {"-", "true", "false"};
+  uint64_t h = 14695981039346656037ULL;
+  size_t i;
+  h = fnv_add(h, "network");
+  h = fnv_add(h, opt[sp->net_internet <= SESSION_OPT_FALSE
+                       ? sp->net_internet : 0]);
+  for(i = 0; i < sp->n_net_allow_out; i++)
+    h = fnv_add(fnv_add(h, "allow"), sp->net_allow_out[i]);
+  for(i = 0; i < sp->n_net_deny_out; i++)
+    h = fnv_add(fnv_add(h, "deny"), sp->net_deny_out[i]);
+  h = fnv_add(h, opt[sp->net_public <= SESSION_OPT_FALSE ? sp->net_public
+                                                          : 0]);
+  for(i = 0; i < sp->n_volume_mounts; i++) {
+    const session_volume_mount *v = &sp->volume_mounts[i];
+    h = fnv_add(fnv_add(fnv_add(h, "volume"), v->name), v->path);
+    h = fnv_add(h, v->read_only ? "ro" : "rw");
+  }
+  h = fnv_add(fnv_add(fnv_add(h, "workspace"), sp->workspace_host_path),
+              sp->workspace_mount_path);
+  snprintf(out, SESSION_CONFIG_DIGEST_LEN + 1, "%016llx",
+           (unsigned long long)h);
+}

@@ -129,6 +129,30 @@ typedef struct session_metadata {
   size_t n_finalizers;
 } session_metadata;
 
+/* An optional boolean of the spec: absent (the default applies), true or
+ * false. */
+typedef enum session_optbool {
+  SESSION_OPT_UNSET = 0,
+  SESSION_OPT_TRUE,
+  SESSION_OPT_FALSE
+} session_optbool;
+
+/* spec.volumeMounts[]: a volume of the sandbox service (E2B and Cube
+ * volumeMounts) mounted at path. */
+typedef struct session_volume_mount {
+  char *name;                /* "name", required */
+  char *path;                /* "path", required: absolute, no ".." */
+  bool read_only;            /* "readOnly" */
+} session_volume_mount;
+
+/* The Cube metadata key of host directory mounts (spec.workspace): Cube
+ * reserves it and checks its hostPath against its allowlist. */
+#define SESSION_CUBE_HOST_MOUNT_KEY "host-mount"
+/* The digest of the spec parts a running sandbox cannot take (network,
+ * volumeMounts, workspace), recorded on the sandbox at create
+ * (session_sandbox_config_digest) so a later change is seen. */
+#define SESSION_TAG_CONFIG "lea.config"
+
 typedef struct session_spec {
   char *template_id;         /* "template", required */
   session_state state;
@@ -140,6 +164,20 @@ typedef struct session_spec {
   sc_kvlist sandbox_metadata;
   int64_t wake;
   session_resume_policy resume_policy; /* "resumePolicy"; 0 = Auto */
+  /* spec.network: the sandbox's egress and ingress policy; each part
+   * unset means what the controller's default (or Cube's) says */
+  session_optbool net_internet;  /* "network.allowInternetAccess" */
+  char **net_allow_out;          /* "network.allowOut": CIDRs, IPs, hosts */
+  size_t n_net_allow_out;
+  char **net_deny_out;           /* "network.denyOut": CIDRs, IPs */
+  size_t n_net_deny_out;
+  session_optbool net_public;    /* "network.allowPublicTraffic" */
+  session_volume_mount *volume_mounts; /* "volumeMounts" */
+  size_t n_volume_mounts;
+  /* spec.workspace: a host directory mounted in the sandbox (Cube's
+   * host-mount metadata); both set or neither */
+  char *workspace_host_path;     /* "workspace.hostPath" */
+  char *workspace_mount_path;    /* "workspace.mountPath" */
 } session_spec;
 
 typedef struct session_status {
@@ -240,5 +278,16 @@ int64_t session_eff_generation(const session *s);
 
 /* "namespace/name" into buf. */
 void session_key(const session *s, char *buf, size_t len);
+
+/* The digest (16 hex characters and a NUL) of what a running sandbox
+ * cannot be given afterwards: spec.network, spec.volumeMounts and
+ * spec.workspace as the session writes them (not the controller's
+ * defaults). Recorded as the sandbox's SESSION_TAG_CONFIG at create; a
+ * sandbox whose tag differs runs an older policy (the planner says so in
+ * the UpToDate condition). FNV-1a over a canonical form: a change
+ * detector, not a signature. */
+#define SESSION_CONFIG_DIGEST_LEN 16
+void session_sandbox_config_digest(const session_spec *sp,
+                                   char out[SESSION_CONFIG_DIGEST_LEN + 1]);
 
 #endif

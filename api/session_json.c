@@ -115,10 +115,14 @@ static void enc_row(jenc *e, json_object *o, const sf_field *f,
     put_duration(e, o, f->name, *SF_CAT(base, f->off, int64_t));
     break;
   case SF_BOOL: put(e, o, f->name, json_object_new_boolean(1)); break;
+  case SF_OPTBOOL:
+    put(e, o, f->name,
+        json_object_new_boolean(sf_enum_get(f, base) == SESSION_OPT_TRUE));
+    break;
   case SF_MAP: put_kv(e, o, f->name, SF_CAT(base, f->off, sc_kvlist)); break;
   case SF_OBJECT: put(e, o, f->name, enc_object(e, f->sub, base)); break;
   case SF_STRLIST:
-  case SF_CONDLIST:
+  case SF_OBJLIST:
     a = json_object_new_array();
     n = *SF_CAT(base, f->off_n, size_t);
     for(i = 0; a && i < n; i++)
@@ -126,8 +130,8 @@ static void enc_row(jenc *e, json_object *o, const sf_field *f,
                        ? json_object_new_string(
                            (*SF_CAT(base, f->off, char **))[i])
                        : enc_object(e, f->sub,
-                                    &(*SF_CAT(base, f->off,
-                                              session_condition *))[i]));
+                                    *SF_CAT(base, f->off, char *) +
+                                      i * f->sub->size));
     put(e, o, f->name, a);
     break;
   }
@@ -434,8 +438,8 @@ static sc_err dec_list(jdec *d, json_object *v, const char *path,
                        const sf_field *f, void *base)
 {
   size_t i, n, *count = SF_AT(base, f->off_n, size_t);
-  bool conds = f->type == SF_CONDLIST;
-  size_t esize = conds ? sizeof(session_condition) : sizeof(char *);
+  bool conds = f->type == SF_OBJLIST;
+  size_t esize = conds ? f->sub->size : sizeof(char *);
   char *items;
   sc_err err = want(d, v, json_type_array, path,
                     conds ? "an array" : "an array of strings");
@@ -490,13 +494,20 @@ static sc_err dec_row(jdec *d, json_object *v, const char *p,
     if(!err)
       *SF_AT(base, f->off, bool) = json_object_get_boolean(v);
     return err;
+  case SF_OPTBOOL:
+    err = want(d, v, json_type_boolean, p, "a boolean");
+    if(!err)
+      *SF_AT(base, f->off, int) = json_object_get_boolean(v)
+                                      ? SESSION_OPT_TRUE
+                                      : SESSION_OPT_FALSE;
+    return err;
   case SF_MAP:
     if((f->flags & SF_LENIENT) && (d->flags & SESSION_JSON_LENIENT_METADATA))
       return dec_kv_lenient(d, v, SF_AT(base, f->off, sc_kvlist));
     return dec_kv(d, v, p, SF_AT(base, f->off, sc_kvlist));
   case SF_OBJECT: return dec_fields(d, v, p, f->sub, base);
   case SF_STRLIST:
-  case SF_CONDLIST: return dec_list(d, v, p, f, base);
+  case SF_OBJLIST: return dec_list(d, v, p, f, base);
   }
   return SC_OK;
 }

@@ -55,6 +55,46 @@ static void verr_row(vctx *v, const char *part, const sf_field *f,
   verr(v, key ? p : path, msg);
 }
 
+static void vtable_at(vctx *v, const char *part, const sf_table *t,
+                      const void *base);
+
+static void vstrlist(vctx *v, const char *part, const sf_field *f,
+                     const void *base)
+{
+  char *const *l = *SF_CAT(base, f->off, char **);
+  size_t n = *SF_CAT(base, f->off_n, size_t), i;
+  rule_msg mb;
+  if(f->max_items && n > f->max_items) {
+    rule_msgf(&mb, "%zu items, at most %zu are allowed", n, f->max_items);
+    verr_row(v, part, f, NULL, mb.m);
+  }
+  for(i = 0; i < n; i++)
+    if(!rule_check(&f->val, l[i], strlen(l[i]), &mb)) {
+      char p[FIELDPATH_MAX], q[FIELDPATH_MAX];
+      fieldpath_key(p, sizeof(p), part, f->name);
+      fieldpath_index(q, sizeof(q), p, i);
+      verr(v, q, mb.m);
+    }
+}
+
+static void vobjlist(vctx *v, const char *part, const sf_field *f,
+                     const void *base)
+{
+  const char *items = *SF_CAT(base, f->off, char *);
+  size_t n = *SF_CAT(base, f->off_n, size_t), i;
+  rule_msg mb;
+  if(f->max_items && n > f->max_items) {
+    rule_msgf(&mb, "%zu items, at most %zu are allowed", n, f->max_items);
+    verr_row(v, part, f, NULL, mb.m);
+  }
+  for(i = 0; i < n; i++) {
+    char p[FIELDPATH_MAX], q[FIELDPATH_MAX];
+    fieldpath_key(p, sizeof(p), part, f->name);
+    fieldpath_index(q, sizeof(q), p, i);
+    vtable_at(v, q, f->sub, items + i * f->sub->size);
+  }
+}
+
 static void vkv(vctx *v, const char *part, const sf_field *f,
                 const sc_kvlist *l)
 {
@@ -112,16 +152,55 @@ static void vrow(vctx *v, const char *part, const sf_field *f,
     if((f->flags & SF_NONNEG) && *SF_CAT(base, f->off, int64_t) < 0)
       verr_row(v, part, f, NULL, "must not be negative");
     break;
+  case SF_STRLIST: vstrlist(v, part, f, base); break;
+  case SF_OBJLIST:
+    if(f->sub != &sf_condition) /* status: not validated */
+      vobjlist(v, part, f, base);
+    break;
+  case SF_OBJECT: /* any member set: a gate's absence is an error */
+    if(!sf_empty(f->sub, base)) {
+      char p[FIELDPATH_MAX];
+      fieldpath_key(p, sizeof(p), part, f->name);
+      vtable_at(v, p, f->sub, base);
+    }
+    break;
   default:
-    break; /* times, booleans, lists: no rule */
+    break; /* times, booleans: no rule */
   }
+}
+
+static void vtable_at(vctx *v, const char *part, const sf_table *t,
+                      const void *base)
+{
+  size_t i;
+  for(i = 0; i < t->n; i++)
+    vrow(v, part, &t->f[i], base);
 }
 
 static void vtable(vctx *v, const sf_table *t, const void *base)
 {
-  size_t i;
-  for(i = 0; i < t->n; i++)
-    vrow(v, t->path, &t->f[i], base);
+  vtable_at(v, t->path, t, base);
+}
+
+/* rule_spec_cross() findings as "spec.network.allowOut[0]: ..." */
+static void cross_report(void *ud, const char *top, const char *sub,
+                         long idx, const char *key, const char *msg)
+{
+  char a[FIELDPATH_MAX], b[FIELDPATH_MAX];
+  fieldpath_key(a, sizeof(a), "spec", top);
+  if(sub) {
+    fieldpath_key(b, sizeof(b), a, sub);
+    memcpy(a, b, sizeof(a));
+  }
+  if(idx >= 0) {
+    fieldpath_index(b, sizeof(b), a, (size_t)idx);
+    memcpy(a, b, sizeof(a));
+  }
+  if(key) {
+    fieldpath_key(b, sizeof(b), a, key);
+    memcpy(a, b, sizeof(a));
+  }
+  verr(ud, a, msg);
 }
 
 /* stored: an object from a store, as the controller reads it: absent
@@ -139,6 +218,8 @@ static sc_err validate(const session *s, bool stored, char ***errs,
   }
   vtable(&v, &sf_meta, &s->meta);
   vtable(&v, &sf_spec, &s->spec);
+  if(!v.found)
+    rule_spec_cross(&s->spec, cross_report, &v);
   if(v.nomem)
     return SC_ERR_NOMEM;
   return v.found ? SC_ERR_INVALID : SC_OK;

@@ -20,6 +20,7 @@ static void usage(FILE *f)
         " [--faults SPEC]\n"
         "               [--audit-log FILE] [--max-sandboxes N]"
         " [--pause-duration SECONDS]\n"
+        "               [--host-mount-allow PREFIX,...]\n"
         "Default --listen 127.0.0.1:3000 (port 0: any free port),"
         " --dialect cube.\n", f);
 }
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
     {"audit-log", required_argument, NULL, 'a'},
     {"max-sandboxes", required_argument, NULL, 'm'},
     {"pause-duration", required_argument, NULL, 'p'},
+    {"host-mount-allow", required_argument, NULL, 'H'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
   };
@@ -148,6 +150,11 @@ int main(int argc, char **argv)
       o.max_sandboxes = (size_t)v;
       break;
     }
+    case 'H':
+      if(!*optarg)
+        return bad("--host-mount-allow", optarg, "must not be empty");
+      o.host_mount_allow = optarg;
+      break;
     case 'p': {
       double d;
       errno = 0;

@@ -69,6 +69,25 @@ static const char *reason_name(int why)
   }
 }
 
+/* a metadata value the sandbox was created with (kept or lost), or NULL */
+static const char *created_meta(const sim_sandbox *sb, const char *key)
+{
+  const char *p = sb->meta;
+  uint32_t k, n = sb->meta_count;
+  int pass;
+  for(pass = 0; pass < 2; pass++) {
+    for(k = 0; p && k < n; k++) {
+      const char *v = p + strlen(p) + 1;
+      if(!strcmp(p, key))
+        return v;
+      p = v + strlen(v) + 1;
+    }
+    p = sb->lost_meta;
+    n = sb->lost_meta_count;
+  }
+  return NULL;
+}
+
 void sim_admin_sandboxes(sim_req *r)
 {
   sim_state *st = r->srv->state;
@@ -118,6 +137,26 @@ void sim_admin_sandboxes(sim_req *r)
     sim_jw_kbool(&w, "autoPause", sb->auto_pause);
     sim_jw_kbool(&w, "autoResume", sb->auto_resume);
     sim_jw_kint(&w, "timeout", sb->timeout_s);
+    /* what the create carried under the wire names (null: absent) */
+    sim_jw_key(&w, "create");
+    sim_jw_obj_open(&w);
+    sim_jw_key(&w, "allow_internet_access");
+    if(sb->internet >= 0)
+      sim_jw_bool(&w, sb->internet);
+    else
+      sim_jw_null(&w);
+    sim_jw_key(&w, "network");
+    if(sb->network_json)
+      sim_jw_rawval(&w, sb->network_json, strlen(sb->network_json));
+    else
+      sim_jw_null(&w);
+    sim_jw_key(&w, "volumeMounts");
+    if(sb->volumes_json)
+      sim_jw_rawval(&w, sb->volumes_json, strlen(sb->volumes_json));
+    else
+      sim_jw_null(&w);
+    sim_jw_kstr(&w, "host-mount", created_meta(sb, "host-mount"));
+    sim_jw_obj_close(&w);
     sim_jw_obj_close(&w);
   }
   sim_jw_arr_close(&w);

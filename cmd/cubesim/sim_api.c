@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cmd/cubesim/sim_json.h"
 #include "cmd/cubesim/sim_query.h"
+#include "api/rules.h"
 
 #define SIM_ENVD_VERSION "0.4.2"
 #define SIM_CLIENT_ID "cubesim"
@@ -132,12 +133,215 @@ void sim_api_health(sim_req *r)
   sim_reply_empty(r, 204);
 }
 
+/* ---- the network policy, volume mounts and host mounts of a create ----
+ * Kept as given (JSON text) and shown again; refused as the real service
+ * refuses: wrong types, a host name in denyOut, a host name in allowOut
+ * while egress is open (neither denyOut 0.0.0.0/0 nor
+ * allow_internet_access false), a volume name given twice; and, in the
+ * Cube dialect, a host-mount value that is not a list of {hostPath,
+ * mountPath} or names a hostPath outside --host-mount-allow. */
+
+typedef struct sim_extra {
+  int internet;        /* -1 absent */
+  char *network_json;  /* malloc'd */
+  char *volumes_json;
+} sim_extra;
+
+static char *json_text(json_object *v)
+{
+  return strdup(json_object_to_json_string_ext(
+    v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* field name of o an array of strings; 1 present, 0 absent, -1 replied */
+static int str_list(sim_req *r, json_object *o, const char *name,
+                    json_object **out)
+{
+  json_object *v = field(o, name);
+  size_t i;
+  *out = v;
+  if(!v)
+    return 0;
+  if(!json_object_is_type(v, json_type_array)) {
+    sim_reply_error(r, 400, "field 'network.%s' must be an array of strings",
+                    name);
+    return -1;
+  }
+  for(i = 0; i < json_object_array_length(v); i++)
+    if(!json_object_is_type(json_object_array_get_idx(v, i),
+                            json_type_string)) {
+      sim_reply_error(r, 400, "field 'network.%s[%zu]' must be a string",
+                      name, i);
+      return -1;
+    }
+  return 1;
+}
+
+static int net_fields(sim_req *r, json_object *o, sim_extra *x)
+{
+  json_object *net = field(o, "network"), *allow = NULL, *deny = NULL;
+  int b = 0, rc, deny_all = 0;
+  size_t i;
+  x->internet = -1;
+  rc = bool_field(r, o, "allow_internet_access", "allow_internet_access", &b);
+  if(rc < 0)
+    return -1;
+  if(rc)
+    x->internet = b;
+  if(!net)
+    return 0;
+  if(!json_object_is_type(net, json_type_object)) {
+    sim_reply_error(r, 400, "field 'network' must be an object");
+    return -1;
+  }
+  if(str_list(r, net, "allowOut", &allow) < 0 ||
+     str_list(r, net, "denyOut", &deny) < 0 ||
+     bool_field(r, net, "allowPublicTraffic", "network.allowPublicTraffic",
+                &b) < 0)
+    return -1;
+  for(i = 0; deny && i < json_object_array_length(deny); i++) {
+    const char *s = json_object_get_string(json_object_array_get_idx(deny, i));
+    if(!rule_is_address(s, strlen(s))) {
+      sim_reply_error(r, 400, "invalid denied CIDR %s: domain names are not "
+                      "supported for deny rules", s);
+      return -1;
+    }
+    if(!strcmp(s, "0.0.0.0/0"))
+      deny_all = 1;
+  }
+  for(i = 0; allow && i < json_object_array_length(allow); i++) {
+    const char *s =
+      json_object_get_string(json_object_array_get_idx(allow, i));
+    if(rule_is_address(s, strlen(s)))
+      continue;
+    if(!rule_host_name(s, strlen(s))) {
+      sim_reply_error(r, 400, "invalid allowed destination %s: not a CIDR, "
+                      "an IP address or a domain", s);
+      return -1;
+    }
+    if(!deny_all && x->internet != 0) {
+      sim_reply_error(r, 400, "allowed domain %s requires all other egress "
+                      "to be denied: add 0.0.0.0/0 to denyOut or set "
+                      "allow_internet_access to false", s);
+      return -1;
+    }
+  }
+  if(!(x->network_json = json_text(net))) {
+    sim_reply_error(r, 500, "out of memory");
+    return -1;
+  }
+  return 1;
+}
+
+static int volume_fields(sim_req *r, json_object *o, sim_extra *x)
+{
+  json_object *v = field(o, "volumeMounts");
+  size_t i, j, n;
+  if(!v)
+    return 0;
+  if(!json_object_is_type(v, json_type_array)) {
+    sim_reply_error(r, 400, "field 'volumeMounts' must be an array");
+    return -1;
+  }
+  n = json_object_array_length(v);
+  for(i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(v, i), *nm, *p, *ro;
+    if(!json_object_is_type(m, json_type_object) ||
+       !(nm = field(m, "name")) || !json_object_is_type(nm, json_type_string) ||
+       !json_object_get_string_len(nm) || !(p = field(m, "path")) ||
+       !json_object_is_type(p, json_type_string) ||
+       json_object_get_string(p)[0] != '/') {
+      sim_reply_error(r, 400, "field 'volumeMounts[%zu]' must be an object "
+                      "with a non-empty name and an absolute path", i);
+      return -1;
+    }
+    if((ro = field(m, "readOnly")) &&
+       !json_object_is_type(ro, json_type_boolean)) {
+      sim_reply_error(r, 400, "field 'volumeMounts[%zu].readOnly' must be a "
+                      "boolean", i);
+      return -1;
+    }
+    for(j = 0; j < i; j++) {
+      json_object *other = field(json_object_array_get_idx(v, j), "name");
+      if(!strcmp(json_object_get_string(other), json_object_get_string(nm))) {
+        sim_reply_error(r, 400, "duplicate volume name %s in volumeMounts",
+                        json_object_get_string(nm));
+        return -1;
+      }
+    }
+  }
+  if(!(x->volumes_json = json_text(v))) {
+    sim_reply_error(r, 500, "out of memory");
+    return -1;
+  }
+  return 1;
+}
+
+/* hostPath under one of the comma-separated prefixes (a whole component) */
+static int host_path_allowed(const char *allow, const char *path)
+{
+  const char *p = allow;
+  if(!allow)
+    return 1;
+  while(*p) {
+    size_t n = strcspn(p, ",");
+    while(n > 1 && p[n - 1] == '/')
+      n--;
+    if(n && !strncmp(path, p, n) && (path[n] == '/' || !path[n]))
+      return 1;
+    p += strcspn(p, ",");
+    if(*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+/* Cube: metadata host-mount, a JSON list of {hostPath, mountPath,
+ * readOnly?}; 0 fine, -1 replied */
+static int host_mount(sim_req *r, const char *v)
+{
+  json_object *a = NULL;
+  size_t i;
+  int rc = -1;
+  if(sim_json_parse(v, strlen(v), &a, NULL) ||
+     !json_object_is_type(a, json_type_array)) {
+    sim_reply_error(r, 400, "metadata host-mount must be a JSON array of "
+                    "{\"hostPath\", \"mountPath\"}");
+    goto out;
+  }
+  for(i = 0; i < json_object_array_length(a); i++) {
+    json_object *m = json_object_array_get_idx(a, i), *hp, *mp;
+    if(!json_object_is_type(m, json_type_object) ||
+       !(hp = field(m, "hostPath")) ||
+       !json_object_is_type(hp, json_type_string) ||
+       json_object_get_string(hp)[0] != '/' || !(mp = field(m, "mountPath")) ||
+       !json_object_is_type(mp, json_type_string) ||
+       json_object_get_string(mp)[0] != '/') {
+      sim_reply_error(r, 400, "metadata host-mount[%zu] must have an "
+                      "absolute hostPath and mountPath", i);
+      goto out;
+    }
+    if(!host_path_allowed(r->srv->host_mount_allow,
+                          json_object_get_string(hp))) {
+      sim_reply_error(r, 400, "host-mount hostPath %s is not in the host "
+                      "mount allowlist", json_object_get_string(hp));
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  json_object_put(a);
+  return rc;
+}
+
 void sim_api_create(sim_req *r)
 {
   json_object *o = NULL, *tmpl, *lc, *ar;
   const char *kv[2 * SIM_MAX_META];
   size_t nmeta = 0, nenv = 0;
   sim_create_req cr;
+  sim_extra x = {-1, NULL, NULL};
+  size_t i;
   sim_sandbox *sb;
   sim_result res;
   int rc;
@@ -165,6 +369,14 @@ void sim_api_create(sim_req *r)
     goto out;
   cr.meta = kv;
   cr.meta_count = nmeta;
+  if(net_fields(r, o, &x) < 0 || volume_fields(r, o, &x) < 0)
+    goto out;
+  for(i = 0; is_cube(r) && i < nmeta; i++)
+    if(!strcmp(kv[2 * i], "host-mount") && host_mount(r, kv[2 * i + 1]) < 0)
+      goto out;
+  cr.internet = x.internet;
+  cr.network_json = x.network_json;
+  cr.volumes_json = x.volumes_json;
   if(bool_field(r, o, "autoPause", "autoPause", &cr.auto_pause) < 0)
     goto out;
   ar = field(o, "autoResume");
@@ -240,6 +452,8 @@ void sim_api_create(sim_req *r)
     sim_reply_json(r, 201);
 out:
   json_object_put(o);
+  free(x.network_json);
+  free(x.volumes_json);
 }
 
 /* ---- list ---- */
@@ -298,7 +512,17 @@ static void write_listed(sim_req *r, sim_jw *w, const sim_sandbox *sb,
   write_meta(w, sb);
   sim_jw_kstr(w, "state", sim_public_state(r->srv->state, sb));
   sim_jw_kstr(w, "envdVersion", SIM_ENVD_VERSION);
+  if(sb->volumes_json) {
+    sim_jw_key(w, "volumeMounts");
+    sim_jw_rawval(w, sb->volumes_json, strlen(sb->volumes_json));
+  }
   if(detail) {
+    if(sb->internet >= 0)
+      sim_jw_kbool(w, "allowInternetAccess", sb->internet);
+    if(sb->network_json) {
+      sim_jw_key(w, "network");
+      sim_jw_rawval(w, sb->network_json, strlen(sb->network_json));
+    }
     sim_jw_kstr(w, "domain", SIM_DOMAIN);
     sim_jw_key(w, "lifecycle");
     sim_jw_obj_open(w);

@@ -629,6 +629,12 @@ sc_err sim_server_new(struct event_base *base, const sim_server_opts *o,
   s->host = strdup(host);
   s->api_key = o->api_key ? strdup(o->api_key) : NULL;
   s->faults_cli = strdup(o->faults ? o->faults : "");
+  s->host_mount_allow =
+    o->host_mount_allow ? strdup(o->host_mount_allow) : NULL;
+  if(o->host_mount_allow && !s->host_mount_allow) {
+    err = SC_ERR_NOMEM;
+    goto fail;
+  }
   if(!s->host || !s->faults_cli || (o->api_key && !s->api_key)) {
     err = SC_ERR_NOMEM;
     goto fail;
@@ -714,5 +720,6 @@ void sim_server_free(sim_server *s)
   free(s->host);
   free(s->api_key);
   free(s->faults_cli);
+  free(s->host_mount_allow);
   free(s);
 }

@@ -245,3 +245,9 @@ void sim_jw_double(sim_jw *w, double v)
   pre_value(w);
   sim_jw_raw(w, buf, (size_t)n);
 }
+
+void sim_jw_rawval(sim_jw *w, const char *s, size_t len)
+{
+  pre_value(w);
+  sim_jw_raw(w, s, len);
+}

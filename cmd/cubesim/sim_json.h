@@ -27,6 +27,8 @@ typedef struct sim_jw {
 
 void sim_jw_init(sim_jw *w, dynbuf *b);
 void sim_jw_raw(sim_jw *w, const char *s, size_t len);
+/* a value that is JSON text already (a comma before it as needed) */
+void sim_jw_rawval(sim_jw *w, const char *s, size_t len);
 void sim_jw_obj_open(sim_jw *w);
 void sim_jw_obj_close(sim_jw *w);
 void sim_jw_arr_open(sim_jw *w);

@@ -41,6 +41,8 @@ typedef struct sim_server_opts {
   size_t max_sandboxes;    /* 0: unlimited */
   int64_t pause_ms;
   size_t body_cap;         /* 0: SIM_BODY_CAP */
+  const char *host_mount_allow; /* cube: host-mount hostPath prefixes,
+                                   comma-separated; NULL: any */
 } sim_server_opts;
 
 typedef struct sim_server sim_server;
@@ -63,6 +65,7 @@ struct sim_server {
   char *host;
   char *api_key;
   char *faults_cli;   /* the --faults spec, restored by /_sim/reset */
+  char *host_mount_allow; /* --host-mount-allow, or NULL */
   uint64_t seed;
   size_t body_cap;
   sim_conn_limits limits; /* the request framer's caps (sim_conn.h) */

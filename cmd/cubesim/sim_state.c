@@ -44,6 +44,8 @@ static void free_sandboxes(sim_state *st)
     free(st->all[i]->template_id);
     free(st->all[i]->meta);
     free(st->all[i]->lost_meta);
+    free(st->all[i]->network_json);
+    free(st->all[i]->volumes_json);
     free(st->all[i]);
   }
 }
@@ -389,9 +391,18 @@ sim_result sim_state_create(sim_state *st, sc_time now,
       }
     }
   }
-  if(!sb->template_id || (mlen && !sb->meta)) {
+  sb->internet = (int8_t)(req->internet < 0 ? -1 : !!req->internet);
+  if(req->network_json)
+    sb->network_json = strdup(req->network_json);
+  if(req->volumes_json)
+    sb->volumes_json = strdup(req->volumes_json);
+  if(!sb->template_id || (mlen && !sb->meta) ||
+     (req->network_json && !sb->network_json) ||
+     (req->volumes_json && !sb->volumes_json)) {
     free(sb->template_id);
     free(sb->meta);
+    free(sb->network_json);
+    free(sb->volumes_json);
     free(sb);
     return SIM_R_NOMEM;
   }

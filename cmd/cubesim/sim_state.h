@@ -82,6 +82,12 @@ typedef struct sim_sandbox {
   char *lost_meta;        /* metadata a droplabels fault removed: kept
                              only for the /_sim/sandboxes truth */
   uint32_t lost_meta_count;
+  /* what the create carried besides (kept and shown, never acted on):
+   * allow_internet_access (-1 absent), network and volumeMounts as JSON
+   * text (NULL absent) */
+  int8_t internet;
+  char *network_json;
+  char *volumes_json;
 } sim_sandbox;
 
 typedef struct sim_state_config {
@@ -99,6 +105,9 @@ typedef struct sim_create_req {
   int auto_resume;
   const char *const *meta; /* keys and values alternating, meta_count pairs */
   size_t meta_count;
+  int internet;             /* allow_internet_access: -1 absent, 0, 1 */
+  const char *network_json; /* NULL: absent */
+  const char *volumes_json; /* NULL: absent */
 } sim_create_req;
 
 /* Lifecycle events fired by timers (or a pause completed early by a

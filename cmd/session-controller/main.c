@@ -479,6 +479,12 @@ int main(int argc, char **argv)
   ro.plan.reclaim_brake_floor = (size_t)cfg.reclaim_brake_floor;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
+  ro.plan.default_internet =
+    !strcmp(cfg.default_internet_access, "true")    ? SESSION_OPT_TRUE
+    : !strcmp(cfg.default_internet_access, "false") ? SESSION_OPT_FALSE
+                                                    : SESSION_OPT_UNSET;
+  ro.plan.default_deny_out = cfg.deny_out;
+  ro.plan.n_default_deny_out = cfg.n_deny_out;
   ro.plan.adopted_names = (const char *const *)served.adopted;
   ro.plan.n_adopted_names = served.n_adopted;
   /* from the key of the start, for the life of the process: a key read

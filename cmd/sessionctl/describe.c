@@ -92,6 +92,72 @@ static sc_err kv_map(dynbuf *b, int indent, int width, const char *key,
   return SC_OK;
 }
 
+/* spec.network, spec.volumeMounts and spec.workspace, one line each part;
+ * an absent part says whose default applies */
+static const char *optbool_text(session_optbool v, const char *unset)
+{
+  return v == SESSION_OPT_TRUE ? "true" : v == SESSION_OPT_FALSE ? "false"
+                                                                 : unset;
+}
+
+static sc_err kv_join(dynbuf *b, const char *key, char *const *v, size_t n)
+{
+  dynbuf j;
+  size_t i;
+  sc_err err = SC_OK;
+  char *s;
+  dynbuf_init(&j, 64 * 1024);
+  for(i = 0; i < n && !err; i++)
+    err = dynbuf_printf(&j, "%s%s", i ? ", " : "", v[i]);
+  s = err ? NULL : dynbuf_take(&j);
+  dynbuf_free(&j);
+  if(err || (n && !s))
+    return err ? err : SC_ERR_NOMEM;
+  err = kv(b, 2, 24, key, s);
+  free(s);
+  return err;
+}
+
+static sc_err describe_sandbox_config(dynbuf *b, const session_spec *sp)
+{
+  dynbuf j;
+  size_t i;
+  sc_err err;
+  char *s;
+  err = kv(b, 2, 24, "Internet Access",
+           optbool_text(sp->net_internet, "(the controller's default)"));
+  if(!err)
+    err = kv_join(b, "Allow Out", sp->net_allow_out, sp->n_net_allow_out);
+  if(!err)
+    err = kv_join(b, "Deny Out", sp->net_deny_out, sp->n_net_deny_out);
+  if(!err)
+    err = kv(b, 2, 24, "Allow Public Traffic",
+             optbool_text(sp->net_public, "(Cube's default)"));
+  if(err)
+    return err;
+  dynbuf_init(&j, 64 * 1024);
+  for(i = 0; i < sp->n_volume_mounts && !err; i++) {
+    const session_volume_mount *m = &sp->volume_mounts[i];
+    err = dynbuf_printf(&j, "%s%s at %s%s", i ? ", " : "", m->name, m->path,
+                        m->read_only ? " (read-only)" : "");
+  }
+  s = err ? NULL : dynbuf_take(&j);
+  dynbuf_free(&j);
+  if(err || (sp->n_volume_mounts && !s))
+    return err ? err : SC_ERR_NOMEM;
+  err = kv(b, 2, 24, "Volume Mounts", s);
+  free(s);
+  if(!err && sp->workspace_host_path) {
+    char w[1100];
+    snprintf(w, sizeof(w), "host %s at %s", sp->workspace_host_path,
+             sp->workspace_mount_path ? sp->workspace_mount_path : "?");
+    err = kv(b, 2, 24, "Workspace", w);
+  }
+  else if(!err)
+    err = kv(b, 2, 24, "Workspace", NULL);
+  return err;
+}
+
 #define W0 22  /* value column of top-level keys */
 #define W1 24  /* value column of Spec:/Status: keys */
 
@@ -141,6 +207,7 @@ sc_err ctl_describe(const session *s, dynbuf *b)
              sp->resume_policy == SESSION_RESUME_ON_CONNECT ? "OnConnect"
                                                             : "Auto",
              sp->resume_policy == SESSION_RESUME_AUTO));
+  TRY(describe_sandbox_config(b, sp));
   TRY(dynbuf_addstr(b, "Status:\n"));
   TRY(kv(b, 2, W1, "Phase", session_phase_name(st->phase)));
   TRY(kv(b, 2, W1, "Sandbox ID", st->sandbox_id));

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 
 typedef struct claim_seen {
   char key[300];
@@ -170,6 +171,31 @@ static int64_t refusal_wait(act_claims *cl, int64_t resync_ms,
   return left > 0 ? left : 0;
 }
 
+/* spec.workspace as Cube's host-mount metadata: a JSON array of
+ * {hostPath, mountPath, readOnly} (Cube checks hostPath against its
+ * allowlist) */
+static sc_err host_mount(const session *s, sc_kvlist *md)
+{
+  json_object *a = json_object_new_array(), *o = json_object_new_object();
+  sc_err err = SC_ERR_NOMEM;
+  if(a && o &&
+     !json_object_object_add(
+       o, "hostPath", json_object_new_string(s->spec.workspace_host_path)) &&
+     !json_object_object_add(
+       o, "mountPath", json_object_new_string(s->spec.workspace_mount_path)) &&
+     !json_object_object_add(o, "readOnly", json_object_new_boolean(0)) &&
+     !json_object_array_add(a, o)) {
+    o = NULL;
+    err = sc_kvlist_set(md, SESSION_CUBE_HOST_MOUNT_KEY,
+                        json_object_to_json_string_ext(
+                          a, JSON_C_TO_STRING_PLAIN |
+                               JSON_C_TO_STRING_NOSLASHESCAPE));
+  }
+  json_object_put(o);
+  json_object_put(a);
+  return err;
+}
+
 static sc_err create_metadata(const act_env *env, const session *s,
                               sc_kvlist *md)
 {
@@ -187,6 +213,14 @@ static sc_err create_metadata(const act_env *env, const session *s,
     err = sc_kvlist_set(md, SESSION_TAG_SESSION_UID, s->meta.uid);
   if(!err && s->spec.template_id)
     err = sc_kvlist_set(md, SESSION_TAG_TEMPLATE, s->spec.template_id);
+  /* what a running sandbox cannot be given later: the planner compares */
+  if(!err) {
+    char dg[SESSION_CONFIG_DIGEST_LEN + 1];
+    session_sandbox_config_digest(&s->spec, dg);
+    err = sc_kvlist_set(md, SESSION_TAG_CONFIG, dg);
+  }
+  if(!err && s->spec.workspace_host_path)
+    err = host_mount(s, md);
   return err;
 }
 
@@ -244,6 +278,18 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     req.env_vars = &s->spec.env_vars;
     /* OnConnect: only a connect request resumes it, never raw traffic */
     req.no_auto_resume = s->spec.resume_policy == SESSION_RESUME_ON_CONNECT;
+    /* the network policy: the session's, else the controller's default */
+    req.allow_internet = s->spec.net_internet ? s->spec.net_internet
+                                              : env->plan->default_internet;
+    req.allow_out = s->spec.net_allow_out;
+    req.n_allow_out = s->spec.n_net_allow_out;
+    req.deny_out = s->spec.n_net_deny_out ? s->spec.net_deny_out
+                                          : env->plan->default_deny_out;
+    req.n_deny_out = s->spec.n_net_deny_out ? s->spec.n_net_deny_out
+                                            : env->plan->n_default_deny_out;
+    req.allow_public = s->spec.net_public;
+    req.volume_mounts = s->spec.volume_mounts;
+    req.n_volume_mounts = s->spec.n_volume_mounts;
     c->op = CUBE_OP_CREATE;
     c->t0 = sctime_mono_ms();
     err = env->cube->create(env->cube->cl, &req, act_on_mutation, c);

@@ -255,6 +255,65 @@ static json_object *kv_object(const sc_kvlist *l)
   return o;
 }
 
+static json_object *str_array(char *const *v, size_t n)
+{
+  json_object *a = json_object_new_array();
+  size_t i;
+  for(i = 0; a && i < n; i++) {
+    json_object *s = json_object_new_string(v[i]);
+    if(!s || json_object_array_add(a, s)) {
+      json_object_put(s);
+      json_object_put(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
+/* network {allowOut, denyOut, allowPublicTraffic}: the parts set */
+static json_object *network_object(const cube_create_req *req)
+{
+  json_object *o = json_object_new_object(), *v;
+  if(o && req->n_allow_out &&
+     (!(v = str_array(req->allow_out, req->n_allow_out)) ||
+      json_object_object_add(o, "allowOut", v)))
+    goto fail;
+  if(o && req->n_deny_out &&
+     (!(v = str_array(req->deny_out, req->n_deny_out)) ||
+      json_object_object_add(o, "denyOut", v)))
+    goto fail;
+  if(o && req->allow_public &&
+     json_object_object_add(
+       o, "allowPublicTraffic",
+       json_object_new_boolean(req->allow_public == SESSION_OPT_TRUE)))
+    goto fail;
+  return o;
+fail:
+  json_object_put(o);
+  return NULL;
+}
+
+static json_object *volume_array(const cube_create_req *req)
+{
+  json_object *a = json_object_new_array();
+  size_t i;
+  for(i = 0; a && i < req->n_volume_mounts; i++) {
+    const session_volume_mount *m = &req->volume_mounts[i];
+    json_object *o = json_object_new_object();
+    if(!o ||
+       json_object_object_add(o, "name", json_object_new_string(m->name)) ||
+       json_object_object_add(o, "path", json_object_new_string(m->path)) ||
+       (m->read_only &&
+        json_object_object_add(o, "readOnly", json_object_new_boolean(1))) ||
+       json_object_array_add(a, o)) {
+      json_object_put(o);
+      json_object_put(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
 /* The create body, both dialects' pause-on-timeout and auto-resume
  * fields: E2B reads autoPause and autoResume.enabled, Cube reads lifecycle
  * (which wins over the flat ones), so both say the same. */
@@ -289,6 +348,13 @@ static char *create_body(const cube_create_req *req)
   ADD("lifecycle", lc);
   ADD("metadata", kv_object(req->metadata));
   ADD("envVars", kv_object(req->env_vars));
+  if(req->allow_internet)
+    ADD("allow_internet_access",
+        json_object_new_boolean(req->allow_internet == SESSION_OPT_TRUE));
+  if(req->n_allow_out || req->n_deny_out || req->allow_public)
+    ADD("network", network_object(req));
+  if(req->n_volume_mounts)
+    ADD("volumeMounts", volume_array(req));
 #undef ADD
   if(ok)
     s = strdup(json_object_to_json_string_ext(

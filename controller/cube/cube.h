@@ -241,6 +241,19 @@ typedef struct cube_create_req {
    * reaches it. true: it stays paused until cube_connect; both dialects'
    * fields say so (E2B autoResume.enabled, Cube lifecycle.autoResume). */
   bool no_auto_resume;
+  /* The network policy (both dialects read the same names): unset parts
+   * are left out, so Cube's defaults apply. allow_internet is sent as
+   * allow_internet_access; allow_out, deny_out and allow_public as
+   * network {allowOut, denyOut, allowPublicTraffic}. */
+  session_optbool allow_internet;
+  char *const *allow_out;
+  size_t n_allow_out;
+  char *const *deny_out;
+  size_t n_deny_out;
+  session_optbool allow_public;
+  /* volumeMounts [{name, path, readOnly}] (readOnly only when true) */
+  const session_volume_mount *volume_mounts;
+  size_t n_volume_mounts;
 } cube_create_req;
 
 /* A turn of the queue and the token bucket with no request: cb runs

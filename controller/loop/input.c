@@ -8,6 +8,15 @@
 #include "lib/scstr.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* The E2B API has no host directory mounts (its volumeMounts name volumes
+ * of its own): a workspace cannot be given, so the session is refused
+ * rather than created without its persistent files. */
+#define E2B_NO_WORKSPACE                                                   \
+  "spec.workspace: the sandbox service speaks the E2B dialect, which has "  \
+  "no host directory mounts (Cube's host-mount metadata); remove "        \
+  "spec.workspace or use spec.volumeMounts with an E2B volume"
 
 /* Objects from the store meet the manifest rules here (rule: validated
  * before the controller acts): written straight to the API server or the
@@ -18,12 +27,14 @@
  * (its stored Ready says InvalidSpec afterwards). Cost: about 0.3 us an
  * object, validated again every pass (docs/controller.md). */
 char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
-                          size_t n)
+                          size_t n, cube_dialect dialect)
 {
   char **why = NULL;
   size_t i, bad = 0;
   for(i = 0; i < n; i++) {
     char *m = session_invalid_reason(ss[i]);
+    if(!m && dialect == CUBE_DIALECT_E2B && ss[i]->spec.workspace_host_path)
+      m = strdup(E2B_NO_WORKSPACE);
     const session_condition *c;
     if(!m)
       continue;

@@ -13,11 +13,14 @@
 #include "controller/ops/log.h"
 #include "controller/ops/metrics.h"
 #include "controller/store/store.h"
+#include "controller/cube/cube.h"
 
 /* Per object, why it is invalid (NULL: valid); NULL when all are valid
- * (or out of memory). Sets session_controller_sessions_invalid. */
+ * (or out of memory). Sets session_controller_sessions_invalid. dialect:
+ * Cube's, as probed: under E2B a spec.workspace is refused (E2B has no
+ * host mounts). */
 char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
-                          size_t n);
+                          size_t n, cube_dialect dialect);
 void loop_free_invalid(char **why, size_t n);
 
 /* The namespaces of the objects the list skipped; *all: every orphan is

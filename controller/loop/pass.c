@@ -132,7 +132,7 @@ static sc_err plan_pass(pass *ps)
     &r->orphans_done, ps->cube_now, r->o.plan.brake_window_ms);
   in.recent_reclaims = act_ledger_count(&r->reclaims_done, ps->cube_now,
                                         r->o.plan.brake_window_ms);
-  invalid = loop_check_objects(r->o.lg, r->o.m, ss, n);
+  invalid = loop_check_objects(r->o.lg, r->o.m, ss, n, r->dialect);
   in.invalid = (const char *const *)invalid;
   if(!r->scratch) /* NULL (out of memory): one per call instead */
     r->scratch = plan_scratch_new();

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "api/duration.h"
+#include "api/rules.h"
 #include "lib/dynbuf.h"
 #include "controller/ops/log.h"
 
@@ -105,6 +106,15 @@ static const opt opts[] = {
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},
+  {"default-internet-access", OPT_STR, O(default_internet_access), "cube",
+   "the internet access of sessions whose spec.network.allowInternetAccess "
+   "is absent: false (the create says allow_internet_access false: no "
+   "egress but spec.network.allowOut), true, or cube (nothing is sent; "
+   "Cube's default, open). A platform running untrusted code sets false"},
+  {"default-deny-out", OPT_STR, O(default_deny_out), NULL,
+   "comma-separated CIDRs or IP addresses denied to sessions whose "
+   "spec.network.denyOut is empty (e.g. 169.254.169.254/32,10.0.0.0/8: "
+   "the metadata service and the platform's own network)"},
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
@@ -321,6 +331,45 @@ static void env_name(const opt *o, char *buf, size_t len)
   buf[n] = '\0';
 }
 
+/* --default-deny-out split on commas into c->deny_out, each entry a CIDR
+ * or an IP address (what denyOut takes) */
+static sc_err split_deny_out(config *c, sc_errbuf *eb)
+{
+  const char *p = c->default_deny_out;
+  size_t i;
+  for(i = 0; i < c->n_deny_out; i++)
+    free(c->deny_out[i]);
+  c->n_deny_out = 0;
+  while(*p) {
+    size_t n = strcspn(p, ","), k = n;
+    const char *q = p;
+    char **v;
+    while(n && (*q == ' '))
+      q++, n--;
+    while(n && q[n - 1] == ' ')
+      n--;
+    if(!n || n > 64 || !rule_is_address(q, n))
+      return sc_errf(eb, SC_ERR_INVALID, "--default-deny-out: \"%.*s\" is "
+                     "not a CIDR or an IP address (use e.g. "
+                     "169.254.169.254/32,10.0.0.0/8)", (int)(k > 80 ? 80 : k),
+                     p);
+    if(c->n_deny_out >= 64)
+      return sc_errf(eb, SC_ERR_INVALID, "--default-deny-out: more than 64 "
+                     "entries");
+    v = realloc(c->deny_out, (c->n_deny_out + 1) * sizeof(*v));
+    if(!v)
+      return SC_ERR_NOMEM;
+    c->deny_out = v;
+    if(!(v[c->n_deny_out] = strndup(q, n)))
+      return SC_ERR_NOMEM;
+    c->n_deny_out++;
+    p += k;
+    if(*p == ',')
+      p++;
+  }
+  return SC_OK;
+}
+
 sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
 {
   size_t i;
@@ -450,6 +499,16 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--tenant-binding: \"%s\" is not namespace or free",
                    c->tenant_binding);
+  if(strcmp(c->default_internet_access, "true") &&
+     strcmp(c->default_internet_access, "false") &&
+     strcmp(c->default_internet_access, "cube"))
+    return sc_errf(eb, SC_ERR_INVALID, "--default-internet-access: \"%s\" "
+                   "is not true, false or cube", c->default_internet_access);
+  if(c->default_deny_out) {
+    sc_err e = split_deny_out(c, eb);
+    if(e)
+      return e;
+  }
   if(strcmp(c->log_format, "logfmt") && strcmp(c->log_format, "json"))
     return sc_errf(eb, SC_ERR_INVALID,
                    "--log-format: \"%s\" is not logfmt or json",
@@ -472,6 +531,9 @@ void config_clear(config *c)
       *p++ = 0;
     free(c->cube_api_key);
   }
+  for(i = 0; i < c->n_deny_out; i++)
+    free(c->deny_out[i]);
+  free(c->deny_out);
   memset(c, 0, sizeof(*c));
 }
 

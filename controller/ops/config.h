@@ -52,6 +52,10 @@ typedef struct config {
   int metrics_max_connections; /* cap on --metrics-addr connections */
   char *log_format;
   char *tenant_binding;       /* "namespace" or "free" */
+  char *default_internet_access; /* "true", "false" or "cube" */
+  char *default_deny_out;      /* the flag's text: CIDRs, commas */
+  char **deny_out;             /* it split and checked */
+  size_t n_deny_out;
   int64_t create_claim_ttl_ms; /* --create-claim-ttl */
   char *log_level;
   char *config_file;

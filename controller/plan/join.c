@@ -97,6 +97,8 @@ static void read_tags(sb_rec *sb)
       sb->uid = v;
     else if(!strcmp(k, SESSION_TAG_TEMPLATE))
       sb->tmpl = v;
+    else if(!strcmp(k, SESSION_TAG_CONFIG))
+      sb->cfg = v;
   }
 }
 

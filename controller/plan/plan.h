@@ -71,6 +71,13 @@ typedef struct plan_config {
    * only the controller knows (plan_link_key_derive); NULL: proofs are
    * neither written nor asked for (the planner tests, as before). */
   const unsigned char *link_key;
+  /* The network policy of sessions that leave a part of spec.network out
+   * (--default-internet-access, --default-deny-out): the create sends
+   * these instead. SESSION_OPT_UNSET / 0: nothing is sent, Cube's default
+   * holds. */
+  session_optbool default_internet;
+  char *const *default_deny_out;
+  size_t n_default_deny_out;
 } plan_config;
 
 #define PLAN_LINK_KEY_LEN 32

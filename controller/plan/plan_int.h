@@ -63,6 +63,7 @@ struct sb_rec {
   const char *tenant, *sid, *managed_by; /* its lea.* tags, or NULL */
   const char *uid;          /* its lea.session_uid tag, or NULL */
   const char *tmpl;         /* its lea.template tag, or NULL */
+  const char *cfg;          /* its lea.config tag, or NULL */
   bool tagged;              /* it carries some lea.* tag */
   bool ours;                /* managed_by names this controller (rule 4) */
   bool dup;                 /* a second report of a listed ID: ignored */
@@ -140,6 +141,8 @@ typedef struct want {
   const char *conflict_reason;
   char conflict_msg[PLAN_MSG_MAX];
   bool tmpl_stale;          /* the sandbox runs another template */
+  bool cfg_stale;           /* it runs another network policy or other
+                               mounts (its lea.config tag) */
   char uptodate_msg[400];   /* the UpToDate message when stale */
   char proof_buf[PLAN_PROOF_LEN + 1];
   const char *domain;       /* status.domain (NULL: none) */

@@ -154,6 +154,20 @@ void want_sandbox(want *w, const session *s, const sb_rec *sb)
              "new template applies to the next sandbox (after a reclaim and "
              "a wake, or once this one is gone)", s->spec.template_id,
              sb->id, sb->tmpl);
+  /* the same for spec.network, spec.volumeMounts and spec.workspace:
+   * recorded as a digest at create (lea.config), applied at the next */
+  w->cfg_stale = false;
+  if(!w->tmpl_stale && sb->cfg) {
+    char dg[SESSION_CONFIG_DIGEST_LEN + 1];
+    session_sandbox_config_digest(&s->spec, dg);
+    w->cfg_stale = strcmp(dg, sb->cfg) != 0;
+    if(w->cfg_stale)
+      snprintf(w->uptodate_msg, sizeof(w->uptodate_msg),
+               "spec.network, spec.volumeMounts or spec.workspace changed "
+               "after sandbox %s was created: a running sandbox cannot take "
+               "them; they apply to the next sandbox (after a reclaim and a "
+               "wake, or once this one is gone)", sb->id);
+  }
 }
 
 void want_nosandbox(want *w)
@@ -260,8 +274,9 @@ static void view_apply_want(const session *s, want *w, sc_time now,
                   w->conflict_msg, og, now);
   else if(view_get_cond(v, "Conflict"))
     view_set_cond(v, "Conflict", "False", "Resolved", MSG_RESOLVED, og, now);
-  if(w->tmpl_stale)
-    view_set_cond(v, "UpToDate", "False", "TemplateChanged",
+  if(w->tmpl_stale || w->cfg_stale)
+    view_set_cond(v, "UpToDate", "False",
+                  w->tmpl_stale ? "TemplateChanged" : "SandboxConfigChanged",
                   w->uptodate_msg, og, now);
   else if(view_get_cond(v, "UpToDate"))
     view_set_cond(v, "UpToDate", "True", "UpToDate", MSG_UPTODATE, og, now);

@@ -86,6 +86,9 @@ TEST(bad_values_are_usage_errors)
     {"--nope", "unknown flag --nope"},
     {"--log-level=loud", "--log-level: \"loud\" is not debug, info, warn or error"},
     {"--cube-api-key=s3cret", "--cube-api-key is not a flag: a key on the command line shows in the process list; use --cube-api-key-file or CUBE_API_KEY"},
+    {"--default-internet-access=no", "--default-internet-access: \"no\" is not true, false or cube"},
+    {"--default-deny-out=10.0.0.0/8,example.com", "--default-deny-out: \"example.com\" is not a CIDR or an IP address (use e.g. 169.254.169.254/32,10.0.0.0/8)"},
+    {"--default-deny-out=10.0.0.0/8,,1.1.1.1", "--default-deny-out: \"\" is not a CIDR or an IP address (use e.g. 169.254.169.254/32,10.0.0.0/8)"},
   };
   size_t i;
   for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -96,6 +99,28 @@ TEST(bad_values_are_usage_errors)
     CHECK_STR(eb.msg, cases[i].msg);
     config_clear(&c);
   }
+}
+
+/* the default network policy: cube (send nothing) unless set; the deny
+ * list split and kept */
+TEST(default_network_policy_flags)
+{
+  config c;
+  sc_errbuf eb;
+  char *argv[] = {"x", NULL};
+  char *argv2[] = {"x", "--default-internet-access=false",
+                   "--default-deny-out=169.254.169.254/32, 10.0.0.0/8",
+                   NULL};
+  CHECK_OK(parse(&c, &eb, argv));
+  CHECK_STR(c.default_internet_access, "cube");
+  CHECK_INT(c.n_deny_out, 0);
+  config_clear(&c);
+  CHECK_OK(parse(&c, &eb, argv2));
+  CHECK_STR(c.default_internet_access, "false");
+  CHECK_INT(c.n_deny_out, 2);
+  CHECK_STR(c.deny_out[0], "169.254.169.254/32");
+  CHECK_STR(c.deny_out[1], "10.0.0.0/8");
+  config_clear(&c);
 }
 
 TEST(api_key_from_file_trimmed_or_env)
@@ -124,6 +149,7 @@ TEST_LIST = {
   T(flag_beats_env_beats_file),
   T(config_file_errors_name_file_and_line),
   T(bad_values_are_usage_errors),
+  T(default_network_policy_flags),
   T(api_key_from_file_trimmed_or_env),
   {0},
 };

@@ -1384,6 +1384,53 @@ TEST(create_sends_both_dialects)
   fx_free(&f);
 }
 
+/* The network policy and volume mounts go under the names both dialects
+ * read (E2B NewSandbox; Cube takes the same): allow_internet_access,
+ * network {allowOut, denyOut, allowPublicTraffic}, volumeMounts; parts
+ * left unset are not sent. */
+TEST(create_sends_network_and_volume_mounts)
+{
+  fixture f;
+  got g = {0};
+  cube_create_req req = {0};
+  char *allow[] = {"10.0.0.0/8", "pypi.org"}, *deny[] = {"0.0.0.0/0"};
+  session_volume_mount vm[2] = {{"models", "/models", true},
+                                {"cache", "/cache", false}};
+  CHECK_OK(fx_init(&f, h_ops, NULL));
+  req.template_id = "tpl";
+  req.timeout_s = 60;
+  req.allow_internet = SESSION_OPT_FALSE;
+  req.allow_out = allow;
+  req.n_allow_out = 2;
+  req.deny_out = deny;
+  req.n_deny_out = 1;
+  req.allow_public = SESSION_OPT_FALSE;
+  req.volume_mounts = vm;
+  req.n_volume_mounts = 2;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_STR(f.s.body, "{\"templateID\":\"tpl\",\"timeout\":60,\"autoPause\":"
+            "true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{"
+            "\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{},"
+            "\"envVars\":{},\"allow_internet_access\":false,\"network\":{"
+            "\"allowOut\":[\"10.0.0.0/8\",\"pypi.org\"],\"denyOut\":["
+            "\"0.0.0.0/0\"],\"allowPublicTraffic\":false},\"volumeMounts\":["
+            "{\"name\":\"models\",\"path\":\"/models\",\"readOnly\":true},"
+            "{\"name\":\"cache\",\"path\":\"/cache\"}]}");
+  /* only internet access on: no network object, no volumeMounts */
+  req.allow_internet = SESSION_OPT_TRUE;
+  req.n_allow_out = req.n_deny_out = req.n_volume_mounts = 0;
+  req.allow_public = SESSION_OPT_UNSET;
+  CHECK_OK(cube_create(f.c, &req, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK(strstr(f.s.body, "\"envVars\":{},\"allow_internet_access\":true}"));
+  CHECK(!strstr(f.s.body, "network") && !strstr(f.s.body, "volumeMounts"));
+  got_clear(&g);
+  fx_free(&f);
+}
+
 TEST(create_and_get_read_domain_never_tokens)
 {
   fixture f;
@@ -2537,6 +2584,7 @@ TEST_LIST = {
   T(delete_now_jumps_queue_and_bucket),
   T(get_and_not_found),
   T(create_sends_both_dialects),
+  T(create_sends_network_and_volume_mounts),
   T(create_and_get_read_domain_never_tokens),
   T(pause_connect_timeout_delete),
   T(bad_arguments_end_through_the_callback),

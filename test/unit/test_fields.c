@@ -174,11 +174,12 @@ static const char *json_type(const sf_field *f)
 {
   switch(f->type) {
   case SF_INT: return "integer";
-  case SF_BOOL: return "boolean";
+  case SF_BOOL:
+  case SF_OPTBOOL: return "boolean";
   case SF_MAP:
   case SF_OBJECT: return "object";
   case SF_STRLIST:
-  case SF_CONDLIST: return "array";
+  case SF_OBJLIST: return "array";
   default: return "string";
   }
 }
@@ -236,9 +237,13 @@ static void check_row(check *ck, const char *path, const ynode *p,
               "duration(self) <= duration('" SF_MAX_DURATION_TEXT "')");
     break;
   case SF_MAP: check_map(ck, path, p, f); break;
-  case SF_STRLIST: same(ck, path, get(p, "items"), "type", "string"); break;
+  case SF_STRLIST:
+    same(ck, path, get(p, "items"), "type", "string");
+    same_num(ck, path, p, "maxItems", f->max_items);
+    check_string(ck, path, get(p, "items"), &f->val);
+    break;
   case SF_OBJECT: check_table(ck, path, p, f->sub, false); break;
-  case SF_CONDLIST:
+  case SF_OBJLIST:
     same_num(ck, path, p, "maxItems", f->max_items);
     check_table(ck, path, get(p, "items"), f->sub, false);
     break;
@@ -438,6 +443,7 @@ static size_t add_spans(const sf_table *t, span *s, size_t n)
     switch(f->type) {
     case SF_ENUM: sz = sizeof(int); break;
     case SF_BOOL: sz = sizeof(bool); break;
+    case SF_OPTBOOL: sz = sizeof(int); break;
     case SF_MAP: sz = sizeof(sc_kvlist); break;
     case SF_OBJECT: n = add_spans(f->sub, s, n); continue;
     default: sz = 8; break; /* pointers and int64 */
@@ -446,7 +452,7 @@ static size_t add_spans(const sf_table *t, span *s, size_t n)
     s[n].size = sz;
     s[n].align = sz < 8 ? sz : 8;
     s[n++].name = f->name;
-    if(f->type == SF_STRLIST || f->type == SF_CONDLIST) {
+    if(f->type == SF_STRLIST || f->type == SF_OBJLIST) {
       s[n].off = f->off_n;
       s[n].size = s[n].align = sizeof(size_t);
       s[n++].name = f->name;
@@ -498,6 +504,7 @@ TEST(rows_cover_their_structs)
   CHECK_STR(coverage(&sf_spec, buf, sizeof(buf)), "");
   CHECK_STR(coverage(&sf_status, buf, sizeof(buf)), "");
   CHECK_STR(coverage(&sf_condition, buf, sizeof(buf)), "");
+  CHECK_STR(coverage(&sf_volume_mount, buf, sizeof(buf)), "");
   /* and a row left out is found */
   for(i = 0, t.n = 0; i < sf_status.n; i++)
     if(strcmp(sf_status.f[i].name, "sandboxState"))

@@ -14,6 +14,7 @@
 
 #include "api/manifest.h"
 #include "api/session_json.h"
+#include "api/rules.h"
 #include "lib/dynbuf.h"
 
 static const char *data_dir(void)
@@ -716,6 +717,165 @@ TEST(validate_metadata_entry_cap)
   session_free(s);
 }
 
+/* the network rules and paths, value by value (api/rules.c) */
+static const struct {
+  sf_rule rule;
+  const char *v;
+  bool ok;
+} net_cases[] = {
+  {SR_NET_DEST, "8.8.8.8", true},         {SR_NET_DEST, "8.8.8.8/32", true},
+  {SR_NET_DEST, "0.0.0.0/0", true},       {SR_NET_DEST, "10.0.0.0/33", false},
+  {SR_NET_DEST, "256.1.1.1", false},      {SR_NET_DEST, "1.2.3", false},
+  {SR_NET_DEST, "1.2.3.4.5", false},      {SR_NET_DEST, "01.2.3.4", false},
+  {SR_NET_DEST, "::/0", true},            {SR_NET_DEST, "2001:db8::1", true},
+  {SR_NET_DEST, "fe80::/129", false},     {SR_NET_DEST, "1:2:3:4:5:6:7:8", true},
+  {SR_NET_DEST, "1::2::3", false},        {SR_NET_DEST, "example.com", true},
+  {SR_NET_DEST, "*.example.com", true},   {SR_NET_DEST, "a.*.com", false},
+  {SR_NET_DEST, "-a.com", false},         {SR_NET_DEST, "a_b.com", false},
+  {SR_NET_DEST, "example.com.", false},   {SR_NET_DEST, "localhost", true},
+  {SR_NET_CIDR, "10.0.0.0/8", true},      {SR_NET_CIDR, "example.com", false},
+  {SR_ABS_PATH, "/workspace", true},      {SR_ABS_PATH, "/a/b/", true},
+  {SR_ABS_PATH, "workspace", false},      {SR_ABS_PATH, "/a/../b", false},
+  {SR_ABS_PATH, "/a/./b", false},         {SR_ABS_PATH, "/a/..", false},
+  {SR_ABS_PATH, "/a/..b", true},          {SR_ABS_PATH, "/a\tb", false},
+};
+
+TEST(network_rules_and_paths)
+{
+  size_t i;
+  for(i = 0; i < sizeof(net_cases) / sizeof(net_cases[0]); i++) {
+    sf_str_rule r = {net_cases[i].rule, 512, NULL, NULL};
+    rule_msg mb;
+    bool ok = rule_check(&r, net_cases[i].v, strlen(net_cases[i].v), &mb);
+    CHECK_MSG(ok == net_cases[i].ok, "case %zu (%s): %s", i, net_cases[i].v,
+              ok ? "accepted" : mb.m);
+  }
+}
+
+static char **strv(const char *a, const char *b, size_t *n)
+{
+  char **v = calloc(2, sizeof(*v));
+  *n = 0;
+  if(a)
+    v[(*n)++] = strdup(a);
+  if(b)
+    v[(*n)++] = strdup(b);
+  return v;
+}
+
+/* one error, exactly, or none for NULL */
+static void want_one(int *test_failed_, session *s, const char *err)
+{
+  char **errs = NULL;
+  size_t n = 0, k;
+  sc_err e = session_validate(s, &errs, &n);
+  if(!err)
+    CHECK_MSG(e == SC_OK && !n, "unexpected: %s", n ? errs[0] : "?");
+  else {
+    CHECK_MSG(n == 1, "%zu errors (%s)", n, n ? errs[0] : "none");
+    if(n)
+      CHECK_STR(errs[0], err);
+  }
+  for(k = 0; k < n; k++)
+    free(errs[k]);
+  free(errs);
+  /* an object from a store says the same (the status condition) */
+  {
+    char *why = session_invalid_reason(s);
+    if(!err)
+      CHECK(!why);
+    else
+      CHECK_MSG(why && !strcmp(why, err), "stored: %s", why ? why : "valid");
+    free(why);
+  }
+}
+
+/* Objects built in code (as a store hands them): the new fields checked
+ * by the same rules as manifests, with the field path named */
+TEST(validate_network_and_mounts)
+{
+  session *s = valid_session();
+  s->spec.net_allow_out = strv("10.0.0.0/8", "pypi.org", &s->spec.n_net_allow_out);
+  want_one(test_failed_, s, "spec.network.allowOut[1]: \"pypi.org\" is a host name: Cube "
+              "takes a host name in allowOut only when denyOut holds "
+              "0.0.0.0/0 or allowInternetAccess is false (add one of them)");
+  s->spec.net_internet = SESSION_OPT_FALSE;
+  want_one(test_failed_, s, NULL);
+  s->spec.net_internet = SESSION_OPT_UNSET;
+  s->spec.net_deny_out = strv("0.0.0.0/0", NULL, &s->spec.n_net_deny_out);
+  want_one(test_failed_, s, NULL);
+  free(s->spec.net_deny_out[0]);
+  s->spec.net_deny_out[0] = strdup("example.com");
+  want_one(test_failed_, s, "spec.network.denyOut[0]: \"example.com\" is not a CIDR or an "
+              "IP address (denyOut takes no host names; use e.g. 0.0.0.0/0 "
+              "or 10.0.0.0/8)");
+  session_free(s);
+
+  s = valid_session();
+  s->spec.volume_mounts = calloc(2, sizeof(session_volume_mount));
+  s->spec.n_volume_mounts = 2;
+  s->spec.volume_mounts[0].name = strdup("data");
+  s->spec.volume_mounts[0].path = strdup("/data");
+  s->spec.volume_mounts[1].name = strdup("data");
+  s->spec.volume_mounts[1].path = strdup("/data2");
+  want_one(test_failed_, s, "spec.volumeMounts[1].name: \"data\" is given twice (first at "
+              "volumeMounts[0])");
+  set_str(&s->spec.volume_mounts[1].name, "data2");
+  set_str(&s->spec.volume_mounts[1].path, "/x/../etc");
+  want_one(test_failed_, s, "spec.volumeMounts[1].path: \"/x/../etc\" has a \"..\" "
+              "component (write the path out)");
+  set_str(&s->spec.volume_mounts[1].path, NULL);
+  want_one(test_failed_, s, "spec.volumeMounts[1].path: required field missing");
+  set_str(&s->spec.volume_mounts[1].path, "/data2");
+  s->spec.workspace_mount_path = strdup("/workspace");
+  want_one(test_failed_, s, "spec.workspace.hostPath: required field missing");
+  s->spec.workspace_host_path = strdup("/srv/nfs/a");
+  want_one(test_failed_, s, NULL);
+  set_str(&s->spec.workspace_mount_path, "/data");
+  want_one(test_failed_, s, "spec.workspace.mountPath: \"/data\" is also "
+              "volumeMounts[0].path; a path takes one mount");
+  set_str(&s->spec.workspace_mount_path, "/workspace");
+  sc_kvlist_set(&s->spec.sandbox_metadata, "host-mount", "[]");
+  want_one(test_failed_, s, "spec.sandboxMetadata.host-mount: \"host-mount\" is reserved "
+              "by Cube for host directory mounts; use spec.workspace");
+  session_free(s);
+}
+
+/* The digest on the sandbox (lea.config) follows every part, and only
+ * them */
+TEST(sandbox_config_digest_sees_each_part)
+{
+  session *s = valid_session();
+  char a[SESSION_CONFIG_DIGEST_LEN + 1], b[SESSION_CONFIG_DIGEST_LEN + 1];
+  session_sandbox_config_digest(&s->spec, a);
+  CHECK_INT(strlen(a), SESSION_CONFIG_DIGEST_LEN);
+  set_str(&s->spec.template_id, "other"); /* not a part */
+  s->spec.wake = 3;
+  session_sandbox_config_digest(&s->spec, b);
+  CHECK_STR(b, a);
+  s->spec.net_internet = SESSION_OPT_FALSE;
+  session_sandbox_config_digest(&s->spec, b);
+  CHECK(strcmp(a, b));
+  memcpy(a, b, sizeof(a));
+  s->spec.net_allow_out = strv("a.com", NULL, &s->spec.n_net_allow_out);
+  session_sandbox_config_digest(&s->spec, b);
+  CHECK(strcmp(a, b));
+  memcpy(a, b, sizeof(a));
+  /* the same string moved from allowOut to denyOut is another policy */
+  s->spec.n_net_allow_out = 0;
+  s->spec.net_deny_out = s->spec.net_allow_out;
+  s->spec.n_net_deny_out = 1;
+  s->spec.net_allow_out = NULL;
+  session_sandbox_config_digest(&s->spec, b);
+  CHECK(strcmp(a, b));
+  memcpy(a, b, sizeof(a));
+  s->spec.workspace_host_path = strdup("/srv/a");
+  s->spec.workspace_mount_path = strdup("/w");
+  session_sandbox_config_digest(&s->spec, b);
+  CHECK(strcmp(a, b));
+  session_free(s);
+}
+
 /* Garbage must give errors, never a crash or an object. A fixed LCG so a
  * failure can be replayed. */
 TEST(garbage_never_crashes)
@@ -796,6 +956,8 @@ TEST_LIST = {T(bad_manifests_give_exact_errors),
              T(manifest_json_round_trip),
              T(validate_table),
              T(validate_env_entry_cap), T(validate_metadata_entry_cap),
+             T(network_rules_and_paths), T(validate_network_and_mounts),
+             T(sandbox_config_digest_sees_each_part),
              T(garbage_never_crashes), T(duplicates_are_found_among_many),
              {0}};
 TEST_MAIN()

@@ -1679,6 +1679,61 @@ TEST(template_change_is_said_in_a_condition)
   w_del(w);
 }
 
+/* The same for spec.network, spec.volumeMounts and spec.workspace: the
+ * sandbox's lea.config tag (their digest at create) differing from the
+ * spec's says UpToDate=False/SandboxConfigChanged; no action is taken on
+ * the running sandbox; a matching tag, or none (a sandbox from before the
+ * tag), says nothing. */
+TEST(sandbox_config_change_is_said_in_a_condition)
+{
+  world *w = w_new();
+  session *s = w_sess(w, "t1", "a", ACT);
+  session *s2 = w_sess(w, "t1", "b", ACT);
+  session *s3 = w_sess(w, "t1", "c", ACT);
+  char dg[SESSION_CONFIG_DIGEST_LEN + 1];
+  cube_sandbox *b;
+  plan *p;
+  const session_condition *c;
+  s->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  s2->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  s3->status.applied_idle_timeout_ms = 15 * MIN_MS;
+  w_link(s, "sb1");
+  w_link(s2, "sb2");
+  w_link(s3, "sb3");
+  /* sb1 and sb2 were made before the change: internet on */
+  session_sandbox_config_digest(&s->spec, dg);
+  b = w_sb(w, "sb1", SBR, NOW + MIN_MS, "t1", "a");
+  if(sc_kvlist_set(&b->metadata, SESSION_TAG_CONFIG, dg))
+    abort();
+  b = w_sb(w, "sb2", SBR, NOW + MIN_MS, "t1", "b");
+  if(sc_kvlist_set(&b->metadata, SESSION_TAG_CONFIG, dg))
+    abort();
+  w_sb(w, "sb3", SBR, NOW + MIN_MS, "t1", "c"); /* no tag */
+  s->spec.net_internet = SESSION_OPT_FALSE; /* the change */
+  s3->spec.net_internet = SESSION_OPT_FALSE;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_STR(cond_reason(&p_sess(p, s)->status, "Ready"), "SandboxRunning");
+  c = session_status_get_condition(&p_sess(p, s)->status, "UpToDate");
+  CHECK(c && !strcmp(c->status, "False") &&
+        !strcmp(c->reason, "SandboxConfigChanged") &&
+        strstr(c->message, "sb1") && strstr(c->message, "next sandbox"));
+  CHECK_STR(cond_reason(&p_sess(p, s2)->status, "UpToDate"), "(absent)");
+  CHECK_STR(cond_reason(&p_sess(p, s3)->status, "UpToDate"), "(absent)");
+  /* from that status, changed back: True */
+  session_status_clear(&s->status);
+  if(session_status_copy(&s->status, &p_sess(p, s)->status))
+    abort();
+  plan_free(p);
+  s->spec.net_internet = SESSION_OPT_UNSET;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_STR(cond_status(&p_sess(p, s)->status, "UpToDate"), "True");
+  plan_free(p);
+  w_del(w);
+}
+
 /* ---------- a renamed controller (plan_config.adopted_names) ---------- */
 
 /* Sandboxes tagged with a former name are ours: a linked one is owned (no
@@ -1935,6 +1990,7 @@ TEST_LIST = {
   T(rule12_uid_tag_checked_on_tags_and_link),
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),
   T(template_change_is_said_in_a_condition),
+  T(sandbox_config_change_is_said_in_a_condition),
   T(adopted_names_are_ours),
   T(invalid_object_gets_no_action_and_keeps_its_sandbox),
   T(rule4_untagged_link_needs_its_proof),
