@@ -122,6 +122,9 @@ static void count_action(const act_env *env, const plan_action *a,
   if(a->type == PLAN_DELETE && !strcmp(result, "ok")) {
     if(a->del_kind == PLAN_DEL_RECLAIM)
       act_ledger_note(env->reclaims_done, a->cube_now);
+    if(a->capacity)
+      metrics_add(env->m, "session_controller_capacity_reclaims_total", NULL,
+                  1);
     if(a->del_kind == PLAN_DEL_ORPHAN) {
       act_ledger_note(env->orphans_done, a->cube_now);
       metrics_add(env->m, "session_controller_orphans_reclaimed_total", NULL,
@@ -178,7 +181,9 @@ static void rule10_audit_action(const act_call *c, const act_outcome *o)
   e.session = a->ns ? key : NULL;
   e.sandbox_id = a->sandbox_id;
   e.action = plan_action_type_name(a->type);
-  e.kind = a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind) : NULL;
+  e.kind = a->type != PLAN_DELETE ? NULL
+           : a->capacity ? "capacity" : plan_delete_kind_name(a->del_kind);
+  e.budget = a->capacity;
   e.reason = a->reason;
   e.observed_state = c->observed_state[0] ? c->observed_state : NULL;
   e.tenant = c->tenant_seen[0] ? c->tenant_seen : NULL;
