@@ -122,9 +122,6 @@ static void count_action(const act_env *env, const plan_action *a,
   if(a->type == PLAN_DELETE && !strcmp(result, "ok")) {
     if(a->del_kind == PLAN_DEL_RECLAIM)
       act_ledger_note(env->reclaims_done, a->cube_now);
-    if(a->capacity)
-      metrics_add(env->m, "session_controller_capacity_reclaims_total", NULL,
-                  1);
     if(a->del_kind == PLAN_DEL_ORPHAN) {
       act_ledger_note(env->orphans_done, a->cube_now);
       metrics_add(env->m, "session_controller_orphans_reclaimed_total", NULL,
@@ -219,6 +216,9 @@ void act_end(act_call *c, const act_outcome *o)
   bool ok = o->res == ACT_DONE || o->res == ACT_GONE;
   bool failed = !ok && o->res != ACT_DRY_RUN;
   rule10_audit_action(c, o);
+  if(o->res == ACT_DONE && a->capacity) /* not another replica's, found gone */
+    metrics_add(run->env->m, "session_controller_capacity_reclaims_total",
+                NULL, 1);
   if(o->res == ACT_DRY_RUN)
     count_action(run->env, a, "dry-run");
   else if(o->res == ACT_NOT_STARTED)
