@@ -8,6 +8,8 @@
  *             what (one join, lib/hmap.h keyed by lib/schash.h)
  *   decide.c  per session, what its spec.state asks given its sandboxes;
  *             then the orphans
+ *   capacity.c  the budgets over the whole fleet (rules 14, 15): marks
+ *             sessions and decides them again
  *   rules.c   the safety rules the decisions call, one function per rule
  *             (the table at its top maps every rule to its keeper)
  *   status.c  the status a session should show, compared with the old one
