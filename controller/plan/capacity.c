@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hmap.h"
 #include "lib/scarray.h"
 #include "lib/scstr.h"
 
@@ -45,6 +46,7 @@ struct cap_paused {
   sess_rec *r;
   const sb_rec *sb;
   const char *tenant;
+  size_t tix;     /* its row in plan.tenants (rows sorted by name) */
   bool keeper;    /* reclaimAfter 0, or no endAt: counted, never chosen */
 };
 
@@ -105,6 +107,8 @@ bool capacity_quota_countable(const planner *pl)
 
 void capacity_free(planner *pl)
 {
+  sc_hmap_free(pl->tenant_map);
+  pl->tenant_map = NULL;
   free(pl->paused_c);
   free(pl->create_c);
   free(pl->claim_c);
@@ -114,21 +118,27 @@ void capacity_free(planner *pl)
 
 /* ---------- the tenants ---------- */
 
-/* the tenant's row in p->tenants (sorted by name, built by add_tenant) */
-static plan_tenant *tenant_row(plan *p, const char *t)
+/* The tenants' rows: p->tenants sorted by name, and pl->tenant_map from
+ * a name to its row (values SC_HMAP_IDX(row)); a lookup hashes the name
+ * once instead of comparing it with log(rows) others. */
+struct tenant_key {
+  const plan *p;
+  const char **names; /* before the rows are sorted: the names so far */
+};
+
+static bool tenant_eq(const void *value, const void *key, void *ud)
 {
-  size_t lo = 0, hi = p->n_tenants;
-  while(lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(p->tenants[mid].tenant, t);
-    if(!c)
-      return &p->tenants[mid];
-    if(c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
+  const struct tenant_key *tk = ud;
+  size_t i = SC_HMAP_IDX_OF(value);
+  const char *name = tk->names ? tk->names[i] : tk->p->tenants[i].tenant;
+  return !strcmp(name, (const char *)key);
+}
+
+static plan_tenant *tenant_row(const planner *pl, const char *t)
+{
+  struct tenant_key tk = {pl->p, NULL};
+  void *v = sc_hmap_get(pl->tenant_map, sc_hash_id(t), tenant_eq, t, &tk);
+  return v ? &pl->p->tenants[SC_HMAP_IDX_OF(v)] : NULL;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -136,19 +146,36 @@ static int name_cmp(const void *a, const void *b)
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* p->tenants: one row for each tenant name in names (n, any order) */
-static sc_err tenant_rows(plan *p, const char **names, size_t n)
+/* the distinct names first, into *names (n so far); then the rows */
+static sc_err add_name(planner *pl, const char **names, size_t *n,
+                       const char *t)
 {
-  size_t i, k = 0;
+  struct tenant_key tk = {pl->p, names};
+  uint64_t h = sc_hash_id(t);
+  if(sc_hmap_get(pl->tenant_map, h, tenant_eq, t, &tk))
+    return SC_OK;
+  names[*n] = t;
+  return sc_hmap_put(pl->tenant_map, h, SC_HMAP_IDX((*n)++));
+}
+
+static sc_err tenant_rows(planner *pl, const char **names, size_t n)
+{
+  plan *p = pl->p;
+  size_t i;
+  sc_err err;
+  sc_hmap_clear(pl->tenant_map);
   if(!n)
     return SC_OK;
   qsort(names, n, sizeof(*names), name_cmp);
   if(!(p->tenants = calloc(n, sizeof(*p->tenants))))
     return SC_ERR_NOMEM;
-  for(i = 0; i < n; i++)
-    if(!k || strcmp(p->tenants[k - 1].tenant, names[i]))
-      p->tenants[k++].tenant = names[i];
-  p->n_tenants = k;
+  p->n_tenants = n;
+  for(i = 0; i < n; i++) {
+    p->tenants[i].tenant = names[i];
+    if((err = sc_hmap_put(pl->tenant_map, sc_hash_id(names[i]),
+                          SC_HMAP_IDX(i))))
+      return err;
+  }
   return SC_OK;
 }
 
@@ -168,39 +195,44 @@ static sc_err build_tenants(planner *pl)
   plan *p = pl->p;
   const char **names;
   size_t i, n = 0, max;
-  sc_err err;
+  sc_err err = SC_OK;
   max = pl->n_sbs + pl->n_paused_c + pl->n_create_c + pl->n_claim_c +
         p->n_actions;
   if(!max)
     return SC_OK;
-  if(!(names = malloc(max * sizeof(*names))))
+  if(!(pl->tenant_map = sc_hmap_new(0)) ||
+     !(names = malloc(max * sizeof(*names))))
     return SC_ERR_NOMEM;
-  for(i = 0; i < pl->n_sbs; i++)
+  for(i = 0; !err && i < pl->n_sbs; i++)
     if(running_tenant(&pl->sbs[i]))
-      names[n++] = running_tenant(&pl->sbs[i]);
-  for(i = 0; i < pl->n_paused_c; i++)
-    names[n++] = pl->paused_c[i].tenant;
-  for(i = 0; i < pl->n_create_c; i++)
-    names[n++] = pl->create_c[i]->tenant;
-  for(i = 0; i < pl->n_claim_c; i++)
-    names[n++] = pl->claim_c[i]->tenant;
-  for(i = 0; i < p->n_actions; i++)
+      err = add_name(pl, names, &n, running_tenant(&pl->sbs[i]));
+  for(i = 0; !err && i < pl->n_paused_c; i++)
+    err = add_name(pl, names, &n, pl->paused_c[i].tenant);
+  for(i = 0; !err && i < pl->n_create_c; i++)
+    err = add_name(pl, names, &n, pl->create_c[i]->tenant);
+  for(i = 0; !err && i < pl->n_claim_c; i++)
+    err = add_name(pl, names, &n, pl->claim_c[i]->tenant);
+  for(i = 0; !err && i < p->n_actions; i++)
     if(p->actions[i].type == PLAN_RESUME && p->actions[i].s)
-      names[n++] = session_eff_tenant_id(p->actions[i].s);
-  err = tenant_rows(p, names, n);
+      err = add_name(pl, names, &n, session_eff_tenant_id(p->actions[i].s));
+  if(!err)
+    err = tenant_rows(pl, names, n);
   free(names);
   if(err)
     return err;
   for(i = 0; i < pl->n_sbs; i++)
     if(running_tenant(&pl->sbs[i]))
-      tenant_row(p, running_tenant(&pl->sbs[i]))->running++;
+      tenant_row(pl, running_tenant(&pl->sbs[i]))->running++;
   for(i = 0; i < pl->n_claim_c; i++)
-    tenant_row(p, pl->claim_c[i]->tenant)->running++;
+    tenant_row(pl, pl->claim_c[i]->tenant)->running++;
   for(i = 0; i < p->n_actions; i++)
     if(p->actions[i].type == PLAN_RESUME && p->actions[i].s)
-      tenant_row(p, session_eff_tenant_id(p->actions[i].s))->running++;
-  for(i = 0; i < pl->n_paused_c; i++)
-    tenant_row(p, pl->paused_c[i].tenant)->paused++;
+      tenant_row(pl, session_eff_tenant_id(p->actions[i].s))->running++;
+  for(i = 0; i < pl->n_paused_c; i++) {
+    plan_tenant *t = tenant_row(pl, pl->paused_c[i].tenant);
+    t->paused++;
+    pl->paused_c[i].tix = (size_t)(t - p->tenants);
+  }
   return SC_OK;
 }
 
@@ -232,7 +264,7 @@ static sc_err rule15_running_quota(planner *pl)
   qsort(pl->create_c, pl->n_create_c, sizeof(*pl->create_c), create_order);
   for(i = 0; i < pl->n_create_c; i++) {
     sess_rec *r = pl->create_c[i];
-    plan_tenant *t = tenant_row(p, r->tenant);
+    plan_tenant *t = tenant_row(pl, r->tenant);
     if(t->running < quota) {
       t->running++; /* admitted: its create takes the slot */
       continue;
@@ -269,8 +301,9 @@ static int paused_order(const void *x, const void *y)
 static int paused_tenant_order(const void *x, const void *y)
 {
   const struct cap_paused *a = x, *b = y;
-  int c = strcmp(a->tenant, b->tenant);
-  return c ? c : paused_order(x, y);
+  if(a->tix != b->tix)
+    return a->tix < b->tix ? -1 : 1;
+  return paused_order(x, y);
 }
 
 /* choose up to excess victims among v[0..n) in their order */
@@ -303,7 +336,7 @@ static sc_err rule14_paused_budget(planner *pl)
   if(cfg->max_paused_per_tenant) {
     qsort(v, n, sizeof(*v), paused_tenant_order);
     for(i = 0; i < n; i = j) {
-      for(j = i; j < n && !strcmp(v[j].tenant, v[i].tenant); j++)
+      for(j = i; j < n && v[j].tix == v[i].tix; j++)
         ;
       if(j - i <= cfg->max_paused_per_tenant)
         continue;

@@ -133,6 +133,7 @@ typedef struct planner {
   sess_rec **claim_c;       /* another's fresh create claim: a slot */
   size_t n_claim_c, cap_claim_c;
   bool cap_rerun;           /* deciding again: note nothing */
+  sc_hmap *tenant_map;      /* a tenant's row in p->tenants */
 } planner;
 
 /* What the planner wants a session's status to say (decide.c fills it,
