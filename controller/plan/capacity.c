@@ -100,9 +100,15 @@ sc_err capacity_note_claim(planner *pl, const sess_rec *r)
   return note(pl, &pl->claim_c, &pl->n_claim_c, &pl->cap_claim_c, r);
 }
 
+/* Only a pass whose store read is whole can rank a tenant's waiters and
+ * see the others' claims. A Cube list that may be short (cube_list_short)
+ * still counts: Cube ignores paging, so a fleet past the list limit makes
+ * every list look short, and holding every create then would stop the
+ * tenant for good; a short list can only undercount the running, which
+ * lets a create or two past the quota until the next full list. */
 bool capacity_quota_countable(const planner *pl)
 {
-  return pl->in->list_complete && !pl->in->cube_list_short;
+  return pl->in->list_complete;
 }
 
 void capacity_free(planner *pl)
