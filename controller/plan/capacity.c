@@ -275,10 +275,12 @@ static sc_err rule15_running_quota(planner *pl)
       t->running++; /* admitted: its create takes the slot */
       continue;
     }
-    snprintf(msg, sizeof(msg), "tenant %s has %zu running sandboxes (in-"
-             "flight creates and resumes counted) of --max-running-per-"
-             "tenant %zu: waits for a slot, in creation order (%zu ahead "
-             "of it)", r->tenant, t->running, quota, t->waiting);
+    /* no count or position in it: they move with every slot, and each
+     * change would rewrite every waiter's status */
+    snprintf(msg, sizeof(msg), "tenant %s is at --max-running-per-tenant "
+             "%zu (running sandboxes, resumes and in-flight creates "
+             "counted): waits for a slot; waiters are created in creation "
+             "order", r->tenant, quota);
     t->waiting++;
     p->n_quota_waiting++;
     r->cap = CAP_QUOTA_WAIT;
