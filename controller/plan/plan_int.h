@@ -233,6 +233,10 @@ void status_msg_reclaimed(char *b, size_t n, int64_t rg);
 /* the same, reclaimed for capacity by budget (NULL: not known) */
 void status_msg_reclaimed_capacity(char *b, size_t n, const char *budget,
                                    int64_t rg);
+/* the budget a capacity intent recorded in st's Ready message, into buf
+ * (n bytes); NULL: none */
+const char *status_capacity_budget(const session_status *st, char *buf,
+                                   size_t n);
 /* the Ready condition's reason of st is reason */
 bool status_ready_is(const session_status *st, const char *reason);
 #define REASON_RECLAIMING_CAPACITY "ReclaimingForCapacity"

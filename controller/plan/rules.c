@@ -446,9 +446,12 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
     w->ready_status = "False";
     if(status_ready_is(st, REASON_RECLAIMING_CAPACITY) ||
        status_ready_is(st, REASON_RECLAIMED_CAPACITY)) {
+      char budget[PLAN_MSG_MAX];
       w->ready_reason = REASON_RECLAIMED_CAPACITY; /* rule 14 */
-      status_msg_reclaimed_capacity(w->ready_msg, sizeof(w->ready_msg), NULL,
-                                    w->reclaimed_generation);
+      status_msg_reclaimed_capacity(
+        w->ready_msg, sizeof(w->ready_msg),
+        status_capacity_budget(st, budget, sizeof(budget)),
+        w->reclaimed_generation);
     }
     else {
       w->ready_reason = "Reclaimed";

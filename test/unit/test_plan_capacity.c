@@ -263,7 +263,8 @@ TEST(rule14_carried_on_intent_keeps_capacity)
   c.type = "Ready";
   c.status = "False";
   c.reason = "ReclaimingForCapacity";
-  c.message = "reclaiming sandbox b-x for capacity, --max-paused 1";
+  c.message = "reclaiming sandbox b-x for capacity, --max-paused 1 (3 "
+              "paused) (intent written by other)";
   CHECK_OK(session_status_set_condition(&s->status, &c));
   p = w_plan(w);
   CHECK(p);
@@ -272,9 +273,31 @@ TEST(rule14_carried_on_intent_keeps_capacity)
   CHECK_STR(cond_reason(&p_sess(p, s)->status, "Ready"),
             "ReclaimingForCapacity");
   CHECK_OK(session_status_copy(&st, &p_sess(p, s)->status));
+  /* the carrier writes its own intent over the first one's (rule 11):
+   * it still says capacity */
+  CHECK_OK(plan_status_intent(s, a, "carrier", &st));
+  CHECK_STR(cond_reason(&st, "Ready"), "ReclaimingForCapacity");
+  CHECK_STR(st.pending_by, "carrier");
   CHECK_OK(plan_status_after(s, a, NULL, &st));
   CHECK_STR(cond_reason(&st, "Ready"), "ReclaimedForCapacity");
+  /* with the budget the first writer recorded */
+  CHECK(strstr(session_status_get_condition(&st, "Ready")->message,
+               "for capacity (--max-paused 1 (3 paused))"));
   session_status_clear(&st);
+  plan_free(p);
+  /* its writer died after the DELETE: the GET says gone, and any replica
+   * concludes it, capacity and budget kept */
+  cube_sandbox_clear(&w->b[0]);
+  w->nb = 0;
+  w->gone[w->ngone++] = "b-x";
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p->n_actions, 0);
+  CHECK_INT(p_sess(p, s)->status.phase, SESSION_PHASE_RECLAIMED);
+  CHECK_STR(cond_reason(&p_sess(p, s)->status, "Ready"),
+            "ReclaimedForCapacity");
+  CHECK(strstr(session_status_get_condition(&p_sess(p, s)->status, "Ready")
+                 ->message, "--max-paused 1 (3 paused)"));
   plan_free(p);
   w_del(w);
 }
