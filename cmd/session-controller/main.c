@@ -477,6 +477,9 @@ int main(int argc, char **argv)
   ro.plan.brake_window_ms = cfg.brake_window_ms;
   ro.plan.reclaim_brake_fraction = cfg.reclaim_brake_fraction;
   ro.plan.reclaim_brake_floor = (size_t)cfg.reclaim_brake_floor;
+  ro.plan.max_paused = (size_t)cfg.max_paused;
+  ro.plan.max_paused_per_tenant = (size_t)cfg.max_paused_per_tenant;
+  ro.plan.max_running_per_tenant = (size_t)cfg.max_running_per_tenant;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
   ro.plan.default_internet =

@@ -143,6 +143,7 @@ sc_err audit_record(audit *a, const audit_entry *e)
   put_str(o, "sandboxID", e->sandbox_id);
   put_str(o, "action", e->action);
   put_str(o, "kind", e->kind);
+  put_str(o, "budget", e->budget);
   put_str(o, "reason", e->reason);
   put_str(o, "observedState", e->observed_state);
   put_str(o, "tenant", e->tenant);

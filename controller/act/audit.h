@@ -29,7 +29,8 @@ typedef struct audit_entry {
   const char *session;       /* "ns/name", NULL for orphans */
   const char *sandbox_id;
   const char *action;        /* "delete", "pause" */
-  const char *kind;          /* "reclaim", "orphan", ... */
+  const char *kind;          /* "reclaim", "capacity", "orphan", ... */
+  const char *budget;        /* kind capacity: the budget that forced it */
   const char *reason;        /* the planner's one-line why */
   const char *observed_state;/* what the confirming GET saw */
   const char *tenant;        /* the tenant tag seen */

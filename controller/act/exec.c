@@ -178,7 +178,9 @@ static void rule10_audit_action(const act_call *c, const act_outcome *o)
   e.session = a->ns ? key : NULL;
   e.sandbox_id = a->sandbox_id;
   e.action = plan_action_type_name(a->type);
-  e.kind = a->type == PLAN_DELETE ? plan_delete_kind_name(a->del_kind) : NULL;
+  e.kind = a->type != PLAN_DELETE ? NULL
+           : a->capacity ? "capacity" : plan_delete_kind_name(a->del_kind);
+  e.budget = a->capacity;
   e.reason = a->reason;
   e.observed_state = c->observed_state[0] ? c->observed_state : NULL;
   e.tenant = c->tenant_seen[0] ? c->tenant_seen : NULL;
@@ -214,6 +216,9 @@ void act_end(act_call *c, const act_outcome *o)
   bool ok = o->res == ACT_DONE || o->res == ACT_GONE;
   bool failed = !ok && o->res != ACT_DRY_RUN;
   rule10_audit_action(c, o);
+  if(o->res == ACT_DONE && a->capacity) /* not another replica's, found gone */
+    metrics_add(run->env->m, "session_controller_capacity_reclaims_total",
+                NULL, 1);
   if(o->res == ACT_DRY_RUN)
     count_action(run->env, a, "dry-run");
   else if(o->res == ACT_NOT_STARTED)

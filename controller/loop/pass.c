@@ -4,6 +4,7 @@
  * executor's run, and each session's turn into the queue (result.h).
  */
 #include "controller/loop/pass.h"
+#include "controller/loop/capacity.h"
 #include "controller/loop/input.h"
 #include "controller/loop/result.h"
 #include "controller/status/write.h"
@@ -186,6 +187,8 @@ static void on_observed(observation *obs, void *ud)
            "stay due; --force lifts the brake)", "detail",
            ps->p->brake_message ? ps->p->brake_message : "", NULL);
   }
+  if(ps->p->wants_full_pass)
+    r->full_pending = true; /* a create the quota counts over the fleet */
   recorder_note_plan(&r->rec, r->o.lg, ps->p);
   ps->acting = true;
   if(act_run_init(&ps->run, &r->env, ps->p, ps->cube_now)) {
@@ -236,6 +239,8 @@ static void update_gauges(reconciler *r, pass *ps)
              cube_sb_state_name(ps->obs->sbs[i].state));
     metrics_add(r->o.m, "session_controller_sandboxes", l, 1);
   }
+  if(ps->p)
+    loop_capacity_gauges(r->o.m, ps->p, &r->o.plan);
 }
 
 static void full_finish(reconciler *r, pass *ps, double secs)

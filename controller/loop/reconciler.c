@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/loop/capacity.h"
+
 /* ------------------------------------------------------------------ */
 /* metrics */
 
@@ -99,7 +101,7 @@ sc_err reconciler_declare_metrics(metrics *m)
   }
   metrics_set(m, "session_controller_build_info",
               "version=\"" SC_VERSION "\"", 1);
-  return SC_OK;
+  return loop_capacity_declare(m);
 }
 
 static void on_probe(const cube_result *res, void *ud)

@@ -14,8 +14,9 @@
 #include "lib/dynbuf.h"
 #include "controller/ops/log.h"
 
-typedef enum opt_type { OPT_STR, OPT_BOOL, OPT_DUR, OPT_INT, OPT_DOUBLE }
-  opt_type;
+/* OPT_COUNT: a whole number from 0 (a budget with no limit) to 100000 */
+typedef enum opt_type { OPT_STR, OPT_BOOL, OPT_DUR, OPT_INT, OPT_DOUBLE,
+                        OPT_COUNT } opt_type;
 
 typedef struct opt {
   const char *name;
@@ -97,6 +98,19 @@ static const opt opts[] = {
    "reclaims a window the brake never holds back"},
   {"force", OPT_BOOL, O(force), "false",
    "lift the orphan-deletion guard and the reclaim brake"},
+  {"max-paused", OPT_COUNT, O(max_paused), "0",
+   "capacity: at most this many paused sandboxes of all tenants; over it, "
+   "the longest-paused (Cube's clock) are reclaimed before their "
+   "reclaimAfter, within the reclaim brake (reclaimAfter 0 counts but is "
+   "never chosen); 0: no limit"},
+  {"max-paused-per-tenant", OPT_COUNT, O(max_paused_per_tenant), "0",
+   "capacity: the same budget for each tenant's paused sandboxes; 0: no "
+   "limit"},
+  {"max-running-per-tenant", OPT_COUNT, O(max_running_per_tenant), "0",
+   "capacity: a create that would make a tenant's running sandboxes (in-"
+   "flight creates counted) more than this waits, Pending/QuotaExceeded, "
+   "and goes in creation order as slots free (no running one is paused); "
+   "0: no limit"},
   {"create-claim-ttl", OPT_DUR, O(create_claim_ttl_ms), "3s",
    "other replicas wait this long by Cube's clock for a claimed create "
    "(and until each has seen the claim for min(TTL, 40s)); the claim is "
@@ -183,15 +197,16 @@ static sc_err set_opt(config *c, const opt *o, const char *v,
                      where, o->name, v);
     return SC_OK;
   }
-  case OPT_INT: {
+  case OPT_INT:
+  case OPT_COUNT: {
     int *p = (int *)(void *)base;
-    long l;
+    long l, lo = o->type == OPT_COUNT ? 0 : 1;
     errno = 0;
     l = strtol(v, &end, 10);
-    if(errno || end == v || *end || l < 1 || l > 100000)
+    if(errno || end == v || *end || l < lo || l > 100000)
       return sc_errf(eb, SC_ERR_INVALID,
-                     "%s: --%s: \"%s\" is not a whole number from 1 to 100000",
-                     where, o->name, v);
+                     "%s: --%s: \"%s\" is not a whole number from %ld to "
+                     "100000", where, o->name, v, lo);
     *p = (int)l;
     return SC_OK;
   }
@@ -554,6 +569,7 @@ void config_usage(FILE *out, const char *argv0)
     const char *t = opts[i].type == OPT_BOOL     ? ""
                     : opts[i].type == OPT_DUR    ? " DURATION"
                     : opts[i].type == OPT_INT    ? " N"
+                    : opts[i].type == OPT_COUNT  ? " N"
                     : opts[i].type == OPT_DOUBLE ? " X"
                                                  : " VALUE";
     snprintf(left, sizeof(left), "--%s%s", opts[i].name, t);

@@ -45,6 +45,9 @@ typedef struct config {
   int64_t brake_window_ms;     /* the brakes' window, Cube's clock */
   double reclaim_brake_fraction;
   int reclaim_brake_floor;
+  int max_paused;              /* capacity budgets, 0 = no limit */
+  int max_paused_per_tenant;
+  int max_running_per_tenant;
   bool force;
   bool dry_run;
   char *audit_log;

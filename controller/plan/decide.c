@@ -201,6 +201,31 @@ static sc_err decide_ended(planner *pl, const sess_rec *r, want *w,
 
 /* ---------- live, no sandbox ---------- */
 
+/* Rule 15: a create the running quota holds (r->cap), or one this pass
+ * cannot count (a single-session pass sees one session's sandboxes):
+ * Pending, no create; a full pass decides (plan.wants_full_pass), and a
+ * QuotaExceeded it wrote stays until then. A connect stays unanswered. */
+static sc_err quota_wait(planner *pl, const sess_rec *r, want *w)
+{
+  const session_status *old = &r->s->status;
+  w->phase = SESSION_PHASE_PENDING;
+  w->ready_status = NULL;
+  w->connect_result = NULL;
+  if(r->cap == CAP_QUOTA_WAIT) {
+    want_ready(w, "False", REASON_QUOTA_EXCEEDED, "%s", r->cap_msg);
+    return SC_OK;
+  }
+  if(status_ready_is(old, REASON_QUOTA_EXCEEDED) ||
+     status_ready_is(old, REASON_WAITING_FOR_QUOTA))
+    return SC_OK;
+  want_ready(w, "False", REASON_WAITING_FOR_QUOTA, "the running sandboxes "
+             "of tenant %s are counted against --max-running-per-tenant "
+             "%zu in a pass over the whole fleet, which decides this create",
+             r->tenant, pl->cfg->max_running_per_tenant);
+  pl->p->wants_full_pass = true;
+  return SC_OK;
+}
+
 static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
                             sc_time *due)
 {
@@ -214,6 +239,8 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
   if((state == SESSION_STATE_PAUSED || state == SESSION_STATE_ACTIVE) &&
      is_reclaimed(s) && !(w->connect_pending && state != SESSION_STATE_PAUSED)) {
     w->phase = SESSION_PHASE_RECLAIMED;
+    if(status_ready_is(&s->status, REASON_RECLAIMED_CAPACITY))
+      return SC_OK; /* it says why it went (rule 14): kept */
     w->ready_status = "False";
     w->ready_reason = "Reclaimed";
     status_msg_reclaimed(w->ready_msg, sizeof(w->ready_msg),
@@ -245,7 +272,7 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
                                           : "(unnamed)", ta);
     if(!*due || until < *due)
       *due = until;
-    return SC_OK;
+    return capacity_note_claim(pl, r); /* an in-flight create: a slot */
   }
   if(create_refused_now(s)) {
     /* Cube refused this generation's create for good: keep saying so
@@ -261,6 +288,14 @@ static sc_err decide_create(planner *pl, const sess_rec *r, want *w,
   else
     want_ready(w, "False", "Creating", "creating a sandbox from template %s",
                s->spec.template_id);
+  if(pl->cfg->max_running_per_tenant) {
+    bool held = r->cap == CAP_QUOTA_WAIT || !capacity_quota_countable(pl);
+    sc_err err;
+    if(held)
+      return quota_wait(pl, r, w);
+    if((err = capacity_note_create(pl, r)))
+      return err;
+  }
   if(!plan_add_action(pl, PLAN_CREATE, PLAN_DEL_NONE, r, NULL, idle_s,
                       "no sandbox for session %s/%s (state %s%s): create "
                       "from template %s with timeout %llds", ns_of(r),
@@ -348,6 +383,27 @@ static sc_err add_reclaim(planner *pl, const sess_rec *r, const sb_rec *sb)
                          pl->now_text, ra) ? SC_OK : SC_ERR_NOMEM;
 }
 
+/* Rule 14: chosen by capacity_decide() as one of the longest-paused over
+ * a budget (r->cap_msg): reclaimed before its reclaimAfter, as a reclaim
+ * (intent, brake, confirming GET), audited as kind capacity */
+static sc_err add_capacity_reclaim(planner *pl, const sess_rec *r,
+                                   const sb_rec *sb)
+{
+  char te[SCTIME_RFC3339_MAX], age[PLAN_DUR_MAX], ra[PLAN_DUR_MAX];
+  plan_action *a;
+  plan_time_text(pl, sb->b->end_at, te, sizeof(te));
+  duration_format(pl->in->cube_now - sb->b->end_at, age, sizeof(age));
+  duration_format(session_eff_reclaim_after_ms(r->s), ra, sizeof(ra));
+  a = plan_add_action(pl, PLAN_DELETE, PLAN_DEL_RECLAIM, r, sb, 0,
+                      "capacity: sandbox %s paused for %s by Cube's clock "
+                      "(endAt %s, now %s) is among the longest-paused over "
+                      "%s: reclaimed before its reclaimAfter %s", sb->id, age,
+                      te, pl->now_text, r->cap_msg, ra);
+  if(!a || !(a->capacity = plan_strdup(pl, r->cap_msg)))
+    return SC_ERR_NOMEM;
+  return SC_OK;
+}
+
 static sc_err decide_paused(planner *pl, const sess_rec *r, const sb_rec *sb,
                             want *w, sc_time *due)
 {
@@ -415,9 +471,11 @@ static sc_err decide_paused(planner *pl, const sess_rec *r, const sb_rec *sb,
   }
   if(reclaim_due(pl, r, sb))
     return add_reclaim(pl, r, sb);
+  if(paused && r->cap == CAP_VICTIM)
+    return add_capacity_reclaim(pl, r, sb);
   if(paused && after > 0 && sb->b->end_at)
     *due = sb->b->end_at + after;
-  return SC_OK;
+  return paused ? capacity_note_paused(pl, r, sb) : SC_OK;
 }
 
 static sc_err decide_live(planner *pl, const sess_rec *r, want *w,

@@ -43,7 +43,8 @@ sc_err plan_format(const plan *p, dynbuf *b)
                         "expect_paused=%d expect_managed_by=%d reason=%s\n",
                         plan_action_type_name(a->type),
                         a->del_kind ? ":" : "",
-                        a->del_kind ? plan_delete_kind_name(a->del_kind) : "",
+                        a->capacity ? "capacity"
+                        : a->del_kind ? plan_delete_kind_name(a->del_kind) : "",
                         a->ns ? a->ns : "-", a->name ? a->name : "-",
                         a->sandbox_id ? a->sandbox_id : "-", a->timeout_s,
                         a->expect_tenant ? a->expect_tenant : "-",

@@ -3,9 +3,10 @@
  *
  *   1. join_sandboxes(), join_sessions()   who owns what (join.c)
  *   2. decide_session() for each session   in input order (decide.c)
- *   3. decide_orphans()                     then the guard (rules.c)
- *   4. rule13_reclaim_brake()               (rules.c)
- *   4. the actions sorted into their one order (action_cmp)
+ *   3. capacity_decide()                    the budgets (capacity.c)
+ *   4. decide_orphans()                     then the guard (rules.c)
+ *   5. rule13_reclaim_brake()               (rules.c)
+ *   6. the actions sorted into their one order (action_cmp)
  *
  * No I/O, no clock, no globals: identical inputs give identical plans,
  * whatever the order of the input arrays, so every replica decides alike.
@@ -297,13 +298,15 @@ sc_err plan_compute_ex(const plan_input *in, const plan_config *cfg,
   for(i = 0; i < pl.n_recs; i++)
     if((err = decide_session(&pl, &pl.recs[i])))
       goto out;
-  if((err = decide_orphans(&pl)) || (err = rule13_reclaim_brake(&pl)))
+  if((err = capacity_decide(&pl)) || (err = decide_orphans(&pl)) ||
+     (err = rule13_reclaim_brake(&pl)))
     goto out;
   /* Cost: qsort() compares actions through their strings, at random in
    * the arena: about 2 ms for 15,000 actions at 100k sessions. */
   if(p->n_actions > 1)
     qsort(p->actions, p->n_actions, sizeof(*p->actions), action_cmp);
 out:
+  capacity_free(&pl);
   if(err) {
     plan_free(p);
     return err;
@@ -331,5 +334,6 @@ void plan_free(plan *p)
   free(p->sessions);
   free(p->guard_message);
   free(p->brake_message);
+  free(p->tenants);
   free(p);
 }

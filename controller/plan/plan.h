@@ -78,6 +78,17 @@ typedef struct plan_config {
   session_optbool default_internet;
   char *const *default_deny_out;
   size_t n_default_deny_out;
+  /* Capacity (docs/controller.md, "Capacity"): budgets of sandboxes the
+   * controller manages, 0 = no limit. max_paused (all tenants) and
+   * max_paused_per_tenant: when the paused sandboxes of live sessions are
+   * more, the longest-paused by Cube's clock are reclaimed before their
+   * reclaimAfter (rule 14); a session with reclaimAfter 0 counts but is
+   * never chosen. max_running_per_tenant: a create that would pass it
+   * waits, Pending/QuotaExceeded, in creation order (rule 15). Both are
+   * decided only in a pass that sees the whole fleet (list_complete). */
+  size_t max_paused;
+  size_t max_paused_per_tenant;
+  size_t max_running_per_tenant;
 } plan_config;
 
 #define PLAN_LINK_KEY_LEN 32
@@ -182,6 +193,10 @@ typedef struct plan_action {
   sc_time end_at;        /* the facts behind the decision, for the audit */
   sc_time cube_now;
   char *reason;          /* one line: why; for logs, audit, `sessionctl plan` */
+  /* a reclaim for capacity (rule 14): the budget that forced it, e.g.
+   * "--max-paused 20 (30 paused)"; NULL for any other action. The audit
+   * line says kind "capacity" and this budget. */
+  char *capacity;
 } plan_action;
 
 typedef struct plan_session {
@@ -196,6 +211,13 @@ typedef struct plan_session {
 } plan_session;
 
 typedef struct plan_arena plan_arena;
+
+typedef struct plan_tenant {
+  const char *tenant;
+  size_t running;  /* running sandboxes, in-flight creates, resumes */
+  size_t paused;   /* paused sandboxes of live sessions that stay paused */
+  size_t waiting;  /* creates waiting for a running slot */
+} plan_tenant;
 
 typedef struct plan {
   plan_action *actions;
@@ -212,6 +234,17 @@ typedef struct plan {
   char *brake_message;       /* why, when it held some */
   sc_time next_orphan_due;   /* Cube time the next paused orphan passes
                                 its grace; 0 = none */
+  /* Capacity (rules 14, 15), from a pass that saw the whole fleet
+   * (capacity_known); per tenant, sorted by name (the names point into
+   * the input, like plan_session.s): */
+  bool capacity_known;
+  plan_tenant *tenants;
+  size_t n_tenants;
+  size_t n_capacity_reclaims; /* planned this pass (before the brake) */
+  size_t n_quota_waiting;     /* creates held by --max-running-per-tenant */
+  /* A create was held because this pass could not count the tenant's
+   * running sandboxes (a single-session pass): a full pass decides. */
+  bool wants_full_pass;
   struct plan_arena *arena;  /* private: holds the actions' strings */
 } plan;
 

@@ -8,6 +8,8 @@
  *             what (one join, lib/hmap.h keyed by lib/schash.h)
  *   decide.c  per session, what its spec.state asks given its sandboxes;
  *             then the orphans
+ *   capacity.c  the budgets over the whole fleet (rules 14, 15): marks
+ *             sessions and decides them again
  *   rules.c   the safety rules the decisions call, one function per rule
  *             (the table at its top maps every rule to its keeper)
  *   status.c  the status a session should show, compared with the old one
@@ -91,6 +93,10 @@ struct sess_rec {
   const sess_rec *pair_owner;  /* that one, when this one is live */
   sb_rec *sbs;              /* its sandboxes (chain: next_of_owner) */
   size_t n_sbs;
+  /* capacity (capacity.c): chosen as a victim (rule 14) or held by the
+   * running quota (rule 15); cap_msg: the budget, in the plan's arena */
+  unsigned char cap;
+  const char *cap_msg;
 };
 
 /* Working memory of a pass, kept between passes (plan.h). */
@@ -120,6 +126,15 @@ typedef struct planner {
   plan *p;
   size_t cap_actions;
   char now_text[SCTIME_RFC3339_MAX]; /* cube_now as the reasons show it */
+  /* capacity.c: what the decisions noted for rules 14 and 15 */
+  struct cap_paused *paused_c;
+  size_t n_paused_c, cap_paused_c;
+  sess_rec **create_c;      /* would create now */
+  size_t n_create_c, cap_create_c;
+  sess_rec **claim_c;       /* another's fresh create claim: a slot */
+  size_t n_claim_c, cap_claim_c;
+  bool cap_rerun;           /* deciding again: note nothing */
+  sc_hmap *tenant_map;      /* a tenant's row in p->tenants */
 } planner;
 
 /* What the planner wants a session's status to say (decide.c fills it,
@@ -185,6 +200,20 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
                             bool *done);
 bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link);
 
+/* ---- capacity.c (rules 14, 15) ---- */
+enum { CAP_NONE = 0, CAP_VICTIM, CAP_QUOTA_WAIT };
+/* notes of the decisions: a paused sandbox that stays paused, a create
+ * about to go, another process's fresh claim (nothing while deciding
+ * again, or when no budget asks) */
+sc_err capacity_note_paused(planner *pl, const sess_rec *r, const sb_rec *sb);
+sc_err capacity_note_create(planner *pl, const sess_rec *r);
+sc_err capacity_note_claim(planner *pl, const sess_rec *r);
+/* may this pass count a tenant's running sandboxes (the whole fleet)? */
+bool capacity_quota_countable(const planner *pl);
+/* after every decide_session: choose, mark, decide the marked again */
+sc_err capacity_decide(planner *pl);
+void capacity_free(planner *pl);
+
 /* ---- decide.c ---- */
 sc_err decide_session(planner *pl, sess_rec *r);
 sc_err decide_orphans(planner *pl);
@@ -204,6 +233,19 @@ void status_msg_running(char *b, size_t n, const char *id);
 void status_msg_paused(char *b, size_t n, const char *id);
 void status_msg_idle(char *b, size_t n, const char *id);
 void status_msg_reclaimed(char *b, size_t n, int64_t rg);
+/* the same, reclaimed for capacity by budget (NULL: not known) */
+void status_msg_reclaimed_capacity(char *b, size_t n, const char *budget,
+                                   int64_t rg);
+/* the budget a capacity intent recorded in st's Ready message, into buf
+ * (n bytes); NULL: none */
+const char *status_capacity_budget(const session_status *st, char *buf,
+                                   size_t n);
+/* the Ready condition's reason of st is reason */
+bool status_ready_is(const session_status *st, const char *reason);
+#define REASON_RECLAIMING_CAPACITY "ReclaimingForCapacity"
+#define REASON_RECLAIMED_CAPACITY "ReclaimedForCapacity"
+#define REASON_QUOTA_EXCEEDED "QuotaExceeded"
+#define REASON_WAITING_FOR_QUOTA "WaitingForQuota"
 extern const char status_msg_ended[];
 /* ps->status: what w makes of s->status; a shallow view of s->status
  * when that is unchanged, else an owned copy (status_changed) */

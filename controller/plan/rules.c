@@ -51,6 +51,19 @@
  *                                    clock, never add an action; the store
  *                                    identity: loop/pump.c
  *                                    rule13_store_still_ours()
+ * 14 capacity reclaims the longest-  capacity.c rule14_paused_budget(): over
+ *    paused first, as reclaims       --max-paused(-per-tenant), the longest-
+ *                                    paused by Cube's clock (endAt, tenant,
+ *                                    uid, ID) of live sessions, never a
+ *                                    running one nor reclaimAfter 0; each
+ *                                    a PLAN_DEL_RECLAIM (rules 3, 11, 13
+ *                                    hold) with plan_action.capacity
+ * 15 the running quota only delays   capacity.c rule15_running_quota():
+ *    creates, in creation order      creates over --max-running-per-tenant
+ *                                    (running, resumes and fresh claims
+ *                                    counted) wait Pending/QuotaExceeded
+ *                                    in creation order; nothing is paused;
+ *                                    decided only over the whole fleet
  *
  * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
  * rule5_..., rule12_...).
@@ -431,9 +444,20 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
     w->phase = SESSION_PHASE_RECLAIMED;
     w->reclaimed_generation = session_eff_generation(s);
     w->ready_status = "False";
-    w->ready_reason = "Reclaimed";
-    status_msg_reclaimed(w->ready_msg, sizeof(w->ready_msg),
-                         w->reclaimed_generation);
+    if(status_ready_is(st, REASON_RECLAIMING_CAPACITY) ||
+       status_ready_is(st, REASON_RECLAIMED_CAPACITY)) {
+      char budget[PLAN_MSG_MAX];
+      w->ready_reason = REASON_RECLAIMED_CAPACITY; /* rule 14 */
+      status_msg_reclaimed_capacity(
+        w->ready_msg, sizeof(w->ready_msg),
+        status_capacity_budget(st, budget, sizeof(budget)),
+        w->reclaimed_generation);
+    }
+    else {
+      w->ready_reason = "Reclaimed";
+      status_msg_reclaimed(w->ready_msg, sizeof(w->ready_msg),
+                           w->reclaimed_generation);
+    }
     /* a connect asks for a new sandbox: decide_create makes it */
     *done = !w->connect_pending;
     return SC_OK;
@@ -456,9 +480,10 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
   *done = true;
   want_sandbox(w, s, sb);
   w->phase = SESSION_PHASE_RECLAIMING;
-  want_ready(w, "False", "Reclaiming", "reclaiming sandbox %s (intent "
-             "written by %s)", sb->id,
-             st->pending_by ? st->pending_by : "(unnamed)");
+  if(!status_ready_is(st, REASON_RECLAIMING_CAPACITY)) /* else it stays */
+    want_ready(w, "False", "Reclaiming", "reclaiming sandbox %s (intent "
+               "written by %s)", sb->id,
+               st->pending_by ? st->pending_by : "(unnamed)");
   if(sb->b->state != CUBE_SB_PAUSED)
     return SC_OK; /* pausing: the DELETE once it is paused */
   plan_time_text(pl, st->pending_at, ta, sizeof(ta));

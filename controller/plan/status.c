@@ -53,6 +53,42 @@ void status_msg_reclaimed(char *b, size_t n, int64_t rg)
            "or a bump of spec.wake makes a new one", (long long)rg);
 }
 
+void status_msg_reclaimed_capacity(char *b, size_t n, const char *budget,
+                                   int64_t rg)
+{
+  snprintf(b, n, "sandbox reclaimed for capacity (%s) at generation %lld; a "
+           "connect request or a bump of spec.wake makes a new one",
+           budget ? budget : "the budget its intent recorded", (long long)rg);
+}
+
+/* The budget a capacity intent recorded in its Ready message (written by
+ * plan_status_intent below: "... for capacity, BUDGET (intent written by
+ * ..."), into buf; NULL when st holds none. A replica that carries the
+ * intent on, or finds it done, says the same budget. */
+#define CAP_MSG_AT "for capacity, "
+#define CAP_MSG_END " (intent written by "
+const char *status_capacity_budget(const session_status *st, char *buf,
+                                   size_t n)
+{
+  const session_condition *c = session_status_get_condition(st, "Ready");
+  const char *b, *e;
+  if(!c || !c->message || !sc_str_eq0(c->reason, REASON_RECLAIMING_CAPACITY) ||
+     !(b = strstr(c->message, CAP_MSG_AT)))
+    return NULL;
+  b += strlen(CAP_MSG_AT);
+  if(!(e = strstr(b, CAP_MSG_END)) || e == b || (size_t)(e - b) >= n)
+    return NULL;
+  memcpy(buf, b, (size_t)(e - b));
+  buf[e - b] = '\0';
+  return buf;
+}
+
+bool status_ready_is(const session_status *st, const char *reason)
+{
+  const session_condition *c = session_status_get_condition(st, "Ready");
+  return c && sc_str_eq0(c->reason, reason);
+}
+
 /* ---------- the connect request ---------- */
 
 static bool nonce_valid(const char *n)
@@ -408,6 +444,19 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
   case PLAN_DEL_RECLAIM:
     v->phase = SESSION_PHASE_RECLAIMED;
     v->reclaimed_generation = session_eff_generation(s);
+    if(a->capacity || status_ready_is(v, REASON_RECLAIMING_CAPACITY) ||
+       status_ready_is(v, REASON_RECLAIMED_CAPACITY)) {
+      /* rule 14: said so, with the budget (a carried-on intent: its own) */
+      char budget[PLAN_MSG_MAX];
+      status_msg_reclaimed_capacity(
+        msg, len, a->capacity ? a->capacity
+                              : status_capacity_budget(v, budget,
+                                                       sizeof(budget)),
+        v->reclaimed_generation);
+      view_set_cond(v, "Ready", "False", REASON_RECLAIMED_CAPACITY, msg, og,
+                    a->cube_now);
+      return SC_OK;
+    }
     status_msg_reclaimed(msg, len, v->reclaimed_generation);
     view_set_cond(v, "Ready", "False", "Reclaimed", msg, og, a->cube_now);
     return SC_OK;
@@ -498,12 +547,18 @@ sc_err plan_status_intent(const session *s, const plan_action *a,
   if(a->del_kind != PLAN_DEL_RECLAIM)
     return SC_OK;
   st->phase = SESSION_PHASE_RECLAIMING;
-  snprintf(msg, sizeof(msg), "reclaiming sandbox %s (intent written by %s)",
-           a->sandbox_id, by);
+  if(!a->capacity && status_ready_is(st, REASON_RECLAIMING_CAPACITY))
+    return SC_OK; /* another's capacity reclaim carried on: it says so */
+  if(a->capacity)
+    snprintf(msg, sizeof(msg), "reclaiming sandbox %s " CAP_MSG_AT "%s"
+             CAP_MSG_END "%s)", a->sandbox_id, a->capacity, by);
+  else
+    snprintf(msg, sizeof(msg), "reclaiming sandbox %s (intent written by "
+             "%s)", a->sandbox_id, by);
   memset(&c, 0, sizeof(c));
   c.type = "Ready";
   c.status = "False";
-  c.reason = "Reclaiming";
+  c.reason = a->capacity ? REASON_RECLAIMING_CAPACITY : "Reclaiming";
   c.message = msg;
   c.last_transition_time = a->cube_now;
   c.observed_generation = s->meta.generation;

@@ -18,7 +18,8 @@
  * read of every string a pass must read (in input order, nothing else).
  * The passes keep one plan_scratch across them, as the reconciler does,
  * when the library has plan_compute_ex() (BENCH_NO_SCRATCH=1: they call
- * plan_compute() instead).
+ * plan_compute() instead). BENCH_CAPACITY=1: with the capacity budgets
+ * on (--max-paused N/20, the per-tenant ones N/400 + 1).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -324,6 +325,13 @@ int main(int argc, char **argv)
   in.list_complete = true;
   in.cube_now = NOW;
   plan_config_defaults(&cfg);
+  if(getenv("BENCH_CAPACITY") && *getenv("BENCH_CAPACITY") == '1') {
+    /* the capacity budgets on (docs/controller.md "Capacity"): tight
+     * enough that victims and waiters are chosen every round */
+    cfg.max_paused = (size_t)n / 20;
+    cfg.max_paused_per_tenant = (size_t)n / 400 + 1;
+    cfg.max_running_per_tenant = (size_t)n / 400 + 1;
+  }
   if(plan_scratch_new && plan_compute_ex && !(nosc && *nosc == '1') &&
      !(sc = plan_scratch_new()))
     die("out of memory");

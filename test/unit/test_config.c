@@ -1,4 +1,5 @@
 /* Tests of the daemon's settings: defaults, precedence, errors. */
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "test/harness.h"
@@ -101,6 +102,40 @@ TEST(bad_values_are_usage_errors)
   }
 }
 
+/* the capacity budgets: 0 (no limit) by default and allowed; the others
+ * refused with the flag named */
+TEST(capacity_budgets_zero_is_no_limit)
+{
+  config c;
+  sc_errbuf eb;
+  char *argv[] = {"x", NULL};
+  char *set[] = {"x", "--max-paused", "20", "--max-paused-per-tenant=0",
+                 "--max-running-per-tenant", "3", NULL};
+  char *neg[] = {"x", "--max-paused", "-1", NULL};
+  char *big[] = {"x", "--max-running-per-tenant", "100001", NULL};
+  char *floor0[] = {"x", "--max-delete-floor", "0", NULL};
+  CHECK_OK(parse(&c, &eb, argv));
+  CHECK_INT(c.max_paused, 0);
+  CHECK_INT(c.max_paused_per_tenant, 0);
+  CHECK_INT(c.max_running_per_tenant, 0);
+  config_clear(&c);
+  CHECK_OK(parse(&c, &eb, set));
+  CHECK_INT(c.max_paused, 20);
+  CHECK_INT(c.max_paused_per_tenant, 0);
+  CHECK_INT(c.max_running_per_tenant, 3);
+  config_clear(&c);
+  CHECK_INT(parse(&c, &eb, neg), SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "--max-paused") && strstr(eb.msg, "from 0 to 100000"));
+  config_clear(&c);
+  CHECK_INT(parse(&c, &eb, big), SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "--max-running-per-tenant"));
+  config_clear(&c);
+  /* the other counts still start at 1 */
+  CHECK_INT(parse(&c, &eb, floor0), SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "from 1 to 100000"));
+  config_clear(&c);
+}
+
 /* the default network policy: cube (send nothing) unless set; the deny
  * list split and kept */
 TEST(default_network_policy_flags)
@@ -150,6 +185,7 @@ TEST_LIST = {
   T(config_file_errors_name_file_and_line),
   T(bad_values_are_usage_errors),
   T(default_network_policy_flags),
+  T(capacity_budgets_zero_is_no_limit),
   T(api_key_from_file_trimmed_or_env),
   {0},
 };
