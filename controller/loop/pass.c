@@ -241,6 +241,8 @@ static void update_gauges(reconciler *r, pass *ps)
   }
   if(ps->p)
     loop_capacity_gauges(r->o.m, ps->p, &r->o.plan);
+  if(ps->p && ps->p->capacity_known)
+    r->quota_waiting = ps->p->n_quota_waiting;
 }
 
 static void full_finish(reconciler *r, pass *ps, double secs)

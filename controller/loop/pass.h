@@ -78,6 +78,10 @@ struct reconciler {
   bool done;
   bool failed;         /* --once: the pass did not complete */
   bool full_pending;
+  /* the last full pass held creates for --max-running-per-tenant: then a
+   * session deleted or changed may free a slot, and asks for a full pass
+   * (only a full pass counts a tenant's sandboxes) */
+  size_t quota_waiting;
   pass *full;
   int singles;
   int64_t last_beat;

@@ -41,6 +41,11 @@ static void on_event(const store_event *ev, void *ud)
   log_kv(r->o.lg, LOG_DEBUG, "store event", "type",
          store_event_type_name(ev->type), "session", key, "revision",
          ev->revision, NULL);
+  /* a deletion or a spec change (Paused, Ended) may free a slot of a
+   * tenant's running budget: the waiting creates are decided over the
+   * whole fleet, so ask for a full pass rather than wait for the resync */
+  if(r->quota_waiting && ev->type != STORE_EVENT_ADDED)
+    r->full_pending = true;
   queue_add(r->q, key);
   loop_pump(r);
 }

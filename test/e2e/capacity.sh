@@ -70,7 +70,9 @@ stop_pid "$A"; stop_pid "$B"; stop_pid "$C"; stop_pid "$SIM_PID"
 # --- 2. --max-running-per-tenant 2
 rm -f "$T/sessions.db"*
 start_cubesim --clock-speed 1
-start_controller quota --max-running-per-tenant 2
+# a resync far beyond the waits below: a freed slot must ask for a full
+# pass by itself (the watch event of the deletion), not wait for the timer
+start_controller quota --max-running-per-tenant 2 --resync 60s
 wait_until 10 test -e "$T/sessions.db"
 for q in q1 q2 q3; do
   printf -- 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s}\nspec: {template: shell}\n' "$q" >"$T/q.yaml"
