@@ -272,7 +272,8 @@ static sc_err init_db(sq_store *s, bool may_create, sc_errbuf *eb)
   {
     int64_t deadline = sctime_mono_ms() + s->busy_ms;
     for(;;) {
-      err = sq_prep(s, "PRAGMA journal_mode = WAL", &q, "enable WAL", eb);
+      err = sq_prep_once(s, "PRAGMA journal_mode = WAL", &q, "enable WAL",
+                         eb);
       if(err)
         return err;
       rc = sqlite3_step(q);
@@ -444,6 +445,7 @@ static void sq_close(store *base)
   sq_store *s = (sq_store *)base;
   while(s->watches)
     sq_watch_free(s->watches);
+  sq_stmts_free(s);
   sqlite3_close_v2(s->db);
   free(s->label);
   free(s->path);
@@ -458,6 +460,7 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
   sq_store *s = (sq_store *)base;
   struct stat sb;
   sqlite3_stmt *q = NULL;
+  sc_errbuf ignored;
   sc_err err = SC_OK;
   if(stat(s->path, &sb))
     return sc_errf(eb, SC_ERR_CONFLICT, "%s: the store file is gone from "
@@ -475,8 +478,8 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
   if(!s->claimed)
     return SC_OK;
   /* a failed read is no evidence of a change: SC_OK */
-  if(sqlite3_prepare_v2(s->db, "SELECT name FROM controller WHERE id = 1",
-                        -1, &q, NULL) == SQLITE_OK) {
+  if(!sq_prep(s, "SELECT name FROM controller WHERE id = 1", &q,
+              "check the controller name", &ignored)) {
     int rc = sqlite3_step(q);
     const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(q, 0)
                                               : NULL;
@@ -488,7 +491,7 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
                                                     : "(none recorded)",
                     s->claimed);
   }
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 

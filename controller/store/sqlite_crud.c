@@ -44,7 +44,7 @@ static sc_err load_why(sq_store *s, const char *ns, const char *name,
     err = sq_row_to_session(s, q, out, why, whylen, eb);
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 
@@ -127,12 +127,12 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
     return err;
   err = sq_step_meta(s, q, "bump revision", eb);
   if(err) {
-    sqlite3_finalize(q);
+    sq_release(s, q);
     return err;
   }
   revision = sqlite3_column_int64(q, 0);
   compacted = sqlite3_column_int64(q, 1);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   q = NULL;
 
   store_rev_format(revision, rev);
@@ -200,7 +200,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   int rc;
 
   /* One read transaction: the revision and the rows are one snapshot. */
-  err = sq_exec(s, "BEGIN", "list", eb);
+  err = sq_run(s, "BEGIN", "list", eb);
   if(err)
     return err;
   err = sq_read_revision(s, &revision, NULL, eb);
@@ -249,7 +249,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "list", eb);
 out:
-  sqlite3_finalize(q);
+  sq_release(s, q);
   err = sq_tx_end(s, err, "list", eb);
   if(!err) {
     store_rev_format(revision, rev);

@@ -32,6 +32,15 @@
 
 typedef struct sq_watch sq_watch; /* sqlite_watch.c */
 
+/* One prepared statement kept for the life of the connection (the
+ * statement cache, sqlite_stmt.c). */
+#define SQ_STMT_MAX 32
+typedef struct sq_stmt {
+  const char *sql;           /* the text it was prepared from (a literal) */
+  sqlite3_stmt *q;
+  bool in_use;               /* handed out by sq_prep, not yet released */
+} sq_stmt;
+
 typedef struct sq_store {
   store base;
   sqlite3 *db;
@@ -47,17 +56,39 @@ typedef struct sq_store {
   dev_t dev;                 /* the file opened (stat before and after */
   ino_t ino;                 /* the open agreed) */
   char *claimed;             /* the controller name claimed, or NULL */
+  sq_stmt stmts[SQ_STMT_MAX]; /* the statement cache */
+  size_t n_stmts;
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */
 
 /* An SQLite result code as an sc_err with "LABEL: what: why" in eb. */
 sc_err sq_fail(sq_store *s, int rc, const char *what, sc_errbuf *eb);
+/* The statement cache. sq_prep hands out the statement of sql (one SQL
+ * statement, a string literal: the cache keeps the pointer), prepared
+ * once per connection and kept until the store closes; the caller gives
+ * it back with sq_release() on every path (reset and bindings cleared,
+ * so it holds no read snapshot and no borrowed text), never with
+ * sqlite3_finalize(). A statement asked for while it is handed out
+ * already (nested use), or once the cache is full (SQ_STMT_MAX), is
+ * prepared for that use alone and finalized by sq_release(). A failed
+ * step leaves the statement reusable after sq_release() (BUSY, a
+ * constraint, I/O). sq_stmts_free() finalizes them all (close). */
 sc_err sq_prep(sq_store *s, const char *sql, sqlite3_stmt **q,
                const char *what, sc_errbuf *eb);
+void sq_release(sq_store *s, sqlite3_stmt *q); /* NULL accepted */
+void sq_stmts_free(sq_store *s);
+size_t sq_stmts_cached(const sq_store *s);   /* for tests */
+/* A statement used once (open, the schema): the caller finalizes it. */
+sc_err sq_prep_once(sq_store *s, const char *sql, sqlite3_stmt **q,
+                    const char *what, sc_errbuf *eb);
+/* sqlite3_exec of sql (several statements allowed; not cached). */
 sc_err sq_exec(sq_store *s, const char *sql, const char *what,
                sc_errbuf *eb);
-/* Run q to completion (no rows expected); finalizes q. */
+/* One statement run through the cache, no rows expected. */
+sc_err sq_run(sq_store *s, const char *sql, const char *what,
+              sc_errbuf *eb);
+/* Run q (from sq_prep) to completion (no rows expected); releases q. */
 sc_err sq_done(sq_store *s, sqlite3_stmt *q, const char *what,
                sc_errbuf *eb);
 /* BEGIN IMMEDIATE: the write lock, taken up front. */

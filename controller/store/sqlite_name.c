@@ -81,7 +81,7 @@ static sc_err read_served_by(sq_store *s, store_served_by *out,
   }
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read the controller name", eb);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   if(err) {
     store_served_by_clear(out);
     out->recorded = true;
@@ -198,7 +198,7 @@ sc_err sq_write_probe(store *base, sc_errbuf *eb)
   sc_err err = sq_tx_begin(s, "write probe", eb);
   if(err)
     return err;
-  err = sq_exec(s, "UPDATE meta SET revision = revision WHERE id = 1",
-                "write probe", eb);
+  err = sq_run(s, "UPDATE meta SET revision = revision WHERE id = 1",
+               "write probe", eb);
   return sq_tx_end(s, err, "write probe", eb);
 }

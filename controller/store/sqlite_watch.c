@@ -73,7 +73,7 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
   err = sq_read_revision(s, rev, compacted, eb); /* the cheap check */
   if(err || *rev == pos)
     return err;
-  err = sq_exec(s, "BEGIN", "watch", eb);
+  err = sq_run(s, "BEGIN", "watch", eb);
   if(err)
     return err;
   err = sq_read_revision(s, rev, compacted, eb);
@@ -104,7 +104,7 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
   if(rc != SQLITE_DONE && rc != SQLITE_ROW)
     err = sq_fail(s, rc, "watch", eb);
 out:
-  sqlite3_finalize(q);
+  sq_release(s, q);
   err = sq_tx_end(s, err, "watch", eb);
   if(err) {
     rows_free(*rows, *n);
