@@ -214,6 +214,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   if(opts->namespace_)
     sqlite3_bind_text(q, 1, opts->namespace_, -1, SQLITE_STATIC);
   sqlite3_bind_int(q, 2, opts->include_deleted ? 1 : 0);
+  sq_cache_sweep_begin(s);
   while((rc = sqlite3_step(q)) == SQLITE_ROW) {
     session *o;
     if(out->n == alloc) {
@@ -248,6 +249,8 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   }
   if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "list", eb);
+  else if(!opts->namespace_ && opts->include_deleted)
+    sq_cache_sweep_end(s); /* every row was seen: the others are gone */
 out:
   sq_release(s, q);
   err = sq_tx_end(s, err, "list", eb);
@@ -475,6 +478,8 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
     sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
     err = sq_done(s, q, "purge", eb);
   }
+  if(!err)
+    sq_cache_drop(s, ns, name);
   session_free(cur);
   return sq_tx_end(s, err, "purge", eb);
 }

@@ -24,6 +24,9 @@
 
 #include <sys/types.h>
 #include <sqlite3.h>
+#include <json-c/json.h>
+
+struct sc_hmap;
 
 /* the columns of an objects row, in the order sq_row_to_session reads */
 #define OBJ_COLS                                                          \
@@ -58,6 +61,10 @@ typedef struct sq_store {
   char *claimed;             /* the controller name claimed, or NULL */
   sq_stmt stmts[SQ_STMT_MAX]; /* the statement cache */
   size_t n_stmts;
+  json_tokener *tok;         /* the row codec's, reused for every column */
+  struct sc_hmap *cache;     /* the decode cache (sqlite_cache.c) */
+  uint64_t cache_seed;
+  uint64_t cache_mark;
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */
@@ -109,10 +116,38 @@ sc_err sq_read_revision(sq_store *s, int64_t *rev, int64_t *compacted,
 sc_err sq_step_meta(sq_store *s, sqlite3_stmt *q, const char *what,
                     sc_errbuf *eb);
 
+/* --- sqlite_cache.c: the decode cache ---
+ *
+ * Ownership: the cache owns its objects. sq_cache_get() lends one (valid
+ * until the next call that changes the cache); a caller hands out only
+ * copies (session_dup), so every session the store returns stays the
+ * caller's, as store.h says. sq_cache_put() stores a copy of o. */
+sc_err sq_cache_init(sq_store *s);
+void sq_cache_free(sq_store *s);
+void sq_cache_clear(sq_store *s);
+size_t sq_cache_count(const sq_store *s); /* for tests */
+/* The content hash of the current row of q (OBJ_COLS): generation,
+ * timestamps and the bytes of the JSON columns. */
+uint64_t sq_row_content(const sq_store *s, sqlite3_stmt *q);
+/* The object of the row ns/name if it was decoded at this uid, revision
+ * and content hash, else NULL. Marks it seen by the current sweep. */
+const session *sq_cache_get(sq_store *s, const char *ns, const char *name,
+                            const char *uid, int64_t revision,
+                            uint64_t content);
+void sq_cache_put(sq_store *s, const session *o, int64_t revision,
+                  uint64_t content);
+void sq_cache_drop(sq_store *s, const char *ns, const char *name);
+/* A list of every row: entries the list did not see (rows deleted or
+ * purged, by any process) leave the cache at its end. */
+void sq_cache_sweep_begin(sq_store *s);
+void sq_cache_sweep_end(sq_store *s);
+
 /* --- sqlite.c: the row codec --- */
 
-/* The object of the current row of q (columns OBJ_COLS). A row that does
- * not decode: an error in eb, and (why not NULL) the reason alone. */
+/* The object of the current row of q (columns OBJ_COLS), the caller's: a
+ * copy of the decode cache's when the row did not change since it was
+ * decoded, else decoded (and cached). A row that does not decode: an
+ * error in eb, and (why not NULL) the reason alone. */
 sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
                          char *why, size_t whylen, sc_errbuf *eb);
 

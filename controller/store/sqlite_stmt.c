@@ -177,6 +177,9 @@ sc_err sq_tx_end(sq_store *s, sc_err err, const char *what,
   if(err && !sqlite3_get_autocommit(s->db)) {
     sc_errbuf ignored;
     (void)sq_run(s, "ROLLBACK", what, &ignored);
+    /* the revisions of the rolled-back writes will be given again, to
+     * other content: nothing decoded in this transaction may stay */
+    sq_cache_clear(s);
   }
   return err;
 }
