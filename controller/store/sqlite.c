@@ -483,6 +483,7 @@ static void sq_close(store *base)
   sq_store *s = (sq_store *)base;
   while(s->watches)
     sq_watch_free(s->watches);
+  sq_group_close(s);
   sq_stmts_free(s);
   sqlite3_close_v2(s->db);
   sq_cache_free(s);
@@ -541,7 +542,9 @@ static const store_ops sq_ops = {
   sq_apply,          sq_update_spec,   sq_update_status,
   sq_delete,         sq_purge,         sq_watch_start,
   sq_watch_stop,
-  NULL, NULL, NULL, NULL, NULL, /* no I/O to wait for: store.c answers */
+  /* list, get and purge: no I/O to wait for, store.c answers; status
+   * writes are queued and committed in groups (sqlite_group.c) */
+  NULL, NULL, sq_update_status_async, NULL, sq_async_inflight,
   sq_check_identity, sq_claim_name, sq_served_by_get,
   NULL, NULL, /* no finalizers: store_finalizer.c answers with a get */
   sq_write_probe,

@@ -199,6 +199,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   sc_err err;
   int rc;
 
+  sq_group_flush(s); /* status writes queued before this list */
   /* One read transaction: the revision and the rows are one snapshot. */
   err = sq_run(s, "BEGIN", "list", eb);
   if(err)
@@ -273,6 +274,7 @@ sc_err sq_get(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   char why[SC_ERRBUF_SIZE];
   sc_err err;
+  sq_group_flush(s);
   why[0] = '\0';
   err = load_why(s, ns, name, out, why, sizeof(why), eb);
   if(err && why[0]) /* reported as any skipped row; the get fails */
@@ -360,8 +362,10 @@ sc_err sq_apply(store *base, session *const *objs, size_t n,
                 store_apply_outcome *outcomes, sc_errbuf *eb)
 {
   sq_store *s = (sq_store *)base;
-  sc_err err = sq_tx_begin(s, "apply", eb);
+  sc_err err;
   size_t i;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "apply", eb);
   if(err)
     return err;
   for(i = 0; i < n && !err; i++) {
@@ -395,7 +399,9 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "update spec", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "update spec", eb);
   if(err)
     return err;
   err = load_current(s, "update spec", ns, name, expected_version, &cur,
@@ -416,6 +422,42 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   return update_end(s, err, "update spec", cur, new_version, eb);
 }
 
+/* The compare-and-set of a status inside the caller's write transaction;
+ * *cur (freed by the caller) is the object as it stands after it. */
+static sc_err status_in_tx(sq_store *s, const char *ns, const char *name,
+                           const char *expected_version,
+                           const session_status *status, session **cur,
+                           sc_errbuf *eb)
+{
+  sc_err err = load_current(s, "update status", ns, name, expected_version,
+                            cur, eb);
+  if(!err && !session_status_equal(&(*cur)->status, status)) {
+    session_status_clear(&(*cur)->status);
+    if(session_status_copy(&(*cur)->status, status))
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    else
+      err = save(s, *cur, STORE_EVENT_MODIFIED, eb);
+  }
+  return err;
+}
+
+sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
+                          const char *expected_version,
+                          const session_status *status, char **new_version,
+                          sc_errbuf *eb)
+{
+  session *cur = NULL;
+  sc_err err = status_in_tx(s, ns, name, expected_version, status, &cur,
+                            eb);
+  if(!err) {
+    *new_version = strdup(cur->meta.resource_version);
+    if(!*new_version)
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  }
+  session_free(cur);
+  return err;
+}
+
 sc_err sq_update_status(store *base, const char *ns, const char *name,
                         const char *expected_version,
                         const session_status *status,
@@ -423,18 +465,12 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "update status", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "update status", eb);
   if(err)
     return err;
-  err = load_current(s, "update status", ns, name, expected_version, &cur,
-                     eb);
-  if(!err && !session_status_equal(&cur->status, status)) {
-    session_status_clear(&cur->status);
-    if(session_status_copy(&cur->status, status))
-      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
-    else
-      err = save(s, cur, STORE_EVENT_MODIFIED, eb);
-  }
+  err = status_in_tx(s, ns, name, expected_version, status, &cur, eb);
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 
@@ -443,7 +479,9 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "delete", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "delete", eb);
   if(err)
     return err;
   err = load_current(s, "delete", ns, name, NULL, &cur, eb);
@@ -461,7 +499,9 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
   sqlite3_stmt *q;
-  sc_err err = sq_tx_begin(s, "purge", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "purge", eb);
   if(err)
     return err;
   err = load_current(s, "purge", ns, name, expected_version, &cur, eb);
@@ -508,7 +548,9 @@ sc_err sq_set_annotation(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
   const char *have;
-  sc_err err = sq_tx_begin(s, "set annotation", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "set annotation", eb);
   if(err)
     return err;
   err = load_current(s, "set annotation", ns, name, expected_version, &cur,

@@ -34,6 +34,7 @@ struct sc_hmap;
   "labels, annotations, spec, status"
 
 typedef struct sq_watch sq_watch; /* sqlite_watch.c */
+typedef struct sq_qwrite sq_qwrite; /* sqlite_group.c */
 
 /* One prepared statement kept for the life of the connection (the
  * statement cache, sqlite_stmt.c). */
@@ -65,6 +66,12 @@ typedef struct sq_store {
   struct sc_hmap *cache;     /* the decode cache (sqlite_cache.c) */
   uint64_t cache_seed;
   uint64_t cache_mark;
+  /* queued asynchronous status writes (sqlite_group.c) */
+  sq_qwrite *q;
+  size_t n_q, cap_q;
+  size_t n_written;          /* q[0 .. n_written) are written */
+  size_t n_answering;        /* answers of a taken queue not yet given */
+  struct event *qev;         /* the loop's turn that writes and answers */
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */
@@ -185,6 +192,24 @@ sc_err sq_set_annotation(store *base, const char *ns, const char *name,
                          const char *expected_version, const char *key,
                          const char *value, char **new_version,
                          sc_errbuf *eb);
+
+/* sqlite_group.c: asynchronous status writes, committed in groups */
+sc_err sq_update_status_async(store *base, const char *ns, const char *name,
+                              const char *expected_version,
+                              const session_status *status,
+                              store_reply_cb cb, void *ud, sc_errbuf *eb);
+size_t sq_async_inflight(const store *base);
+/* Write (commit) every queued status write now; the answers still wait
+ * for the loop. Every other operation calls it first. */
+void sq_group_flush(sq_store *s);
+/* The store's close: write what is queued, drop the answers. */
+void sq_group_close(sq_store *s);
+/* sqlite_crud.c: one status compare-and-set inside the caller's write
+ * transaction; *new_version (the caller's) on SC_OK. */
+sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
+                          const char *expected_version,
+                          const session_status *status, char **new_version,
+                          sc_errbuf *eb);
 
 /* sqlite_watch.c */
 sc_err sq_watch_start(store *base, const char *from_revision,

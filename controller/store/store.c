@@ -207,7 +207,7 @@ typedef struct store_deferred {
   void *ud;
   store_reply rep;
   sc_errbuf eb;
-  struct store_deferred *next;
+  struct store_deferred *prev, *next; /* st->deferred */
 } store_deferred;
 
 static void reply_clear(store_reply *rep)
@@ -218,15 +218,16 @@ static void reply_clear(store_reply *rep)
   memset(rep, 0, sizeof(*rep));
 }
 
+/* constant time: thousands may wait for one turn of the loop */
 static void deferred_unlink_free(store_deferred *d)
 {
-  store_deferred **pp;
-  for(pp = &d->st->deferred; *pp; pp = &(*pp)->next)
-    if(*pp == d) {
-      *pp = d->next;
-      d->st->n_deferred--;
-      break;
-    }
+  if(d->prev)
+    d->prev->next = d->next;
+  else
+    d->st->deferred = d->next;
+  if(d->next)
+    d->next->prev = d->prev;
+  d->st->n_deferred--;
   if(d->ev)
     event_free(d->ev);
   reply_clear(&d->rep);
@@ -584,6 +585,8 @@ static sc_err deferred_new(store *st, store_reply_cb cb, void *ud,
   d->cb = cb;
   d->ud = ud;
   d->next = st->deferred;
+  if(d->next)
+    d->next->prev = d;
   st->deferred = d;
   st->n_deferred++;
   *out = d;
