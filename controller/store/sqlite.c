@@ -484,6 +484,7 @@ static void sq_close(store *base)
   while(s->watches)
     sq_watch_free(s->watches);
   sq_group_close(s);
+  sq_own_free(s);
   sq_stmts_free(s);
   sqlite3_close_v2(s->db);
   sq_cache_free(s);

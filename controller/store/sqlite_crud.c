@@ -181,6 +181,8 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
   err = sq_done(s, q, "append history", eb);
   if(!err)
     err = maybe_compact(s, revision, compacted, eb);
+  if(!err)
+    sq_own_note(s, revision, &t.whole, o);
 out:
   sq_row_text_free(&t);
   return err;

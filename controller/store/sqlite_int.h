@@ -36,6 +36,17 @@ struct sc_hmap;
 typedef struct sq_watch sq_watch; /* sqlite_watch.c */
 typedef struct sq_qwrite sq_qwrite; /* sqlite_group.c */
 
+/* A write of this connection, kept for this process's watches: the
+ * history text it wrote and the object that text encodes, so that the
+ * watch hands the object out instead of decoding the text again
+ * (sqlite_watch.c). */
+typedef struct sq_own {
+  int64_t revision;
+  char *whole;               /* the history row's text */
+  session *obj;              /* the object as written */
+} sq_own;
+#define SQ_OWN_MAX 4096      /* kept at most; older ones are decoded */
+
 /* One prepared statement kept for the life of the connection (the
  * statement cache, sqlite_stmt.c). */
 #define SQ_STMT_MAX 32
@@ -72,6 +83,9 @@ typedef struct sq_store {
   size_t n_written;          /* q[0 .. n_written) are written */
   size_t n_answering;        /* answers of a taken queue not yet given */
   struct event *qev;         /* the loop's turn that writes and answers */
+  sq_own *own;               /* own writes not yet seen by every watch, */
+  size_t n_own;              /* oldest first */
+  uint64_t own_hits;         /* events handed out from own (for tests) */
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */
@@ -218,6 +232,11 @@ sc_err sq_watch_start(store *base, const char *from_revision,
 void sq_watch_stop(store_watch *base);
 /* Free a watch now (the store's close: no callback is running). */
 void sq_watch_free(sq_watch *w);
+/* save(): the write of revision (history text whole, taken; object o,
+ * copied) for the watches of this store; nothing without a watch. */
+void sq_own_note(sq_store *s, int64_t revision, char **whole,
+                 const session *o);
+void sq_own_free(sq_store *s);
 
 /* sqlite_name.c */
 sc_err sq_claim_name(store *base, const char *name, const char *adopt_from,
