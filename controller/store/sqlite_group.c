@@ -102,8 +102,11 @@ static void write_group(sq_store *s, size_t from, size_t to)
       break;
     }
   }
-  if(!err)
+  if(!err) {
     err = sq_tx_end(s, SC_OK, "update status", &eb);
+    if(!err)
+      s->group_commits++;
+  }
   else
     (void)sq_tx_end(s, err, "update status", &eb);
   for(k = from; k < to; k++) {

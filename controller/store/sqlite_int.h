@@ -83,6 +83,7 @@ typedef struct sq_store {
   size_t n_written;          /* q[0 .. n_written) are written */
   size_t n_answering;        /* answers of a taken queue not yet given */
   struct event *qev;         /* the loop's turn that writes and answers */
+  uint64_t group_commits;    /* groups committed (for tests) */
   sq_own *own;               /* own writes not yet seen by every watch, */
   size_t n_own;              /* oldest first */
   uint64_t own_hits;         /* events handed out from own (for tests) */
