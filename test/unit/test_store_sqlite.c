@@ -234,6 +234,7 @@ TEST(stmt_cache_reused_after_an_error)
   stmts_of(st, &busy);
   CHECK_INT(busy, 0);
   cached = sq_stmts_cached(sq(st)); /* ROLLBACK is one of them now */
+  CHECK(cached > 0);
   /* the same statements serve the next writes */
   CHECK_OK(write_status(st, "a", "sb-x"));
   CHECK_INT(store_update_status(st, "ns", "a", "1", &ss, &nv, &eb),
@@ -257,6 +258,7 @@ TEST(stmt_cache_reused_after_busy)
   session_status ss;
   sc_errbuf eb;
   char *v, *nv = NULL;
+  size_t cached;
   int busy;
   CHECK(!tmp_make(&t));
   st = open_busy(&t, NULL, 50);
@@ -265,6 +267,8 @@ TEST(stmt_cache_reused_after_busy)
   CHECK_OK(write_status(st, "a", "sb-1")); /* statements cached */
   v = version_of(st, "a");
   CHECK(v);
+  cached = sq_stmts_cached(sq(st));
+  CHECK(cached > 0);
   /* another connection holds the write lock past the busy timeout */
   CHECK_INT(sqlite3_open_v2(t.path, &other, SQLITE_OPEN_READWRITE, NULL),
             SQLITE_OK);
@@ -278,8 +282,9 @@ TEST(stmt_cache_reused_after_busy)
   sqlite3_close(other);
   stmts_of(st, &busy);
   CHECK_INT(busy, 0);
-  /* the BEGIN that was refused works now */
+  /* the BEGIN that was refused works now, the same statement */
   CHECK_OK(store_update_status(st, "ns", "a", v, &ss, &nv, &eb));
+  CHECK_INT(sq_stmts_cached(sq(st)), cached);
   session_status_clear(&ss);
   free(v);
   free(nv);
