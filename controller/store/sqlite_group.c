@@ -37,7 +37,6 @@ struct sq_qwrite {
   session_status status;
   store_reply_cb cb;
   void *ud;
-  bool written;              /* the transaction holding it has ended */
   sc_err err;
   char *msg;                 /* the error's message (NULL: none / OOM) */
   char *new_version;
@@ -109,11 +108,9 @@ static void write_group(sq_store *s, size_t from, size_t to)
   }
   else
     (void)sq_tx_end(s, err, "update status", &eb);
-  for(k = from; k < to; k++) {
-    if(err && (k >= i || !s->q[k].err))
+  for(k = from; k < to && err; k++)
+    if(k >= i || !s->q[k].err)
       set_result(&s->q[k], err, eb.msg);
-    s->q[k].written = true;
-  }
 }
 
 void sq_group_flush(sq_store *s)
