@@ -224,7 +224,8 @@ out:
     session_free(o);
     return err;
   }
-  sq_cache_put(s, o, revision, content);
+  if(s->lists)
+    sq_cache_put(s, o, revision, content);
   *out = o;
   return SC_OK;
 }

@@ -254,6 +254,8 @@ sc_err sq_list(store *base, const store_list_opts *opts,
     err = sq_fail(s, rc, "list", eb);
   else if(!opts->namespace_ && opts->include_deleted)
     sq_cache_sweep_end(s); /* every row was seen: the others are gone */
+  if(!err)
+    s->lists++;
 out:
   sq_release(s, q);
   err = sq_tx_end(s, err, "list", eb);

@@ -77,6 +77,7 @@ typedef struct sq_store {
   struct sc_hmap *cache;     /* the decode cache (sqlite_cache.c) */
   uint64_t cache_seed;
   uint64_t cache_mark;
+  uint64_t lists;            /* lists done: the cache fills from the 2nd */
   /* queued asynchronous status writes (sqlite_group.c) */
   sq_qwrite *q;
   size_t n_q, cap_q;
@@ -168,7 +169,8 @@ void sq_cache_sweep_end(sq_store *s);
 
 /* The object of the current row of q (columns OBJ_COLS), the caller's: a
  * copy of the decode cache's when the row did not change since it was
- * decoded, else decoded (and cached). A row that does not decode: an
+ * decoded, else decoded (and cached once the store has listed before: a
+ * process that lists once, as sessionctl does, pays for no copies). A row that does not decode: an
  * error in eb, and (why not NULL) the reason alone. */
 sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
                          char *why, size_t whylen, sc_errbuf *eb);
