@@ -139,8 +139,9 @@ static sc_err kv_from_json(const char *txt, sc_kvlist *out)
 
 /* --- rows --- */
 
-sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
-                         char *why, size_t whylen, sc_errbuf *eb)
+sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
+                         session **out, char *why, size_t whylen,
+                         sc_errbuf *eb)
 {
   session *o;
   char rev[STORE_REV_LEN];
@@ -224,7 +225,7 @@ out:
     session_free(o);
     return err;
   }
-  if(s->lists)
+  if(fill && s->lists)
     sq_cache_put(s, o, revision, content);
   *out = o;
   return SC_OK;

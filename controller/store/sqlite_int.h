@@ -169,11 +169,14 @@ void sq_cache_sweep_end(sq_store *s);
 
 /* The object of the current row of q (columns OBJ_COLS), the caller's: a
  * copy of the decode cache's when the row did not change since it was
- * decoded, else decoded (and cached once the store has listed before: a
- * process that lists once, as sessionctl does, pays for no copies). A row that does not decode: an
+ * decoded, else decoded, and cached when fill (lists: a get or a write's
+ * read of a row it is about to change would only pay for a copy) and the
+ * store has listed before (a process that lists once, as sessionctl
+ * does, pays for no copies). A row that does not decode: an
  * error in eb, and (why not NULL) the reason alone. */
-sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
-                         char *why, size_t whylen, sc_errbuf *eb);
+sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
+                         session **out, char *why, size_t whylen,
+                         sc_errbuf *eb);
 
 /* The text columns of an objects row and the history entry of o. */
 typedef struct sq_row_text {
