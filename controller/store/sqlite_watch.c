@@ -117,12 +117,23 @@ out:
 
 /* --- own writes (sqlite_int.h, sq_own) --- */
 
+/* Only plain ASCII text is kept: the decoder refuses some byte sequences
+ * the encoder passes through (invalid UTF-8), and such a row must be
+ * decoded (and skipped) as before, not handed out. */
+static bool ascii_only(const char *s)
+{
+  for(; *s; s++)
+    if((unsigned char)*s >= 0x80)
+      return false;
+  return true;
+}
+
 void sq_own_note(sq_store *s, int64_t revision, char **whole,
                  const session *o)
 {
   sq_own *e;
   sq_watch *w;
-  if(!s->watches)
+  if(!s->watches || !*whole || !ascii_only(*whole))
     return;
   if(s->n_own == SQ_OWN_MAX) { /* the oldest goes: it will be decoded */
     for(w = s->watches; w; w = w->next)
