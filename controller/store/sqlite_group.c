@@ -146,8 +146,8 @@ static void on_group(evutil_socket_t fd, short what, void *arg)
     rep.message = q[i].err ? (q[i].msg ? q[i].msg : "out of memory") : "";
     rep.new_version = q[i].new_version;
     q[i].new_version = NULL;
+    q[i].cb(&rep, q[i].ud); /* counted in flight until it returns */
     s->n_answering--;
-    q[i].cb(&rep, q[i].ud);
     free(rep.new_version); /* unless the callback took it */
     qwrite_clear(&q[i]);
   }
