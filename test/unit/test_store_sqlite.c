@@ -89,10 +89,12 @@ static session *mk(const char *ns, const char *name)
 
 static sc_err apply_names(store *st, const char *const *names, size_t n)
 {
-  session *objs[8];
+  session *objs[8] = {NULL};
   sc_errbuf eb;
   size_t i;
   sc_err err;
+  if(n > 8)
+    return SC_ERR_INVALID;
   for(i = 0; i < n; i++)
     objs[i] = mk("ns", names[i]);
   err = store_apply(st, objs, n, NULL, &eb);
