@@ -5,15 +5,21 @@
  * The backend is split by concern:
  *   sqlite.c        open and close, the schema, the file's identity, the
  *                   row codec (columns <-> session) and the backend table
- *   sqlite_stmt.c   errors, statements, transactions, the meta counters
+ *   sqlite_stmt.c   errors, the statement cache, transactions, the meta
+ *                   counters
  *   sqlite_crud.c   get, list, apply, update spec/status, set annotation,
  *                   delete, purge, and the write every change goes
  *                   through (save)
- *   sqlite_watch.c  the watch: a libevent timer polling the history
+ *   sqlite_watch.c  the watch: a libevent timer polling the history, and
+ *                   this process's own writes it hands out undecoded
  *   sqlite_name.c   the controller name table (claim, served-by)
+ *   sqlite_cache.c  the decode cache (rows unchanged since decoded)
+ *   sqlite_group.c  asynchronous status writes, committed in groups
  *
  * Ownership: an sq_store is made by store_sqlite_open() and freed by its
- * close op, which first frees the watches still running (s->watches).
+ * close op, which first frees the watches still running (s->watches),
+ * writes the queued status writes (their answers dropped), finalizes the
+ * cached statements and frees the decode cache.
  * Strings in it are its own. One connection per store
  * (SQLITE_OPEN_NOMUTEX): a store is used from one thread.
  */
