@@ -243,18 +243,42 @@ typedef struct jdec {
   size_t dropped;  /* LENIENT_METADATA: entries left out */
 } jdec;
 
-static sc_err derr(jdec *d, sc_err err, const char *path, const char *fmt,
+/* Where a value is, as a chain up to the root, on the stack of the
+ * decoder: the path text ("spec.envVars[\"A\"]") is built only when an
+ * error names it, not for every field read. */
+typedef struct jpath {
+  const struct jpath *up;    /* NULL at the root */
+  const char *key;           /* a member, or NULL for an index */
+  size_t idx;
+} jpath;
+
+static void jpath_render(const jpath *p, char *out, size_t len)
+{
+  char parent[FIELDPATH_MAX];
+  if(!p) {
+    out[0] = '\0';
+    return;
+  }
+  jpath_render(p->up, parent, sizeof(parent));
+  if(p->key)
+    fieldpath_key(out, len, parent, p->key);
+  else
+    fieldpath_index(out, len, parent, p->idx);
+}
+
+static sc_err derr(jdec *d, sc_err err, const jpath *path, const char *fmt,
                    ...) __attribute__((format(printf, 4, 5)));
 
-static sc_err derr(jdec *d, sc_err err, const char *path, const char *fmt,
+static sc_err derr(jdec *d, sc_err err, const jpath *path, const char *fmt,
                    ...)
 {
-  char msg[SC_ERRBUF_SIZE];
+  char msg[SC_ERRBUF_SIZE], where[FIELDPATH_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  return sc_errf(d->eb, err, "%s: %s", path, msg);
+  jpath_render(path, where, sizeof(where));
+  return sc_errf(d->eb, err, "%s: %s", where, msg);
 }
 
 static const char *type_name(json_object *v)
@@ -271,7 +295,7 @@ static const char *type_name(json_object *v)
   return "a value";
 }
 
-static sc_err want(jdec *d, json_object *v, json_type t, const char *path,
+static sc_err want(jdec *d, json_object *v, json_type t, const jpath *path,
                    const char *what)
 {
   if(json_object_get_type(v) == t)
@@ -281,7 +305,7 @@ static sc_err want(jdec *d, json_object *v, json_type t, const char *path,
 }
 
 /* A string value without embedded NULs; *out is a new copy. */
-static sc_err dec_string(jdec *d, json_object *v, const char *path,
+static sc_err dec_string(jdec *d, json_object *v, const jpath *path,
                          char **out)
 {
   const char *s;
@@ -298,7 +322,7 @@ static sc_err dec_string(jdec *d, json_object *v, const char *path,
   return *out ? SC_OK : SC_ERR_NOMEM;
 }
 
-static sc_err dec_int(jdec *d, json_object *v, const char *path,
+static sc_err dec_int(jdec *d, json_object *v, const jpath *path,
                       int64_t *out)
 {
   sc_err err = want(d, v, json_type_int, path, "an integer");
@@ -308,7 +332,7 @@ static sc_err dec_int(jdec *d, json_object *v, const char *path,
   return SC_OK;
 }
 
-static sc_err dec_time(jdec *d, json_object *v, const char *path,
+static sc_err dec_time(jdec *d, json_object *v, const jpath *path,
                        sc_time *out)
 {
   char q[FIELDPATH_QUOTE_MAX];
@@ -326,7 +350,7 @@ static sc_err dec_time(jdec *d, json_object *v, const char *path,
   return SC_OK;
 }
 
-static sc_err dec_duration(jdec *d, json_object *v, const char *path,
+static sc_err dec_duration(jdec *d, json_object *v, const jpath *path,
                            int64_t *out)
 {
   char q[FIELDPATH_QUOTE_MAX];
@@ -346,7 +370,7 @@ static sc_err dec_duration(jdec *d, json_object *v, const char *path,
   return SC_OK;
 }
 
-static sc_err dec_kv(jdec *d, json_object *v, const char *path,
+static sc_err dec_kv(jdec *d, json_object *v, const jpath *path,
                      sc_kvlist *out)
 {
   sc_err err = want(d, v, json_type_object, path, "an object");
@@ -355,10 +379,9 @@ static sc_err dec_kv(jdec *d, json_object *v, const char *path,
   sc_kvlist_clear(out);
   json_object_object_foreach(v, key, val)
   {
-    char p[FIELDPATH_MAX];
+    jpath p = {path, key, 0};
     char *s = NULL;
-    fieldpath_key(p, sizeof(p), path, key);
-    err = dec_string(d, val, p, &s);
+    err = dec_string(d, val, &p, &s);
     if(!err)
       err = sc_kvlist_set(out, key, s);
     free(s);
@@ -401,17 +424,16 @@ static sc_err dec_kv_lenient(jdec *d, json_object *v, sc_kvlist *out)
   return SC_OK;
 }
 
-static sc_err unknown(jdec *d, const char *path, const char *key)
+static sc_err unknown(jdec *d, const jpath *path, const char *key)
 {
-  char p[FIELDPATH_MAX];
-  fieldpath_key(p, sizeof(p), path, key);
-  return derr(d, SC_ERR_INVALID, p, "unknown field");
+  jpath p = {path, key, 0};
+  return derr(d, SC_ERR_INVALID, &p, "unknown field");
 }
 
-static sc_err dec_fields(jdec *d, json_object *o, const char *path,
+static sc_err dec_fields(jdec *d, json_object *o, const jpath *path,
                          const sf_table *t, void *base);
 
-static sc_err dec_enum(jdec *d, json_object *v, const char *path,
+static sc_err dec_enum(jdec *d, json_object *v, const jpath *path,
                        const sf_field *f, void *base)
 {
   char q[FIELDPATH_QUOTE_MAX], hint[160];
@@ -434,7 +456,7 @@ static sc_err dec_enum(jdec *d, json_object *v, const char *path,
 }
 
 /* A JSON array into a list row; what it held before is freed first. */
-static sc_err dec_list(jdec *d, json_object *v, const char *path,
+static sc_err dec_list(jdec *d, json_object *v, const jpath *path,
                        const sf_field *f, void *base)
 {
   size_t i, n, *count = SF_AT(base, f->off_n, size_t);
@@ -462,13 +484,12 @@ static sc_err dec_list(jdec *d, json_object *v, const char *path,
   if(conds)
     *count = n; /* zeroed entries are safe to free */
   for(i = 0; i < n; i++) {
-    char ip[FIELDPATH_MAX];
+    jpath ip = {path, NULL, i};
     json_object *it = json_object_array_get_idx(v, i);
-    fieldpath_index(ip, sizeof(ip), path, i);
     if(conds)
-      err = dec_fields(d, it, ip, f->sub, items + i * esize);
+      err = dec_fields(d, it, &ip, f->sub, items + i * esize);
     else {
-      err = dec_string(d, it, ip, (char **)(void *)(items + i * esize));
+      err = dec_string(d, it, &ip, (char **)(void *)(items + i * esize));
       if(!err)
         *count = i + 1;
     }
@@ -478,7 +499,7 @@ static sc_err dec_list(jdec *d, json_object *v, const char *path,
   return SC_OK;
 }
 
-static sc_err dec_row(jdec *d, json_object *v, const char *p,
+static sc_err dec_row(jdec *d, json_object *v, const jpath *p,
                       const sf_field *f, void *base)
 {
   sc_err err;
@@ -514,7 +535,7 @@ static sc_err dec_row(jdec *d, json_object *v, const char *p,
 
 /* The members of object o (at path) into base by table t. Unknown
  * members are errors, but under IGNORE_UNKNOWN_METADATA in metadata. */
-static sc_err dec_fields(jdec *d, json_object *o, const char *path,
+static sc_err dec_fields(jdec *d, json_object *o, const jpath *path,
                          const sf_table *t, void *base)
 {
   sc_err err = want(d, o, json_type_object, path, "an object");
@@ -522,7 +543,7 @@ static sc_err dec_fields(jdec *d, json_object *o, const char *path,
     return err;
   json_object_object_foreach(o, key, v)
   {
-    char p[FIELDPATH_MAX];
+    jpath p = {path, key, 0};
     const sf_field *f;
     if(!v)
       continue; /* null: unset */
@@ -532,15 +553,14 @@ static sc_err dec_fields(jdec *d, json_object *o, const char *path,
         continue;
       return unknown(d, path, key);
     }
-    fieldpath_key(p, sizeof(p), path, key);
-    err = dec_row(d, v, p, f, base);
+    err = dec_row(d, v, &p, f, base);
     if(err)
       return err;
   }
   return SC_OK;
 }
 
-static sc_err dec_const(jdec *d, json_object *v, const char *path,
+static sc_err dec_const(jdec *d, json_object *v, const jpath *path,
                         const char *expect)
 {
   char q[FIELDPATH_QUOTE_MAX];
@@ -582,24 +602,25 @@ sc_err session_from_json_object_ex(json_object *o, unsigned flags,
   err = SC_OK;
   json_object_object_foreach(o, key, v)
   {
+    jpath top = {NULL, key, 0};
     if(!strcmp(key, "apiVersion")) {
-      err = dec_const(&d, v, "apiVersion", SESSION_API_VERSION);
+      err = dec_const(&d, v, &top, SESSION_API_VERSION);
       have_api = true;
     }
     else if(!strcmp(key, "kind")) {
-      err = dec_const(&d, v, "kind", SESSION_KIND);
+      err = dec_const(&d, v, &top, SESSION_KIND);
       have_kind = true;
     }
     else if(!v)
       continue;
     else if(!strcmp(key, "metadata"))
-      err = dec_fields(&d, v, "metadata", &sf_meta, &s->meta);
+      err = dec_fields(&d, v, &top, &sf_meta, &s->meta);
     else if(!strcmp(key, "spec"))
-      err = dec_fields(&d, v, "spec", &sf_spec, &s->spec);
+      err = dec_fields(&d, v, &top, &sf_spec, &s->spec);
     else if(!strcmp(key, "status"))
-      err = dec_fields(&d, v, "status", &sf_status, &s->status);
+      err = dec_fields(&d, v, &top, &sf_status, &s->status);
     else
-      err = unknown(&d, "", key);
+      err = unknown(&d, NULL, key);
     if(err)
       goto out;
   }
@@ -626,11 +647,12 @@ sc_err session_from_json_object(json_object *o, session **out, sc_errbuf *eb)
   return session_from_json_object_flags(o, 0, out, eb);
 }
 
-/* Parse text into a json object; strict JSON, nothing after it. */
-static sc_err parse_text(const char *json, size_t len, json_object **out,
-                         sc_errbuf *eb)
+/* Parse text into a json object; strict JSON, nothing after it. tok:
+ * a tokener to reuse (reset here), or NULL for one of this call's own. */
+static sc_err parse_text(json_tokener *tok, const char *json, size_t len,
+                         json_object **out, sc_errbuf *eb)
 {
-  json_tokener *tok;
+  json_tokener *own = NULL;
   json_object *o;
   enum json_tokener_error jerr;
   size_t end;
@@ -640,26 +662,28 @@ static sc_err parse_text(const char *json, size_t len, json_object **out,
     return sc_errf(eb, SC_ERR_INVALID, "no JSON text");
   if(len > INT32_MAX)
     return sc_errf(eb, SC_ERR_TOO_LARGE, "JSON text too large");
-  tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-  if(!tok)
-    return SC_ERR_NOMEM;
+  if(tok)
+    json_tokener_reset(tok);
+  else {
+    tok = own = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+    if(!tok)
+      return SC_ERR_NOMEM;
+  }
   json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
   o = json_tokener_parse_ex(tok, json, (int)len);
   jerr = json_tokener_get_error(tok);
   end = json_tokener_get_parse_end(tok);
+  if(own)
+    json_tokener_free(own);
   if(!o && jerr == json_tokener_success)
     jerr = json_tokener_continue; /* empty input */
   if(jerr == json_tokener_continue) {
-    json_tokener_free(tok);
     json_object_put(o);
     return sc_errf(eb, SC_ERR_INVALID, "JSON text ends too early");
   }
-  if(jerr != json_tokener_success) {
-    json_tokener_free(tok);
+  if(jerr != json_tokener_success)
     return sc_errf(eb, SC_ERR_INVALID, "JSON syntax error at byte %zu: %s",
                    end, json_tokener_error_desc(jerr));
-  }
-  json_tokener_free(tok);
   while(end < len && (json[end] == ' ' || json[end] == '\n' ||
                       json[end] == '\r' || json[end] == '\t'))
     end++;
@@ -678,7 +702,7 @@ sc_err session_from_json(const char *json, size_t len, session **out,
   json_object *o;
   sc_err err;
   *out = NULL;
-  err = parse_text(json, len, &o, eb);
+  err = parse_text(NULL, json, len, &o, eb);
   if(err)
     return err;
   err = session_from_json_object(o, out, eb);
@@ -689,15 +713,22 @@ sc_err session_from_json(const char *json, size_t len, session **out,
 sc_err session_spec_from_json(const char *json, session_spec *out,
                               sc_errbuf *eb)
 {
+  return session_spec_from_json_tok(NULL, json, out, eb);
+}
+
+sc_err session_spec_from_json_tok(json_tokener *tok, const char *json,
+                                  session_spec *out, sc_errbuf *eb)
+{
   jdec d = {eb, 0, 0};
+  jpath root = {NULL, "spec", 0};
   json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));
   out->reclaim_after_ms = -1;
-  err = parse_text(json, json ? strlen(json) : 0, &o, eb);
+  err = parse_text(tok, json, json ? strlen(json) : 0, &o, eb);
   if(err)
     return err;
-  err = dec_fields(&d, o, "spec", &sf_spec, out);
+  err = dec_fields(&d, o, &root, &sf_spec, out);
   json_object_put(o);
   if(err) {
     session_spec_clear(out);
@@ -709,14 +740,21 @@ sc_err session_spec_from_json(const char *json, session_spec *out,
 sc_err session_status_from_json(const char *json, session_status *out,
                                 sc_errbuf *eb)
 {
+  return session_status_from_json_tok(NULL, json, out, eb);
+}
+
+sc_err session_status_from_json_tok(json_tokener *tok, const char *json,
+                                    session_status *out, sc_errbuf *eb)
+{
   jdec d = {eb, 0, 0};
+  jpath root = {NULL, "status", 0};
   json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));
-  err = parse_text(json, json ? strlen(json) : 0, &o, eb);
+  err = parse_text(tok, json, json ? strlen(json) : 0, &o, eb);
   if(err)
     return err;
-  err = dec_fields(&d, o, "status", &sf_status, out);
+  err = dec_fields(&d, o, &root, &sf_status, out);
   json_object_put(o);
   if(err)
     session_status_clear(out);

@@ -62,5 +62,12 @@ sc_err session_spec_from_json(const char *json, session_spec *out,
 sc_err session_status_to_json(const session_status *st, char **out);
 sc_err session_status_from_json(const char *json, session_status *out,
                                 sc_errbuf *eb);
+/* The same with a tokener the caller keeps for many calls (reset here;
+ * NULL: one of the call's own), so that a store decoding many rows does
+ * not make one per column. */
+sc_err session_spec_from_json_tok(json_tokener *tok, const char *json,
+                                  session_spec *out, sc_errbuf *eb);
+sc_err session_status_from_json_tok(json_tokener *tok, const char *json,
+                                    session_status *out, sc_errbuf *eb);
 
 #endif

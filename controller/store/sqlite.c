@@ -95,10 +95,22 @@ static sc_err kv_to_json(const sc_kvlist *l, char **out)
  * reads them (SESSION_JSON_LENIENT_METADATA), a column that is not a JSON
  * object reads as empty, and an entry that is not a string or holds an
  * escaped NUL (which would silently cut the value short) is left out. */
-static sc_err kv_from_json(const char *txt, sc_kvlist *out)
+static sc_err kv_from_json_tok(json_tokener *tok, const char *txt,
+                               sc_kvlist *out)
 {
-  json_object *o = json_tokener_parse(txt ? txt : "");
+  json_object *o;
   sc_err err = SC_OK;
+  if(!tok)
+    o = json_tokener_parse(txt ? txt : "");
+  else { /* as json_tokener_parse, without a tokener of its own */
+    json_tokener_reset(tok);
+    json_tokener_set_flags(tok, 0);
+    o = json_tokener_parse_ex(tok, txt ? txt : "", -1);
+    if(json_tokener_get_error(tok) != json_tokener_success) {
+      json_object_put(o);
+      o = NULL;
+    }
+  }
   if(!o || json_object_get_type(o) != json_type_object) {
     json_object_put(o);
     return SC_OK;
@@ -117,17 +129,42 @@ static sc_err kv_from_json(const char *txt, sc_kvlist *out)
   return err;
 }
 
+/* (test/fuzz/fuzz_store_decode.c calls it) */
+static sc_err kv_from_json(const char *txt, sc_kvlist *out)
+  __attribute__((unused));
+static sc_err kv_from_json(const char *txt, sc_kvlist *out)
+{
+  return kv_from_json_tok(NULL, txt, out);
+}
+
 /* --- rows --- */
 
-sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
-                         char *why, size_t whylen, sc_errbuf *eb)
+sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
+                         session **out, char *why, size_t whylen,
+                         sc_errbuf *eb)
 {
-  session *o = session_new();
+  session *o;
   char rev[STORE_REV_LEN];
   sc_errbuf e;
   sc_err err;
   const char *part = "";
+  const session *hit;
+  int64_t revision = sqlite3_column_int64(q, 4);
+  uint64_t content = sq_row_content(s, q);
   *out = NULL;
+  /* unchanged since it was decoded: a copy, no JSON */
+  hit = sq_cache_get(s, (const char *)sqlite3_column_text(q, 0),
+                     (const char *)sqlite3_column_text(q, 1),
+                     (const char *)sqlite3_column_text(q, 2), revision,
+                     content);
+  if(hit) {
+    *out = session_dup(hit);
+    if(!*out)
+      return sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory reading an "
+                     "object", s->label);
+    return SC_OK;
+  }
+  o = session_new();
   if(!o)
     return SC_ERR_NOMEM;
   e.msg[0] = 0;
@@ -139,7 +176,7 @@ sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
   if(err)
     goto out;
   o->meta.generation = sqlite3_column_int64(q, 3);
-  store_rev_format(sqlite3_column_int64(q, 4), rev);
+  store_rev_format(revision, rev);
   o->meta.resource_version = strdup(rev);
   if(!o->meta.resource_version) {
     err = SC_ERR_NOMEM;
@@ -157,22 +194,22 @@ sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, session **out,
     goto out;
   }
   part = "labels";
-  err = kv_from_json((const char *)sqlite3_column_text(q, 7),
-                     &o->meta.labels);
+  err = kv_from_json_tok(s->tok, (const char *)sqlite3_column_text(q, 7),
+                         &o->meta.labels);
   if(!err) {
     part = "annotations";
-    err = kv_from_json((const char *)sqlite3_column_text(q, 8),
-                       &o->meta.annotations);
+    err = kv_from_json_tok(s->tok, (const char *)sqlite3_column_text(q, 8),
+                           &o->meta.annotations);
   }
   if(!err) {
     part = "spec";
-    err = session_spec_from_json((const char *)sqlite3_column_text(q, 9),
-                                 &o->spec, &e);
+    err = session_spec_from_json_tok(
+      s->tok, (const char *)sqlite3_column_text(q, 9), &o->spec, &e);
   }
   if(!err) {
     part = "status";
-    err = session_status_from_json((const char *)sqlite3_column_text(q, 10),
-                                   &o->status, &e);
+    err = session_status_from_json_tok(
+      s->tok, (const char *)sqlite3_column_text(q, 10), &o->status, &e);
   }
 out:
   if(err) {
@@ -188,6 +225,8 @@ out:
     session_free(o);
     return err;
   }
+  if(fill && s->lists)
+    sq_cache_put(s, o, revision, content);
   *out = o;
   return SC_OK;
 }
@@ -272,7 +311,8 @@ static sc_err init_db(sq_store *s, bool may_create, sc_errbuf *eb)
   {
     int64_t deadline = sctime_mono_ms() + s->busy_ms;
     for(;;) {
-      err = sq_prep(s, "PRAGMA journal_mode = WAL", &q, "enable WAL", eb);
+      err = sq_prep_once(s, "PRAGMA journal_mode = WAL", &q, "enable WAL",
+                         eb);
       if(err)
         return err;
       rc = sqlite3_step(q);
@@ -399,7 +439,8 @@ sc_err store_sqlite_open(const char *path, const store_open_opts *opts,
     s->slack = 100;
 
   s->path = strdup(path);
-  if(!s->path) {
+  s->tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+  if(!s->path || !s->tok || sq_cache_init(s)) {
     err = SC_ERR_NOMEM;
     goto fail;
   }
@@ -444,7 +485,13 @@ static void sq_close(store *base)
   sq_store *s = (sq_store *)base;
   while(s->watches)
     sq_watch_free(s->watches);
+  sq_group_close(s);
+  sq_own_free(s);
+  sq_stmts_free(s);
   sqlite3_close_v2(s->db);
+  sq_cache_free(s);
+  if(s->tok)
+    json_tokener_free(s->tok);
   free(s->label);
   free(s->path);
   free(s->claimed);
@@ -458,6 +505,7 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
   sq_store *s = (sq_store *)base;
   struct stat sb;
   sqlite3_stmt *q = NULL;
+  sc_errbuf ignored;
   sc_err err = SC_OK;
   if(stat(s->path, &sb))
     return sc_errf(eb, SC_ERR_CONFLICT, "%s: the store file is gone from "
@@ -475,8 +523,8 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
   if(!s->claimed)
     return SC_OK;
   /* a failed read is no evidence of a change: SC_OK */
-  if(sqlite3_prepare_v2(s->db, "SELECT name FROM controller WHERE id = 1",
-                        -1, &q, NULL) == SQLITE_OK) {
+  if(!sq_prep(s, "SELECT name FROM controller WHERE id = 1", &q,
+              "check the controller name", &ignored)) {
     int rc = sqlite3_step(q);
     const unsigned char *t = rc == SQLITE_ROW ? sqlite3_column_text(q, 0)
                                               : NULL;
@@ -488,7 +536,7 @@ static sc_err sq_check_identity(store *base, sc_errbuf *eb)
                                                     : "(none recorded)",
                     s->claimed);
   }
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 
@@ -497,7 +545,9 @@ static const store_ops sq_ops = {
   sq_apply,          sq_update_spec,   sq_update_status,
   sq_delete,         sq_purge,         sq_watch_start,
   sq_watch_stop,
-  NULL, NULL, NULL, NULL, NULL, /* no I/O to wait for: store.c answers */
+  /* list, get and purge: no I/O to wait for, store.c answers; status
+   * writes are queued and committed in groups (sqlite_group.c) */
+  NULL, NULL, sq_update_status_async, NULL, sq_async_inflight,
   sq_check_identity, sq_claim_name, sq_served_by_get,
   NULL, NULL, /* no finalizers: store_finalizer.c answers with a get */
   sq_write_probe,

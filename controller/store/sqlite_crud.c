@@ -41,10 +41,10 @@ static sc_err load_why(sq_store *s, const char *ns, const char *name,
   sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(q);
   if(rc == SQLITE_ROW)
-    err = sq_row_to_session(s, q, out, why, whylen, eb);
+    err = sq_row_to_session(s, q, false, out, why, whylen, eb);
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 
@@ -127,12 +127,12 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
     return err;
   err = sq_step_meta(s, q, "bump revision", eb);
   if(err) {
-    sqlite3_finalize(q);
+    sq_release(s, q);
     return err;
   }
   revision = sqlite3_column_int64(q, 0);
   compacted = sqlite3_column_int64(q, 1);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   q = NULL;
 
   store_rev_format(revision, rev);
@@ -181,6 +181,8 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
   err = sq_done(s, q, "append history", eb);
   if(!err)
     err = maybe_compact(s, revision, compacted, eb);
+  if(!err)
+    sq_own_note(s, revision, &t.whole, o);
 out:
   sq_row_text_free(&t);
   return err;
@@ -199,8 +201,9 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   sc_err err;
   int rc;
 
+  sq_group_flush(s); /* status writes queued before this list */
   /* One read transaction: the revision and the rows are one snapshot. */
-  err = sq_exec(s, "BEGIN", "list", eb);
+  err = sq_run(s, "BEGIN", "list", eb);
   if(err)
     return err;
   err = sq_read_revision(s, &revision, NULL, eb);
@@ -214,6 +217,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   if(opts->namespace_)
     sqlite3_bind_text(q, 1, opts->namespace_, -1, SQLITE_STATIC);
   sqlite3_bind_int(q, 2, opts->include_deleted ? 1 : 0);
+  sq_cache_sweep_begin(s);
   while((rc = sqlite3_step(q)) == SQLITE_ROW) {
     session *o;
     if(out->n == alloc) {
@@ -227,7 +231,7 @@ sc_err sq_list(store *base, const store_list_opts *opts,
       alloc = na;
     }
     why[0] = '\0';
-    err = sq_row_to_session(s, q, &o, why, sizeof(why), eb);
+    err = sq_row_to_session(s, q, true, &o, why, sizeof(why), eb);
     if(err && why[0]) {
       /* another tool wrote a row we cannot read: skipped and reported,
        * the others listed (store.h, "Objects that do not decode") */
@@ -248,8 +252,12 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   }
   if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "list", eb);
+  else if(!opts->namespace_ && opts->include_deleted)
+    sq_cache_sweep_end(s); /* every row was seen: the others are gone */
+  if(!err)
+    s->lists++;
 out:
-  sqlite3_finalize(q);
+  sq_release(s, q);
   err = sq_tx_end(s, err, "list", eb);
   if(!err) {
     store_rev_format(revision, rev);
@@ -270,6 +278,7 @@ sc_err sq_get(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   char why[SC_ERRBUF_SIZE];
   sc_err err;
+  sq_group_flush(s);
   why[0] = '\0';
   err = load_why(s, ns, name, out, why, sizeof(why), eb);
   if(err && why[0]) /* reported as any skipped row; the get fails */
@@ -357,8 +366,10 @@ sc_err sq_apply(store *base, session *const *objs, size_t n,
                 store_apply_outcome *outcomes, sc_errbuf *eb)
 {
   sq_store *s = (sq_store *)base;
-  sc_err err = sq_tx_begin(s, "apply", eb);
+  sc_err err;
   size_t i;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "apply", eb);
   if(err)
     return err;
   for(i = 0; i < n && !err; i++) {
@@ -392,7 +403,9 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "update spec", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "update spec", eb);
   if(err)
     return err;
   err = load_current(s, "update spec", ns, name, expected_version, &cur,
@@ -413,6 +426,42 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   return update_end(s, err, "update spec", cur, new_version, eb);
 }
 
+/* The compare-and-set of a status inside the caller's write transaction;
+ * *cur (freed by the caller) is the object as it stands after it. */
+static sc_err status_in_tx(sq_store *s, const char *ns, const char *name,
+                           const char *expected_version,
+                           const session_status *status, session **cur,
+                           sc_errbuf *eb)
+{
+  sc_err err = load_current(s, "update status", ns, name, expected_version,
+                            cur, eb);
+  if(!err && !session_status_equal(&(*cur)->status, status)) {
+    session_status_clear(&(*cur)->status);
+    if(session_status_copy(&(*cur)->status, status))
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    else
+      err = save(s, *cur, STORE_EVENT_MODIFIED, eb);
+  }
+  return err;
+}
+
+sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
+                          const char *expected_version,
+                          const session_status *status, char **new_version,
+                          sc_errbuf *eb)
+{
+  session *cur = NULL;
+  sc_err err = status_in_tx(s, ns, name, expected_version, status, &cur,
+                            eb);
+  if(!err) {
+    *new_version = strdup(cur->meta.resource_version);
+    if(!*new_version)
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  }
+  session_free(cur);
+  return err;
+}
+
 sc_err sq_update_status(store *base, const char *ns, const char *name,
                         const char *expected_version,
                         const session_status *status,
@@ -420,18 +469,12 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "update status", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "update status", eb);
   if(err)
     return err;
-  err = load_current(s, "update status", ns, name, expected_version, &cur,
-                     eb);
-  if(!err && !session_status_equal(&cur->status, status)) {
-    session_status_clear(&cur->status);
-    if(session_status_copy(&cur->status, status))
-      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
-    else
-      err = save(s, cur, STORE_EVENT_MODIFIED, eb);
-  }
+  err = status_in_tx(s, ns, name, expected_version, status, &cur, eb);
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 
@@ -440,7 +483,9 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sc_err err = sq_tx_begin(s, "delete", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "delete", eb);
   if(err)
     return err;
   err = load_current(s, "delete", ns, name, NULL, &cur, eb);
@@ -458,7 +503,9 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
   sqlite3_stmt *q;
-  sc_err err = sq_tx_begin(s, "purge", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "purge", eb);
   if(err)
     return err;
   err = load_current(s, "purge", ns, name, expected_version, &cur, eb);
@@ -475,6 +522,8 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
     sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
     err = sq_done(s, q, "purge", eb);
   }
+  if(!err)
+    sq_cache_drop(s, ns, name);
   session_free(cur);
   return sq_tx_end(s, err, "purge", eb);
 }
@@ -503,7 +552,9 @@ sc_err sq_set_annotation(store *base, const char *ns, const char *name,
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
   const char *have;
-  sc_err err = sq_tx_begin(s, "set annotation", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "set annotation", eb);
   if(err)
     return err;
   err = load_current(s, "set annotation", ns, name, expected_version, &cur,

@@ -81,7 +81,7 @@ static sc_err read_served_by(sq_store *s, store_served_by *out,
   }
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read the controller name", eb);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   if(err) {
     store_served_by_clear(out);
     out->recorded = true;
@@ -92,6 +92,7 @@ static sc_err read_served_by(sq_store *s, store_served_by *out,
 sc_err sq_served_by_get(store *base, store_served_by *out,
                         sc_errbuf *eb)
 {
+  sq_group_flush((sq_store *)base);
   return read_served_by((sq_store *)base, out, eb);
 }
 
@@ -150,6 +151,7 @@ sc_err sq_claim_name(store *base, const char *name,
   store_served_by cur;
   const char *what = "claim the store for a controller name";
   sc_err err;
+  sq_group_flush(s);
   memset(&cur, 0, sizeof(cur));
   err = sq_tx_begin(s, what, eb);
   if(!err)
@@ -195,10 +197,12 @@ sc_err sq_claim_name(store *base, const char *name,
 sc_err sq_write_probe(store *base, sc_errbuf *eb)
 {
   sq_store *s = (sq_store *)base;
-  sc_err err = sq_tx_begin(s, "write probe", eb);
+  sc_err err;
+  sq_group_flush(s);
+  err = sq_tx_begin(s, "write probe", eb);
   if(err)
     return err;
-  err = sq_exec(s, "UPDATE meta SET revision = revision WHERE id = 1",
-                "write probe", eb);
+  err = sq_run(s, "UPDATE meta SET revision = revision WHERE id = 1",
+               "write probe", eb);
   return sq_tx_end(s, err, "write probe", eb);
 }

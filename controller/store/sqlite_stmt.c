@@ -1,7 +1,7 @@
 /*
  * sqlite_stmt.c - the SQLite backend's errors, statements and
  * transactions: an SQLite result code as an sc_err with a message naming
- * the store and the step, prepared statements, BEGIN IMMEDIATE / COMMIT /
+ * the store and the step, the statement cache, BEGIN IMMEDIATE / COMMIT /
  * ROLLBACK, and the meta row's counters. See sqlite_int.h.
  */
 #include "controller/store/sqlite_int.h"
@@ -48,8 +48,82 @@ sc_err sq_fail(sq_store *s, int rc, const char *what, sc_errbuf *eb)
                  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
+/* --- the statement cache --- */
+
+/* The cached statement of sql, or NULL (pointer first: the SQL texts are
+ * literals; then the text, for a copy of the same literal). */
+static sq_stmt *cache_find(sq_store *s, const char *sql)
+{
+  size_t i;
+  for(i = 0; i < s->n_stmts; i++)
+    if(s->stmts[i].sql == sql)
+      return &s->stmts[i];
+  for(i = 0; i < s->n_stmts; i++)
+    if(!strcmp(s->stmts[i].sql, sql))
+      return &s->stmts[i];
+  return NULL;
+}
+
 sc_err sq_prep(sq_store *s, const char *sql, sqlite3_stmt **q,
                const char *what, sc_errbuf *eb)
+{
+  sq_stmt *c = cache_find(s, sql);
+  int rc;
+  if(c && !c->in_use) {
+    c->in_use = true;
+    *q = c->q;
+    return SC_OK;
+  }
+  rc = sqlite3_prepare_v2(s->db, sql, -1, q, NULL);
+  if(rc != SQLITE_OK) {
+    sqlite3_finalize(*q);
+    *q = NULL;
+    return sq_fail(s, rc, what, eb);
+  }
+  /* In use already (a statement nested in itself): this one is used
+   * once. Else kept, when there is room. */
+  if(!c && s->n_stmts < SQ_STMT_MAX) {
+    c = &s->stmts[s->n_stmts++];
+    c->sql = sql;
+    c->q = *q;
+    c->in_use = true;
+  }
+  return SC_OK;
+}
+
+void sq_release(sq_store *s, sqlite3_stmt *q)
+{
+  size_t i;
+  if(!q)
+    return;
+  for(i = 0; i < s->n_stmts; i++)
+    if(s->stmts[i].q == q) {
+      /* reset ends its read of the database (a statement left stepped
+       * would hold its snapshot); the result of the last step was
+       * already taken */
+      (void)sqlite3_reset(q);
+      (void)sqlite3_clear_bindings(q);
+      s->stmts[i].in_use = false;
+      return;
+    }
+  sqlite3_finalize(q);
+}
+
+void sq_stmts_free(sq_store *s)
+{
+  size_t i;
+  for(i = 0; i < s->n_stmts; i++)
+    sqlite3_finalize(s->stmts[i].q);
+  s->n_stmts = 0;
+}
+
+size_t sq_stmts_cached(const sq_store *s)
+{
+  return s->n_stmts;
+}
+
+sc_err sq_prep_once(sq_store *s, const char *sql, sqlite3_stmt **q,
+                    const char *what, sc_errbuf *eb)
 {
   int rc = sqlite3_prepare_v2(s->db, sql, -1, q, NULL);
   if(rc != SQLITE_OK) {
@@ -67,7 +141,17 @@ sc_err sq_exec(sq_store *s, const char *sql, const char *what,
   return rc == SQLITE_OK ? SC_OK : sq_fail(s, rc, what, eb);
 }
 
-/* Run q to completion (no rows expected); finalizes q. */
+sc_err sq_run(sq_store *s, const char *sql, const char *what,
+              sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err = sq_prep(s, sql, &q, what, eb);
+  if(err)
+    return err;
+  return sq_done(s, q, what, eb);
+}
+
+/* Run q to completion (no rows expected); gives q back. */
 sc_err sq_done(sq_store *s, sqlite3_stmt *q, const char *what,
                sc_errbuf *eb)
 {
@@ -75,13 +159,13 @@ sc_err sq_done(sq_store *s, sqlite3_stmt *q, const char *what,
   sc_err err = SC_OK;
   if(rc != SQLITE_DONE && rc != SQLITE_ROW)
     err = sq_fail(s, rc, what, eb);
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 
 sc_err sq_tx_begin(sq_store *s, const char *what, sc_errbuf *eb)
 {
-  return sq_exec(s, "BEGIN IMMEDIATE", what, eb);
+  return sq_run(s, "BEGIN IMMEDIATE", what, eb);
 }
 
 /* Commit when err is SC_OK, else (or when the commit fails) roll back. */
@@ -89,9 +173,14 @@ sc_err sq_tx_end(sq_store *s, sc_err err, const char *what,
                  sc_errbuf *eb)
 {
   if(!err)
-    err = sq_exec(s, "COMMIT", what, eb);
-  if(err && !sqlite3_get_autocommit(s->db))
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    err = sq_run(s, "COMMIT", what, eb);
+  if(err && !sqlite3_get_autocommit(s->db)) {
+    sc_errbuf ignored;
+    (void)sq_run(s, "ROLLBACK", what, &ignored);
+    /* the revisions of the rolled-back writes will be given again, to
+     * other content: nothing decoded in this transaction may stay */
+    sq_cache_clear(s);
+  }
   return err;
 }
 
@@ -106,7 +195,7 @@ sc_err sq_pragma_int(sq_store *s, const char *sql, int64_t *out,
                      sc_errbuf *eb)
 {
   sqlite3_stmt *q;
-  sc_err err = sq_prep(s, sql, &q, "read the schema", eb);
+  sc_err err = sq_prep_once(s, sql, &q, "read the schema", eb);
   int rc;
   if(err)
     return err;
@@ -136,7 +225,7 @@ sc_err sq_read_revision(sq_store *s, int64_t *rev, int64_t *compacted,
     if(compacted)
       *compacted = sqlite3_column_int64(q, 1);
   }
-  sqlite3_finalize(q);
+  sq_release(s, q);
   return err;
 }
 

@@ -8,6 +8,7 @@
 #include "controller/store/sqlite_int.h"
 #include "api/session_json.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
   err = sq_read_revision(s, rev, compacted, eb); /* the cheap check */
   if(err || *rev == pos)
     return err;
-  err = sq_exec(s, "BEGIN", "watch", eb);
+  err = sq_run(s, "BEGIN", "watch", eb);
   if(err)
     return err;
   err = sq_read_revision(s, rev, compacted, eb);
@@ -104,7 +105,7 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
   if(rc != SQLITE_DONE && rc != SQLITE_ROW)
     err = sq_fail(s, rc, "watch", eb);
 out:
-  sqlite3_finalize(q);
+  sq_release(s, q);
   err = sq_tx_end(s, err, "watch", eb);
   if(err) {
     rows_free(*rows, *n);
@@ -112,6 +113,95 @@ out:
     *n = 0;
   }
   return err;
+}
+
+/* --- own writes (sqlite_int.h, sq_own) --- */
+
+/* Only plain ASCII text is kept: the decoder refuses some byte sequences
+ * the encoder passes through (invalid UTF-8), and such a row must be
+ * decoded (and skipped) as before, not handed out. */
+static bool ascii_only(const char *s)
+{
+  for(; *s; s++)
+    if((unsigned char)*s >= 0x80)
+      return false;
+  return true;
+}
+
+void sq_own_note(sq_store *s, int64_t revision, char **whole,
+                 const session *o)
+{
+  sq_own *e;
+  sq_watch *w;
+  if(!s->watches || !*whole || !ascii_only(*whole))
+    return;
+  if(s->n_own == SQ_OWN_MAX) { /* the oldest goes: it will be decoded */
+    for(w = s->watches; w; w = w->next)
+      if(w->delivering)
+        return; /* it may be lending the oldest: this one is decoded */
+    free(s->own[0].whole);
+    session_free(s->own[0].obj);
+    memmove(s->own, s->own + 1, (s->n_own - 1) * sizeof(*s->own));
+    s->n_own--;
+  }
+  if(!s->own) {
+    s->own = malloc(SQ_OWN_MAX * sizeof(*s->own));
+    if(!s->own)
+      return;
+  }
+  e = &s->own[s->n_own];
+  e->obj = session_dup(o);
+  if(!e->obj)
+    return; /* out of memory: decoded instead */
+  e->revision = revision;
+  e->whole = *whole;
+  *whole = NULL;
+  s->n_own++;
+}
+
+void sq_own_free(sq_store *s)
+{
+  size_t i;
+  for(i = 0; i < s->n_own; i++) {
+    free(s->own[i].whole);
+    session_free(s->own[i].obj);
+  }
+  free(s->own);
+  s->own = NULL;
+  s->n_own = 0;
+}
+
+/* The object this process wrote as revision rev with this very history
+ * text, or NULL. (A rolled-back write's revision is given again to
+ * another write: the text tells them apart.) */
+static const session *own_find(sq_store *s, int64_t rev, const char *text)
+{
+  size_t i;
+  for(i = 0; i < s->n_own && s->own[i].revision <= rev; i++)
+    if(s->own[i].revision == rev && !strcmp(s->own[i].whole, text))
+      return s->own[i].obj;
+  return NULL;
+}
+
+/* Forget the own writes every watch has passed. */
+static void own_trim(sq_store *s)
+{
+  int64_t low = INT64_MAX;
+  size_t k = 0, i;
+  sq_watch *w;
+  for(w = s->watches; w; w = w->next)
+    if(!w->stop_requested && w->pos < low)
+      low = w->pos;
+  while(k < s->n_own && s->own[k].revision <= low)
+    k++;
+  for(i = 0; i < k; i++) {
+    free(s->own[i].whole);
+    session_free(s->own[i].obj);
+  }
+  if(k) {
+    memmove(s->own, s->own + k, (s->n_own - k) * sizeof(*s->own));
+    s->n_own -= k;
+  }
 }
 
 static void watch_schedule(sq_watch *w, int ms)
@@ -203,6 +293,7 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
   for(i = 0; i < n && !w->stop_requested && !w->dead; i++) {
     hist_row *r = &rows[i];
     session *o = NULL;
+    const session *mine;
     char rv[STORE_REV_LEN];
     store_event ev;
     if(r->revision != w->pos + 1) {
@@ -215,7 +306,13 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
       break;
     }
     w->pos = r->revision;
-    if(!r->type_ok)
+    /* this process's own write: the object it encoded, not decoded */
+    mine = r->type_ok ? own_find(s, r->revision, r->object) : NULL;
+    if(mine) {
+      s->own_hits++;
+      err = SC_OK;
+    }
+    else if(!r->type_ok)
       err = sc_errf(&eb, SC_ERR_INVALID, "unknown event type");
     else
       err = session_from_json(r->object, strlen(r->object), &o, &eb);
@@ -229,7 +326,7 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
     }
     store_rev_format(r->revision, rv);
     ev.type = r->type;
-    ev.obj = o;
+    ev.obj = mine ? mine : o;
     ev.revision = rv;
     w->cb(&ev, w->ud);
     session_free(o);
@@ -237,6 +334,7 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
 out:
   w->delivering = false;
   rows_free(rows, n);
+  own_trim(s);
   if(w->stop_requested) {
     sq_watch_free(w);
     return;
@@ -302,6 +400,8 @@ void sq_watch_free(sq_watch *w)
     w->next->prev = w->prev;
   event_free(w->timer);
   free(w);
+  if(!s->watches)
+    sq_own_free(s); /* no one left to read them */
 }
 
 void sq_watch_stop(store_watch *base)

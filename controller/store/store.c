@@ -1,5 +1,6 @@
 /* store.c - the store URL dispatch and the helpers backends share. */
 #include "controller/store/backend.h"
+#include "lib/hmap.h"
 #include "lib/scstr.h"
 
 #include <inttypes.h>
@@ -207,7 +208,7 @@ typedef struct store_deferred {
   void *ud;
   store_reply rep;
   sc_errbuf eb;
-  struct store_deferred *next;
+  struct store_deferred *prev, *next; /* st->deferred */
 } store_deferred;
 
 static void reply_clear(store_reply *rep)
@@ -218,15 +219,16 @@ static void reply_clear(store_reply *rep)
   memset(rep, 0, sizeof(*rep));
 }
 
+/* constant time: thousands may wait for one turn of the loop */
 static void deferred_unlink_free(store_deferred *d)
 {
-  store_deferred **pp;
-  for(pp = &d->st->deferred; *pp; pp = &(*pp)->next)
-    if(*pp == d) {
-      *pp = d->next;
-      d->st->n_deferred--;
-      break;
-    }
+  if(d->prev)
+    d->prev->next = d->next;
+  else
+    d->st->deferred = d->next;
+  if(d->next)
+    d->next->prev = d->prev;
+  d->st->n_deferred--;
   if(d->ev)
     event_free(d->ev);
   reply_clear(&d->rep);
@@ -394,29 +396,63 @@ sc_err store_get(store *st, const char *ns, const char *name, session **out,
   return st->ops->get(st, ns, name, out, eb);
 }
 
+typedef struct apply_key {
+  const char *ns, *name;
+} apply_key;
+
+/* value: SC_HMAP_IDX(i) of objs (ud) */
+static bool apply_key_eq(const void *value, const void *key, void *ud)
+{
+  session *const *objs = ud;
+  const session *o = objs[SC_HMAP_IDX_OF(value)];
+  const apply_key *k = key;
+  return !strcmp(o->meta.name, k->name) &&
+         !strcmp(o->meta.namespace_, k->ns);
+}
+
 sc_err store_apply(store *st, session *const *objs, size_t n,
                    store_apply_outcome *outcomes, sc_errbuf *eb)
 {
-  size_t i, j;
-  for(i = 0; i < n; i++) {
+  sc_hmap *seen;
+  uint64_t seed;
+  size_t i;
+  sc_err err = SC_OK;
+  if(!n)
+    return SC_OK;
+  /* the same key twice: one hash table, linear in n */
+  seen = sc_hmap_new(n);
+  if(!seen)
+    return sc_errf(eb, SC_ERR_NOMEM, "apply: out of memory");
+  seed = sc_hash_seed();
+  for(i = 0; i < n && !err; i++) {
     char what[48];
-    sc_err err;
-    if(!objs[i])
-      return sc_errf(eb, SC_ERR_INVALID, "apply: objects[%zu] is NULL", i);
+    apply_key k;
+    uint64_t h;
+    void *first;
+    if(!objs[i]) {
+      err = sc_errf(eb, SC_ERR_INVALID, "apply: objects[%zu] is NULL", i);
+      break;
+    }
     snprintf(what, sizeof(what), "apply: objects[%zu]", i);
     err = store_check_key(objs[i]->meta.namespace_, objs[i]->meta.name, what,
                           eb);
     if(err)
-      return err;
-    for(j = 0; j < i; j++)
-      if(!strcmp(objs[i]->meta.namespace_, objs[j]->meta.namespace_) &&
-         !strcmp(objs[i]->meta.name, objs[j]->meta.name))
-        return sc_errf(eb, SC_ERR_INVALID,
-                       "apply: objects[%zu] and objects[%zu] are both %s/%s",
-                       j, i, objs[i]->meta.namespace_, objs[i]->meta.name);
+      break;
+    k.ns = objs[i]->meta.namespace_;
+    k.name = objs[i]->meta.name;
+    h = sc_hash_fin(sc_hash_strn(sc_hash_strn(seed, k.ns, strlen(k.ns)),
+                                 k.name, strlen(k.name)));
+    first = sc_hmap_get(seen, h, apply_key_eq, &k, (void *)objs);
+    if(first)
+      err = sc_errf(eb, SC_ERR_INVALID,
+                    "apply: objects[%zu] and objects[%zu] are both %s/%s",
+                    SC_HMAP_IDX_OF(first), i, k.ns, k.name);
+    else if(sc_hmap_put(seen, h, SC_HMAP_IDX(i)))
+      err = sc_errf(eb, SC_ERR_NOMEM, "apply: out of memory");
   }
-  if(!n)
-    return SC_OK;
+  sc_hmap_free(seen);
+  if(err)
+    return err;
   return st->ops->apply(st, objs, n, outcomes, eb);
 }
 
@@ -584,6 +620,8 @@ static sc_err deferred_new(store *st, store_reply_cb cb, void *ud,
   d->cb = cb;
   d->ud = ud;
   d->next = st->deferred;
+  if(d->next)
+    d->next->prev = d;
   st->deferred = d;
   st->n_deferred++;
   *out = d;

@@ -318,8 +318,13 @@ const char *store_event_type_name(store_event_type t);
  * are copied: the caller may free them as soon as the call returns.
  * The kube backend sends them on the loop; a backend without I/O (sqlite)
  * does the work at once and delivers the answer on the next turn of the
- * loop. Calls in flight when the store is closed are abandoned: their
- * callbacks are never called. A callback may start other calls but must
+ * loop, but for status writes: sqlite queues them and writes every one
+ * queued by the next turn in one transaction (group commit, each its own
+ * compare-and-set and its own answer, given after the commit returned);
+ * any other call on that store first writes what is queued, so it sees
+ * those writes (docs/store.md, "Cost"). Calls in flight when the store
+ * is closed are abandoned: their callbacks are never called (sqlite
+ * still writes the queued status writes at close). A callback may start other calls but must
  * not call store_close().
  *
  * The reply is valid during the callback only. The callback may take

@@ -1,0 +1,937 @@
+/* Tests of the SQLite store's speed machinery (docs/store.md, "Cost"):
+ * the statement cache, the decode cache, the group commit of status
+ * writes, the watch's own writes, and apply's duplicate check at scale.
+ * They look under the hood (sqlite_int.h) where a cache is the point. */
+#include "test/harness.h"
+#include "controller/store/store.h"
+#include "controller/store/sqlite_int.h"
+#include "api/manifest.h"
+#include "api/session_json.h"
+
+#include <dirent.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <event2/event.h>
+
+/* --- fixtures --- */
+
+typedef struct tmp {
+  char dir[256];
+  char path[300];
+  char url[310];
+} tmp;
+
+static int tmp_make(tmp *t)
+{
+  const char *base = getenv("TMPDIR");
+  snprintf(t->dir, sizeof(t->dir), "%s/sc-sqst-XXXXXX",
+           base && *base ? base : "/tmp");
+  if(!mkdtemp(t->dir))
+    return -1;
+  snprintf(t->path, sizeof(t->path), "%s/s.db", t->dir);
+  snprintf(t->url, sizeof(t->url), "sqlite:%s", t->path);
+  return 0;
+}
+
+static void tmp_clean(tmp *t)
+{
+  DIR *d = opendir(t->dir);
+  struct dirent *e;
+  if(!d)
+    return;
+  while((e = readdir(d))) {
+    char p[600];
+    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(t->dir);
+}
+
+static store *open_busy(const tmp *t, struct event_base *b, int busy_ms)
+{
+  store_open_opts o = {0};
+  store *st = NULL;
+  sc_errbuf eb;
+  o.base = b;
+  o.create = true;
+  o.poll_interval_ms = 5;
+  o.busy_timeout_ms = busy_ms;
+  if(store_open(t->url, &o, &st, &eb)) {
+    fprintf(stderr, "  store_open: %s\n", eb.msg);
+    return NULL;
+  }
+  return st;
+}
+
+static store *open_store(const tmp *t, struct event_base *b)
+{
+  return open_busy(t, b, 0);
+}
+
+static sq_store *sq(store *st)
+{
+  return (sq_store *)st;
+}
+
+static session *mk(const char *ns, const char *name)
+{
+  session *s = session_new();
+  s->meta.namespace_ = strdup(ns);
+  s->meta.name = strdup(name);
+  s->spec.template_id = strdup("tmpl");
+  session_apply_defaults(s);
+  return s;
+}
+
+static sc_err apply_names(store *st, const char *const *names, size_t n)
+{
+  session *objs[8] = {NULL};
+  sc_errbuf eb;
+  size_t i;
+  sc_err err;
+  if(n > 8)
+    return SC_ERR_INVALID;
+  for(i = 0; i < n; i++)
+    objs[i] = mk("ns", names[i]);
+  err = store_apply(st, objs, n, NULL, &eb);
+  if(err)
+    fprintf(stderr, "  apply: %s\n", eb.msg);
+  for(i = 0; i < n; i++)
+    session_free(objs[i]);
+  return err;
+}
+
+/* the resourceVersion of ns/name now (caller frees), NULL when absent */
+static char *version_of(store *st, const char *name)
+{
+  session *s = NULL;
+  sc_errbuf eb;
+  char *v = NULL;
+  if(!store_get(st, "ns", name, &s, &eb))
+    v = strdup(s->meta.resource_version);
+  session_free(s);
+  return v;
+}
+
+static void status_running(session_status *ss, const char *sandbox)
+{
+  memset(ss, 0, sizeof(*ss));
+  ss->phase = SESSION_PHASE_RUNNING;
+  ss->sandbox_id = strdup(sandbox);
+}
+
+static sc_err write_status(store *st, const char *name, const char *sandbox)
+{
+  session_status ss;
+  sc_errbuf eb;
+  char *v = version_of(st, name), *nv = NULL;
+  sc_err err;
+  status_running(&ss, sandbox);
+  err = store_update_status(st, "ns", name, v ? v : "0", &ss, &nv, &eb);
+  if(err)
+    fprintf(stderr, "  update status: %s\n", eb.msg);
+  session_status_clear(&ss);
+  free(v);
+  free(nv);
+  return err;
+}
+
+static int sql_exec(const char *path, const char *sql)
+{
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+  if(rc == SQLITE_OK)
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_close(db);
+  return rc;
+}
+
+/* statements of the store's connection, and how many are mid-step */
+static int stmts_of(store *st, int *busy)
+{
+  sqlite3_stmt *q = NULL;
+  int n = 0;
+  *busy = 0;
+  while((q = sqlite3_next_stmt(sq(st)->db, q))) {
+    n++;
+    if(sqlite3_stmt_busy(q))
+      (*busy)++;
+  }
+  return n;
+}
+
+/* the sandbox ID the list shows for name ("" none, NULL not listed) */
+static const char *listed_sandbox(const store_list_result *r,
+                                  const char *name)
+{
+  size_t i;
+  for(i = 0; i < r->n; i++)
+    if(!strcmp(r->items[i]->meta.name, name))
+      return r->items[i]->status.sandbox_id ? r->items[i]->status.sandbox_id
+                                            : "";
+  return NULL;
+}
+
+static const store_list_opts all_opts = {NULL, true};
+
+/* a first list: the decode cache fills from a store's second list on */
+static sc_err prime(store *st)
+{
+  store_list_result r;
+  sc_errbuf eb;
+  sc_err err = store_list(st, &all_opts, &r, &eb);
+  store_list_result_free(&r);
+  return err;
+}
+
+/* --- the statement cache --- */
+
+TEST(stmt_cache_prepares_once)
+{
+  static const char *const names[] = {"a"};
+  tmp t;
+  store *st;
+  size_t after_one;
+  int n, busy, i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  CHECK_OK(write_status(st, "a", "sb-0"));
+  after_one = sq_stmts_cached(sq(st));
+  CHECK_MSG(after_one >= 6, "only %zu statements cached", after_one);
+  for(i = 1; i < 50; i++) {
+    char sb[16];
+    snprintf(sb, sizeof(sb), "sb-%d", i);
+    CHECK_OK(write_status(st, "a", sb));
+  }
+  /* 49 more writes, reads and lists: the same statements, no new ones */
+  CHECK_INT(sq_stmts_cached(sq(st)), after_one);
+  n = stmts_of(st, &busy);
+  CHECK_INT(n, (int)after_one);
+  CHECK_INT(busy, 0); /* every statement reset: no snapshot held */
+  CHECK(sqlite3_get_autocommit(sq(st)->db));
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(stmt_cache_reused_after_an_error)
+{
+  static const char *const names[] = {"a"};
+  session_status ss;
+  session *got = NULL;
+  tmp t;
+  store *st;
+  sc_errbuf eb;
+  char *nv = NULL;
+  size_t cached;
+  int busy;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  CHECK_OK(write_status(st, "a", "sb-1"));
+  /* a conflict and a missing object fail inside the transaction */
+  status_running(&ss, "sb-2");
+  CHECK_INT(store_update_status(st, "ns", "a", "1", &ss, &nv, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_INT(store_update_status(st, "ns", "zz", "1", &ss, &nv, &eb),
+            SC_ERR_NOT_FOUND);
+  CHECK_INT(store_get(st, "ns", "zz", &got, &eb), SC_ERR_NOT_FOUND);
+  CHECK(sqlite3_get_autocommit(sq(st)->db)); /* rolled back */
+  stmts_of(st, &busy);
+  CHECK_INT(busy, 0);
+  cached = sq_stmts_cached(sq(st)); /* ROLLBACK is one of them now */
+  CHECK(cached > 0);
+  /* the same statements serve the next writes */
+  CHECK_OK(write_status(st, "a", "sb-x"));
+  CHECK_INT(store_update_status(st, "ns", "a", "1", &ss, &nv, &eb),
+            SC_ERR_CONFLICT);
+  CHECK_OK(write_status(st, "a", "sb-3"));
+  session_status_clear(&ss);
+  CHECK_INT(sq_stmts_cached(sq(st)), cached);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_STR(got->status.sandbox_id, "sb-3");
+  session_free(got);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(stmt_cache_reused_after_busy)
+{
+  static const char *const names[] = {"a"};
+  sqlite3 *other = NULL;
+  tmp t;
+  store *st;
+  session_status ss;
+  sc_errbuf eb;
+  char *v, *nv = NULL;
+  size_t cached;
+  int busy;
+  CHECK(!tmp_make(&t));
+  st = open_busy(&t, NULL, 50);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  CHECK_OK(write_status(st, "a", "sb-1")); /* statements cached */
+  v = version_of(st, "a");
+  CHECK(v);
+  cached = sq_stmts_cached(sq(st));
+  CHECK(cached > 0);
+  /* another connection holds the write lock past the busy timeout */
+  CHECK_INT(sqlite3_open_v2(t.path, &other, SQLITE_OPEN_READWRITE, NULL),
+            SQLITE_OK);
+  CHECK_INT(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+            SQLITE_OK);
+  status_running(&ss, "sb-2");
+  CHECK_INT(store_update_status(st, "ns", "a", v, &ss, &nv, &eb),
+            SC_ERR_BUSY);
+  CHECK_MSG(strstr(eb.msg, "locked"), "message: %s", eb.msg);
+  CHECK_INT(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(other);
+  stmts_of(st, &busy);
+  CHECK_INT(busy, 0);
+  /* the BEGIN that was refused works now, the same statement */
+  CHECK_OK(store_update_status(st, "ns", "a", v, &ss, &nv, &eb));
+  CHECK_INT(sq_stmts_cached(sq(st)), cached);
+  session_status_clear(&ss);
+  free(v);
+  free(nv);
+  v = NULL;
+  {
+    session *got = NULL;
+    CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+    CHECK_STR(got->status.sandbox_id, "sb-2");
+    session_free(got);
+  }
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* SQLite's own heap back where it was: every statement finalized and the
+ * connection really closed (an unfinalized statement keeps a connection
+ * closed with sqlite3_close_v2 alive, and its memory) */
+TEST(stmt_cache_finalized_at_close)
+{
+  static const char *const names[] = {"a", "b"};
+  struct event_base *b = event_base_new();
+  store_list_result r;
+  sc_errbuf eb;
+  tmp t;
+  store *st;
+  sqlite3_int64 before;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  /* one round first: what SQLite keeps for the process (the VFS, the
+   * file's shared state) is there before we measure */
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 2));
+  store_close(st);
+  before = sqlite3_memory_used();
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(write_status(st, "a", "sb-1"));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  store_list_result_free(&r);
+  CHECK(sq_stmts_cached(sq(st)) > 0);
+  store_close(st);
+  CHECK_MSG(sqlite3_memory_used() <= before, "SQLite holds %lld bytes "
+            "after close, %lld before open",
+            (long long)sqlite3_memory_used(), (long long)before);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* --- the decode cache --- */
+
+TEST(decode_cache_serves_unchanged_rows)
+{
+  static const char *const names[] = {"a", "b", "c"};
+  store_list_result r1, r2;
+  sc_errbuf eb;
+  tmp t;
+  store *st;
+  size_t i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 3));
+  CHECK_OK(prime(st));
+  CHECK_INT(sq_cache_count(sq(st)), 0); /* one list (sessionctl) fills none */
+  CHECK_OK(write_status(st, "b", "sb-b"));
+  CHECK_OK(store_list(st, &all_opts, &r1, &eb));
+  CHECK_INT(sq_cache_count(sq(st)), 3);
+  CHECK_OK(store_list(st, &all_opts, &r2, &eb));
+  CHECK_INT(r1.n, 3);
+  CHECK_INT(r2.n, 3);
+  /* a copy from the cache is the object a decode gives, and the
+   * caller's own */
+  for(i = 0; i < 3; i++) {
+    char *j1 = NULL, *j2 = NULL;
+    CHECK(r1.items[i] != r2.items[i]);
+    CHECK_OK(session_to_json(r1.items[i], &j1));
+    CHECK_OK(session_to_json(r2.items[i], &j2));
+    CHECK_STR(j2, j1);
+    free(j1);
+    free(j2);
+  }
+  store_list_result_free(&r1);
+  store_list_result_free(&r2);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(decode_cache_changed_row_decoded_again)
+{
+  static const char *const names[] = {"a", "b"};
+  store_list_result r;
+  sc_errbuf eb;
+  tmp t;
+  store *st;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 2));
+  CHECK_OK(prime(st));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  store_list_result_free(&r);
+  CHECK_INT(sq_cache_count(sq(st)), 2);
+  /* a write through the store: a new revision */
+  CHECK_OK(write_status(st, "a", "sb-new"));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "a"), "sb-new");
+  store_list_result_free(&r);
+  /* another tool rewriting the row without a new revision: the content
+   * differs, so it is decoded again */
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET status = "
+                     "'{\"phase\":\"Running\",\"sandboxID\":\"sb-raw\"}' "
+                     "WHERE name = 'b'"), SQLITE_OK);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "b"), "sb-raw");
+  CHECK_STR(listed_sandbox(&r, "a"), "sb-new");
+  store_list_result_free(&r);
+  /* and a get sees it too (the compare-and-set reads the same way) */
+  {
+    session *got = NULL;
+    CHECK_INT(sql_exec(t.path, "UPDATE objects SET generation = 7 "
+                       "WHERE name = 'b'"), SQLITE_OK);
+    CHECK_OK(store_get(st, "ns", "b", &got, &eb));
+    CHECK_INT(got->meta.generation, 7);
+    session_free(got);
+  }
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(decode_cache_deleted_row_leaves)
+{
+  static const char *const names[] = {"a", "b", "c"};
+  store_list_result r;
+  store_list_opts live = {NULL, false};
+  sc_errbuf eb;
+  session *got = NULL;
+  tmp t;
+  store *st;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 3));
+  CHECK_OK(prime(st));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  store_list_result_free(&r);
+  CHECK_INT(sq_cache_count(sq(st)), 3);
+  /* a purge through the store drops its entry at once */
+  CHECK_OK(store_delete(st, "ns", "a", &eb));
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_OK(store_purge(st, "ns", "a", got->meta.resource_version, &eb));
+  session_free(got);
+  CHECK_INT(sq_cache_count(sq(st)), 2);
+  /* a row removed by another process goes at the next full list */
+  CHECK_INT(sql_exec(t.path, "DELETE FROM objects WHERE name = 'b'"),
+            SQLITE_OK);
+  CHECK_OK(store_list(st, &live, &r, &eb));
+  CHECK_INT(r.n, 1);
+  store_list_result_free(&r);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK(listed_sandbox(&r, "c") != NULL);
+  store_list_result_free(&r);
+  CHECK_INT(sq_cache_count(sq(st)), 1);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+TEST(decode_cache_new_uid_not_stale)
+{
+  static const char *const names[] = {"a"};
+  store_list_result r;
+  sc_errbuf eb;
+  session *got = NULL;
+  char *uid1;
+  tmp t;
+  store *st;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  CHECK_OK(prime(st));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 1);
+  uid1 = strdup(r.items[0]->meta.uid);
+  store_list_result_free(&r);
+  /* deleted, purged and created again with the same name */
+  CHECK_OK(store_delete(st, "ns", "a", &eb));
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_OK(store_purge(st, "ns", "a", got->meta.resource_version, &eb));
+  session_free(got);
+  CHECK_OK(apply_names(st, names, 1));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK(strcmp(r.items[0]->meta.uid, uid1));
+  CHECK_INT(r.items[0]->meta.deletion_timestamp, 0);
+  store_list_result_free(&r);
+  /* a row whose uid alone changed (same revision, same columns) */
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET uid = "
+                     "'11111111-2222-4333-8444-555555555555'"), SQLITE_OK);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK_STR(r.items[0]->meta.uid, "11111111-2222-4333-8444-555555555555");
+  store_list_result_free(&r);
+  free(uid1);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* --- group commit --- */
+
+typedef struct answer {
+  int calls;
+  sc_err err;
+  char msg[SC_ERRBUF_SIZE];
+  char *new_version;
+} answer;
+
+static void on_answer(store_reply *rep, void *ud)
+{
+  answer *a = ud;
+  a->calls++;
+  a->err = rep->err;
+  snprintf(a->msg, sizeof(a->msg), "%s", rep->message);
+  a->new_version = rep->new_version;
+  rep->new_version = NULL;
+}
+
+static int answered(const answer *a, int n)
+{
+  int i, k = 0;
+  for(i = 0; i < n; i++)
+    k += a[i].calls;
+  return k;
+}
+
+static void run_until(struct event_base *b, const answer *a, int n)
+{
+  int i;
+  for(i = 0; i < 200 && answered(a, n) < n; i++)
+    event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
+TEST(group_commit_each_caller_own_result)
+{
+  static const char *const names[] = {"a", "b", "c"};
+  struct event_base *b = event_base_new();
+  store_list_result r;
+  session_status ss;
+  answer a[5];
+  sc_errbuf eb;
+  char *va, *vb, *vc;
+  uint64_t groups;
+  tmp t;
+  store *st;
+  int i;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 3));
+  va = version_of(st, "a");
+  vb = version_of(st, "b");
+  vc = version_of(st, "c");
+  CHECK(va && vb && vc);
+  memset(a, 0, sizeof(a));
+  groups = sq(st)->group_commits;
+  /* queued in one turn: a (right), b (stale: a conflict), c (right),
+   * a missing object, and a second write of a with a's old version
+   * (a conflict: the first write of the group moved it) */
+  status_running(&ss, "sb-a");
+  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
+                                     &a[0], &eb));
+  session_status_clear(&ss);
+  status_running(&ss, "sb-b");
+  CHECK_OK(store_update_status_async(st, "ns", "b", "1", &ss, on_answer,
+                                     &a[1], &eb));
+  session_status_clear(&ss);
+  status_running(&ss, "sb-c");
+  CHECK_OK(store_update_status_async(st, "ns", "c", vc, &ss, on_answer,
+                                     &a[2], &eb));
+  CHECK_OK(store_update_status_async(st, "ns", "zz", vc, &ss, on_answer,
+                                     &a[3], &eb));
+  session_status_clear(&ss);
+  status_running(&ss, "sb-a2");
+  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
+                                     &a[4], &eb));
+  session_status_clear(&ss);
+  CHECK_INT(answered(a, 5), 0); /* never from inside the call */
+  CHECK_INT((int)store_async_inflight(st), 5);
+  run_until(b, a, 5);
+  for(i = 0; i < 5; i++)
+    CHECK_INT(a[i].calls, 1);
+  CHECK_INT((int)store_async_inflight(st), 0);
+  CHECK_INT(a[0].err, SC_OK);
+  CHECK_INT(a[1].err, SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(a[1].msg, "resourceVersion"), "msg: %s", a[1].msg);
+  CHECK_INT(a[2].err, SC_OK);
+  CHECK_INT(a[3].err, SC_ERR_NOT_FOUND);
+  CHECK_INT(a[4].err, SC_ERR_CONFLICT);
+  CHECK(a[0].new_version && a[2].new_version);
+  CHECK(!a[1].new_version && !a[3].new_version && !a[4].new_version);
+  /* one transaction held the group */
+  CHECK_INT((long long)(sq(st)->group_commits - groups), 1);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "a"), "sb-a");
+  CHECK_STR(listed_sandbox(&r, "b"), "");
+  CHECK_STR(listed_sandbox(&r, "c"), "sb-c");
+  CHECK_STR(r.items[0]->meta.resource_version, a[0].new_version);
+  CHECK_STR(r.items[2]->meta.resource_version, a[2].new_version);
+  store_list_result_free(&r);
+  for(i = 0; i < 5; i++)
+    free(a[i].new_version);
+  free(va);
+  free(vb);
+  free(vc);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(group_commit_seen_by_the_next_call)
+{
+  static const char *const names[] = {"a"};
+  struct event_base *b = event_base_new();
+  session_status ss;
+  session *got = NULL;
+  answer a[1];
+  sc_errbuf eb;
+  char *va;
+  tmp t;
+  store *st;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  va = version_of(st, "a");
+  memset(a, 0, sizeof(a));
+  status_running(&ss, "sb-a");
+  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
+                                     &a[0], &eb));
+  session_status_clear(&ss);
+  /* a call made after the queued write sees it, before any answer */
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_STR(got->status.sandbox_id, "sb-a");
+  CHECK_INT(a[0].calls, 0);
+  run_until(b, a, 1);
+  CHECK_INT(a[0].err, SC_OK);
+  CHECK_STR(a[0].new_version, got->meta.resource_version);
+  session_free(got);
+  free(a[0].new_version);
+  free(va);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(group_commit_busy_fails_each_none_written)
+{
+  static const char *const names[] = {"a", "b"};
+  struct event_base *b = event_base_new();
+  sqlite3 *other = NULL;
+  session_status ss;
+  answer a[2];
+  sc_errbuf eb;
+  char *va, *vb;
+  tmp t;
+  store *st;
+  session *got = NULL;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_busy(&t, b, 50);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 2));
+  va = version_of(st, "a");
+  vb = version_of(st, "b");
+  CHECK_INT(sqlite3_open_v2(t.path, &other, SQLITE_OPEN_READWRITE, NULL),
+            SQLITE_OK);
+  CHECK_INT(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+            SQLITE_OK);
+  memset(a, 0, sizeof(a));
+  status_running(&ss, "sb");
+  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
+                                     &a[0], &eb));
+  CHECK_OK(store_update_status_async(st, "ns", "b", vb, &ss, on_answer,
+                                     &a[1], &eb));
+  session_status_clear(&ss);
+  run_until(b, a, 2);
+  CHECK_INT(a[0].err, SC_ERR_BUSY);
+  CHECK_INT(a[1].err, SC_ERR_BUSY);
+  CHECK(a[0].msg[0] && a[1].msg[0]);
+  CHECK_INT(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(other);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK(!got->status.sandbox_id);
+  CHECK_STR(got->meta.resource_version, va);
+  session_free(got);
+  free(va);
+  free(vb);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+TEST(group_commit_close_writes_the_queue)
+{
+  static const char *const names[] = {"a"};
+  struct event_base *b = event_base_new();
+  session_status ss;
+  session *got = NULL;
+  answer a[1];
+  sc_errbuf eb;
+  char *va;
+  tmp t;
+  store *st;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 1));
+  va = version_of(st, "a");
+  memset(a, 0, sizeof(a));
+  status_running(&ss, "sb-a");
+  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
+                                     &a[0], &eb));
+  session_status_clear(&ss);
+  store_close(st); /* the answer is abandoned; the write is not */
+  event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  CHECK_INT(a[0].calls, 0);
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_STR(got->status.sandbox_id, "sb-a");
+  session_free(got);
+  free(va);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* --- the watch and this process's own writes --- */
+
+typedef struct seen {
+  int n;
+  char json[8][512];
+  long long revs[8];
+} seen;
+
+static void on_event(const store_event *ev, void *ud)
+{
+  seen *s = ud;
+  char *j = NULL;
+  if(s->n >= 8)
+    return;
+  if(!session_to_json(ev->obj, &j))
+    snprintf(s->json[s->n], sizeof(s->json[0]), "%s", j);
+  free(j);
+  s->revs[s->n] = strtoll(ev->revision, NULL, 10);
+  s->n++;
+}
+
+/* the history row of revision rev, decoded and encoded again */
+static void history_json(const char *path, long long rev, char *out,
+                         size_t len)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  out[0] = '\0';
+  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+     sqlite3_prepare_v2(db, "SELECT object FROM history WHERE revision = ?1",
+                        -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, rev);
+    if(sqlite3_step(q) == SQLITE_ROW) {
+      const char *txt = (const char *)sqlite3_column_text(q, 0);
+      session *o = NULL;
+      char *j = NULL;
+      sc_errbuf eb;
+      if(!session_from_json(txt, strlen(txt), &o, &eb) &&
+         !session_to_json(o, &j))
+        snprintf(out, len, "%s", j);
+      free(j);
+      session_free(o);
+    }
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+TEST(watch_hands_out_own_writes_undecoded)
+{
+  static const char *const names[] = {"a", "b"};
+  struct event_base *b = event_base_new();
+  store *st, *other;
+  store_watch *w = NULL;
+  seen s;
+  sc_errbuf eb;
+  char want[512];
+  uint64_t hits;
+  tmp t;
+  int i;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  other = open_store(&t, NULL); /* another writer (as another process) */
+  CHECK(st && other);
+  CHECK_OK(apply_names(st, names, 2));
+  memset(&s, 0, sizeof(s));
+  CHECK_OK(store_watch_start(st, NULL, on_event, NULL, &s, &w, &eb));
+  hits = sq(st)->own_hits;
+  CHECK_OK(write_status(st, "a", "sb-a1"));
+  CHECK_OK(write_status(other, "b", "sb-b1"));
+  CHECK_OK(write_status(st, "a", "sb-a2"));
+  /* not plain ASCII: decoded as any other row (the decoder is the judge
+   * of such bytes) */
+  CHECK_OK(write_status(st, "a", "sb-\xc3\xa9"));
+  for(i = 0; i < 400 && s.n < 4; i++) {
+    struct timeval tv = {0, 5000};
+    event_base_loopexit(b, &tv);
+    event_base_dispatch(b);
+  }
+  CHECK_INT(s.n, 4);
+  /* two writes of this store were not decoded; the other's and the
+   * non-ASCII one were */
+  CHECK_INT((long long)(sq(st)->own_hits - hits), 2);
+  /* and every event is the object the history row holds */
+  for(i = 0; i < 4; i++) {
+    history_json(t.path, s.revs[i], want, sizeof(want));
+    CHECK(want[0]);
+    CHECK_STR(s.json[i], want);
+  }
+  CHECK_INT(sq(st)->n_own, 0); /* passed by the only watch: forgotten */
+  store_watch_stop(w);
+  store_close(other);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* --- apply: the same key twice among many --- */
+
+#define MANY 20000
+
+TEST(apply_duplicate_found_among_20000)
+{
+  session **objs = calloc(MANY, sizeof(*objs));
+  store_list_result r;
+  sc_errbuf eb;
+  tmp t;
+  store *st;
+  size_t i;
+  CHECK(objs);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  for(i = 0; i < MANY; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "s%05zu", i == MANY - 1 ? (size_t)7 : i);
+    objs[i] = mk("ns", name);
+  }
+  eb.msg[0] = '\0';
+  CHECK_INT(store_apply(st, objs, MANY, NULL, &eb), SC_ERR_INVALID);
+  CHECK_STR(eb.msg, "apply: objects[7] and objects[19999] are both "
+                    "ns/s00007");
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 0); /* nothing written */
+  store_list_result_free(&r);
+  /* the same names in another namespace are other keys */
+  free(objs[MANY - 1]->meta.namespace_);
+  objs[MANY - 1]->meta.namespace_ = strdup("other");
+  CHECK_OK(store_apply(st, objs, MANY, NULL, &eb));
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, MANY);
+  store_list_result_free(&r);
+  for(i = 0; i < MANY; i++)
+    session_free(objs[i]);
+  free(objs);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* sessionctl's reading: four files of 5,000, the last one repeating a
+ * name of the first; the error names both places */
+TEST(manifest_duplicate_found_among_20000_files)
+{
+  manifest_set set;
+  char path[400], want[600];
+  tmp t;
+  int f, i;
+  FILE *fp;
+  CHECK(!tmp_make(&t));
+  for(f = 0; f < 4; f++) {
+    snprintf(path, sizeof(path), "%s/part-%d.yaml", t.dir, f);
+    fp = fopen(path, "w");
+    CHECK(fp);
+    fprintf(fp, "apiVersion: v1\nkind: List\nitems:\n");
+    for(i = 0; i < 5000; i++) {
+      int k = f * 5000 + i;
+      if(f == 3 && i == 4321)
+        k = 1234; /* line 4 + 4321 of part-3 repeats line 4 + 1234 of part-0 */
+      fprintf(fp, "- {apiVersion: lea.io/v1alpha1, kind: Session, "
+              "metadata: {name: s%d}, spec: {template: t}}\n", k);
+    }
+    fclose(fp);
+  }
+  memset(&set, 0, sizeof(set));
+  CHECK_OK(manifest_read_path(t.dir, NULL, &set));
+  CHECK_INT(set.n_errors, 1);
+  CHECK_INT(set.n, MANY - 1);
+  snprintf(want, sizeof(want), "%s/part-3.yaml:%d:", t.dir, 4 + 4321);
+  CHECK_MSG(!strncmp(set.errors[0], want, strlen(want)), "error: %s",
+            set.errors[0]);
+  snprintf(want, sizeof(want), "duplicate object default/s1234, first at "
+           "%s/part-0.yaml:%d", t.dir, 4 + 1234);
+  CHECK_MSG(strstr(set.errors[0], want), "error: %s", set.errors[0]);
+  manifest_set_free(&set);
+  tmp_clean(&t);
+}
+
+TEST_LIST = {
+  T(stmt_cache_prepares_once),
+  T(stmt_cache_reused_after_an_error),
+  T(stmt_cache_reused_after_busy),
+  T(stmt_cache_finalized_at_close),
+  T(decode_cache_serves_unchanged_rows),
+  T(decode_cache_changed_row_decoded_again),
+  T(decode_cache_deleted_row_leaves),
+  T(decode_cache_new_uid_not_stale),
+  T(group_commit_each_caller_own_result),
+  T(group_commit_seen_by_the_next_call),
+  T(group_commit_busy_fails_each_none_written),
+  T(group_commit_close_writes_the_queue),
+  T(watch_hands_out_own_writes_undecoded),
+  T(apply_duplicate_found_among_20000),
+  T(manifest_duplicate_found_among_20000_files),
+  {0},
+};
+TEST_MAIN()
