@@ -28,8 +28,10 @@
 #        ("10000 50000 100000"), BENCH_IDLE_SECONDS (120),
 #        BENCH_SCALE_PASSES (5), BENCH_SCALE_RESYNC (1s),
 #        BENCH_SCALE_CHUNK (5000), BENCH_SCALE_TIMEOUT (1800: seconds any
-#        one step may take), BENCH_SCALE_PERF=DIR: `perf record -g` of the
-#        controller during the settled passes, DIR/perf-N.data;
+#        one step may take), BENCH_SCALE_PERF=DIR: `perf record
+#        --call-graph dwarf` of the controller during 2 settled passes
+#        after the timed ones, DIR/perf-N.data, at BENCH_SCALE_PERF_FREQ
+#        (499) samples a second;
 #        KEEP_TMP=1 keeps the logs)
 # A failed step is reported with the tail of the log concerned and ends
 # that N; the next N is still run and
@@ -45,6 +47,7 @@ RESYNC=${BENCH_SCALE_RESYNC:-1s}
 CHUNK=${BENCH_SCALE_CHUNK:-5000}
 TMO=${BENCH_SCALE_TIMEOUT:-1800}
 PERF_DIR=${BENCH_SCALE_PERF:-}
+PERF_FREQ=${BENCH_SCALE_PERF_FREQ:-499}
 
 say() { echo "scale: $*"; }
 die() { echo "scale: $*" >&2; exit 2; }
@@ -55,8 +58,8 @@ for x in cubesim session-controller sessionctl; do
   [ -x "$B/$x" ] || die "$B/$x not found (run make, or set BINDIR)"
 done
 [ -f build/libsc.a ] || die "build/libsc.a not found (run make)"
-for v in "$IDLE_S" "$NPASS" "$CHUNK" "$TMO" $NS; do
-  case "$v" in ''|*[!0-9]*) die "not a count: \"$v\" (BENCH_SCALE_NS, BENCH_IDLE_SECONDS, BENCH_SCALE_PASSES, BENCH_SCALE_CHUNK, BENCH_SCALE_TIMEOUT)" ;; esac
+for v in "$IDLE_S" "$NPASS" "$CHUNK" "$TMO" "$PERF_FREQ" $NS; do
+  case "$v" in ''|*[!0-9]*) die "not a count: \"$v\" (BENCH_SCALE_NS, BENCH_IDLE_SECONDS, BENCH_SCALE_PASSES, BENCH_SCALE_CHUNK, BENCH_SCALE_TIMEOUT, BENCH_SCALE_PERF_FREQ)" ;; esac
 done
 [ "$CHUNK" -gt 0 ] || die "BENCH_SCALE_CHUNK must be above 0"
 if [ -n "$PERF_DIR" ]; then
@@ -287,18 +290,8 @@ run_n() {
   c0=$(metric session_controller_pass_duration_seconds_count)
   s0=$(metric session_controller_pass_duration_seconds_sum)
   a0=$(cpu_ticks "$CTL_PID")
-  pp=""
-  if [ -n "$PERF_DIR" ]; then
-    perf record -g -o "$PERF_DIR/perf-$n.data" -p "$CTL_PID" >"$T/perf$n.log" 2>&1 &
-    pp=$!
-    PIDS="$PIDS $pp"
-  fi
   wait_passes $((k0 + NPASS)) "$TMO"; rc=$?
   a1=$(cpu_ticks "$CTL_PID")
-  if [ -n "$pp" ]; then
-    kill -INT "$pp" 2>/dev/null; wait "$pp" 2>/dev/null; stop "$pp"
-    say "N=$n: perf data in $PERF_DIR/perf-$n.data"
-  fi
   [ $rc -eq 0 ] || { fail "$n" "settled" "$NPASS passes not done within $TMO s" "$LOG"; return 1; }
   c1=$(metric session_controller_pass_duration_seconds_count)
   s1=$(metric session_controller_pass_duration_seconds_sum)
@@ -315,6 +308,18 @@ run_n() {
   say "N=$n: settled passes: $st; /metrics mean $mean; CPU $cpp ms per pass; actions $acts; peak RSS $hwm MB; store writes since the restart: ${2:-?}"
   row "$n" "settled full pass (--resync $RESYNC)" "$st; metrics mean $mean"
   row "$n" "settled: CPU per pass, peak RSS" "$cpp ms; $hwm MB (actions $acts, writes since restart ${2:-?})"
+  if [ -n "$PERF_DIR" ]; then
+    # after the timed passes, so that the sampling does not slow them
+    say "N=$n: perf record of 2 more settled passes"
+    k1=$(full_passes)
+    perf record -F "$PERF_FREQ" --call-graph dwarf,16384 -o "$PERF_DIR/perf-$n.data" \
+      -p "$CTL_PID" >"$T/perf$n.log" 2>&1 &
+    pp=$!
+    PIDS="$PIDS $pp"
+    wait_passes $((k1 + 2)) "$TMO" || say "N=$n: perf: the 2 passes did not end within $TMO s"
+    kill -INT "$pp" 2>/dev/null; wait "$pp" 2>/dev/null; stop "$pp"
+    say "N=$n: perf data in $PERF_DIR/perf-$n.data (perf report -i ... --no-children)"
+  fi
   stop "$CTL_PID"
 
   # ------------------------------------------------------------ idle
