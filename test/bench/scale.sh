@@ -31,7 +31,8 @@
 #        one step may take), BENCH_SCALE_PERF=DIR: `perf record
 #        --call-graph dwarf` of the controller during 2 settled passes
 #        after the timed ones, DIR/perf-N.data, at BENCH_SCALE_PERF_FREQ
-#        (499) samples a second;
+#        (499) samples a second; BENCH_SCALE_APPLY=files: the -f per file
+#        way even when apply takes a directory (dir: always -f DIR; auto);
 #        KEEP_TMP=1 keeps the logs)
 # A failed step is reported with the tail of the log concerned and ends
 # that N; the next N is still run and
@@ -48,6 +49,7 @@ CHUNK=${BENCH_SCALE_CHUNK:-5000}
 TMO=${BENCH_SCALE_TIMEOUT:-1800}
 PERF_DIR=${BENCH_SCALE_PERF:-}
 PERF_FREQ=${BENCH_SCALE_PERF_FREQ:-499}
+APPLY_MODE=${BENCH_SCALE_APPLY:-auto}
 
 say() { echo "scale: $*"; }
 die() { echo "scale: $*" >&2; exit 2; }
@@ -62,6 +64,8 @@ for v in "$IDLE_S" "$NPASS" "$CHUNK" "$TMO" "$PERF_FREQ" $NS; do
   case "$v" in ''|*[!0-9]*) die "not a count: \"$v\" (BENCH_SCALE_NS, BENCH_IDLE_SECONDS, BENCH_SCALE_PASSES, BENCH_SCALE_CHUNK, BENCH_SCALE_TIMEOUT, BENCH_SCALE_PERF_FREQ)" ;; esac
 done
 [ "$CHUNK" -gt 0 ] || die "BENCH_SCALE_CHUNK must be above 0"
+[ "$TMO" -gt 0 ] || die "BENCH_SCALE_TIMEOUT must be above 0"
+case "$APPLY_MODE" in auto|dir|files) ;; *) die "BENCH_SCALE_APPLY: want auto, dir or files, got \"$APPLY_MODE\"" ;; esac
 if [ -n "$PERF_DIR" ]; then
   command -v perf >/dev/null || die "BENCH_SCALE_PERF: perf not found"
   mkdir -p "$PERF_DIR" || die "BENCH_SCALE_PERF: cannot create $PERF_DIR"
@@ -150,7 +154,7 @@ start_ctl() {
   MET=""
   i=0
   while [ -z "$MET" ] && [ $i -lt 300 ]; do
-    port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$LOG" | head -n 1)
+    port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$LOG" 2>/dev/null | head -n 1)
     [ -n "$port" ] && MET="http://127.0.0.1:$port"
     [ -n "$MET" ] && break
     kill -0 "$CTL_PID" 2>/dev/null || return 1
@@ -211,11 +215,12 @@ gen_dir() {
 # apply_dir N DB DIR: the timed apply; sets APPLY_HOW
 apply_dir() {
   adb=$2; adir=$3
-  if "$B/sessionctl" apply --help 2>&1 | grep -q 'a directory'; then
+  if [ "$APPLY_MODE" = dir ] ||
+     { [ "$APPLY_MODE" = auto ] && "$B/sessionctl" apply --help 2>&1 | grep -q 'a directory'; }; then
     APPLY_HOW="apply -f DIR"
     set -- -f "$adir"
   else
-    APPLY_HOW="apply -f FILE x $(ls "$adir" | wc -l), one invocation"
+    APPLY_HOW="apply -f FILE per file, one call"
     fl=""
     for f in "$adir"/*.yaml; do fl="$fl -f $f"; done
     # shellcheck disable=SC2086
@@ -262,7 +267,7 @@ run_n() {
   # shellcheck disable=SC2086
   set -- $out
   [ $rc -eq 0 ] && [ "${1:-}" = converged ] ||
-    { fail "$n" "first pass" "not converged: ${out:-no output}" "$T/first$n.progress"; return 1; }
+    { fail "$n" "first pass" "not all Running within $TMO s (${out:-no output})" "$T/first$n.progress"; return 1; }
   ms=$3
   rate=$(awk -v n="$n" -v ms="$ms" 'BEGIN {printf "%.0f", n * 1000 / ms}')
   per=$(awk -v t="$tk" -v hz="$HZ" -v n="$n" 'BEGIN {printf "%.3f", t * 1000 / hz / n}')
@@ -282,8 +287,9 @@ run_n() {
   # shellcheck disable=SC2086
   set -- $ch
   objs=$1; writes=$2
-  say "N=$n: first pass after the restart: $writes writes, $objs sessions written (want 0)"
-  row "$n" "first pass after restart: store writes" "$writes revisions, $objs sessions written (want 0)"
+  fs=$(grep -m 1 'full pass done' "$LOG" | sed -n 's/.* seconds=\([0-9.]*\).*/\1/p')
+  say "N=$n: first pass after the restart: ${fs:-?} s, $writes writes, $objs sessions written (want 0)"
+  row "$n" "first pass after restart: store writes" "$writes revisions, $objs sessions written (want 0); pass ${fs:-?} s"
 
   k0=$(full_passes)
   l0=$(wc -l <"$LOG")
@@ -300,7 +306,7 @@ run_n() {
   st=$(awk '{print $3 * 1000}' "$T/passes$n" | sort -n |
     awk '{a[NR]=$1} END {if (NR) printf "min %d, median %d, max %d ms over %d passes", a[1], a[int((NR+1)/2)], a[NR], NR; else print "no pass logged"}')
   acts=$(awk '{s += $2} END {print s + 0}' "$T/passes$n")
-  mean=$(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" 'BEGIN {if (c1 > c0) printf "%.0f ms", (s1 - s0) * 1000 / (c1 - c0); else print "none"}')
+  mean=$(awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" 'BEGIN {if (c1 > c0) printf "%.0f ms over %d", (s1 - s0) * 1000 / (c1 - c0), c1 - c0; else print "none"}')
   cpp=$(awk -v t="$((a1 - a0))" -v hz="$HZ" -v k="$NPASS" 'BEGIN {printf "%.0f", t * 1000 / hz / k}')
   hwm=$(hwm_mb "$CTL_PID")
   # shellcheck disable=SC2046
