@@ -25,6 +25,10 @@
 #  9. churn (issue 15): 600 sessions arriving at 30/s, 3 replicas, one
 #     SIGKILLed or SIGTERMed every 4 s, Cube at 20 ms: apply -> running
 #     per session, duplicates (test/bench/churn.sh); about 40 s
+# 10. scale (issue 16, targets 3 and 4): for N in BENCH_SCALE_NS, apply
+#     from a directory, first pass (creates), status writes after a
+#     restart, settled passes, idle CPU and RSS (test/bench/scale.sh,
+#     which reads BENCH_IDLE_SECONDS too); about 10 minutes at the default Ns
 #
 # Environment: BENCH_N (10000), BENCH_QPS50_N (2000), BENCH_REACT_N (200),
 # BENCH_IDLE_SECONDS (60), BENCH_STEADY_SECONDS (20), BENCH_CONNECT_N
@@ -518,6 +522,21 @@ if ! skip 9; then
   BINDIR="$B" sh test/bench/churn.sh | tee "$T/churn.out"
   p99=$(sed -n 's/.*p99 \([0-9-]*\).*/\1/p' "$T/churn.out")
   echo "churn apply -> running|p99 < 1000 ms, none > 5 s|$(sed -n 's/^  apply -> running (ms): //p' "$T/churn.out"); $(sed -n 's/^  \(over 1 s.*\)/\1/p' "$T/churn.out")|$( [ -n "$p99" ] && [ "$p99" != - ] && [ "$p99" -lt 1000 ] && echo yes || echo no)" >>"$RES"
+fi
+
+if ! skip 10; then
+  say "10. scale: apply, first pass, settled pass, idle cost for N in ${BENCH_SCALE_NS:-10000 50000 100000}"
+  BINDIR="$B" BENCH_IDLE_SECONDS="${BENCH_IDLE_SECONDS:-120}" sh test/bench/scale.sh | tee "$T/scale.out" || true
+  # its table: N | measure | result | load
+  awk -F' *[|] *' '$1 ~ /^[0-9]+$/ && NF == 4 {
+    t = "(report)"
+    if($2 ~ /^apply/) t = "50k < 5 s, 100k < 10 s"
+    else if($2 ~ /store writes/) t = "0"
+    else if($2 ~ /^settled full pass/) t = "10k < 100 ms, 100k < 1 s"
+    else if($2 ~ /peak RSS/) t = "100k < 500 MB"
+    else if($2 ~ /^idle/) t = "100k < 5% of a core"
+    printf "scale %s: %s|%s|%s; load %s|n/a\n", $1, $2, t, $3, $4 }' \
+    "$T/scale.out" >>"$RES"
 fi
 
 echo
