@@ -68,6 +68,15 @@ static const opt opts[] = {
   {"replica", OPT_STR, O(replica), NULL,
    "this replica's name in logs and audit (default HOSTNAME-PID)"},
   {"resync", OPT_DUR, O(resync_ms), "60s", "full reconcile pass period"},
+  {"shards", OPT_STR, O(shards), "off",
+   "split the sessions between replicas by a hash of the tenant, to save "
+   "work (never needed for safety): off (every replica reconciles every "
+   "session), auto (the live replicas registered in the store, renewed "
+   "every --resync; one that stops renewing for 3 of its periods is "
+   "dropped and its share taken; sqlite store), or N with --shard-index"},
+  {"shard-index", OPT_INT, O(shard_index), "-1",
+   "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
+   "stopped shard's tenants wait for it)"},
   {"cube-qps", OPT_DOUBLE, O(cube_qps), "50",
    "token bucket rate toward Cube (0 = unlimited)"},
   {"max-inflight", OPT_INT, O(max_inflight), "32",
@@ -420,6 +429,13 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   if(c->leader_elect && c->once)
     return sc_errf(eb, SC_ERR_INVALID, "--leader-elect and --once do not go "
                    "together (a --once pass must not wait for a Lease)");
+  if(c->shards && strcmp(c->shards, "off") && c->leader_elect)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards and --leader-elect do not "
+                   "go together (only the leader acts: nothing to split)");
+  if(c->shards && !strcmp(c->shards, "auto") && c->once)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards auto and --once do not go "
+                   "together (a --once pass would leave before the others "
+                   "took its share)");
   if(c->max_delete_floor < 0)
     return sc_errf(eb, SC_ERR_INVALID, "--max-delete-floor: %d is negative",
                    c->max_delete_floor);
