@@ -40,7 +40,7 @@ typedef struct reconciler_opts {
   bool dry_run;
   bool once;           /* one full pass, then reconciler_done() is true */
   const char *shards;  /* --shards: "off" (NULL), "auto", N (loop/shard.h) */
-  int shard_index;     /* --shard-index with --shards N; -1: none */
+  const char *shard_index; /* --shard-index with --shards N; NULL: none */
 } reconciler_opts;
 
 reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb);

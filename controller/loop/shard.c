@@ -25,13 +25,21 @@ struct shard_view {
   char **statics;        /* SHARD_STATIC: "0".."n-1" */
 };
 
-sc_err shard_parse(const char *shards, int index, shard_mode *mode, int *n,
-                   sc_errbuf *eb)
+sc_err shard_parse(const char *shards, const char *index_s,
+                   shard_mode *mode, int *n, int *index_out, sc_errbuf *eb)
 {
   const char *s = shards ? shards : "off";
   char *end = NULL;
-  long v;
+  long v, index = -1;
   *n = 0;
+  *index_out = -1;
+  if(index_s) {
+    errno = 0;
+    index = strtol(index_s, &end, 10);
+    if(!*index_s || *end || errno || index < 0 || index >= SHARD_STATIC_MAX)
+      return sc_errf(eb, SC_ERR_INVALID, "--shard-index: \"%s\" is not a "
+                     "shard number (0 to N-1)", index_s);
+  }
   if(!strcmp(s, "off") || !strcmp(s, "auto")) {
     *mode = !strcmp(s, "off") ? SHARD_OFF : SHARD_AUTO;
     if(index >= 0)
@@ -47,9 +55,11 @@ sc_err shard_parse(const char *shards, int index, shard_mode *mode, int *n,
                    SHARD_STATIC_MAX);
   if(index < 0 || index >= v)
     return sc_errf(eb, SC_ERR_INVALID, "--shards %ld needs --shard-index "
-                   "from 0 to %ld (got %d)", v, v - 1, index);
+                   "from 0 to %ld (got %s)", v, v - 1,
+                   index_s ? index_s : "none");
   *mode = SHARD_STATIC;
   *n = (int)v;
+  *index_out = (int)index;
   return SC_OK;
 }
 

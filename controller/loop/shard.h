@@ -51,11 +51,11 @@ typedef enum shard_mode {
 
 #define SHARD_STATIC_MAX 1024
 
-/* Parse --shards ("off", "auto", or N in 1..SHARD_STATIC_MAX) with
- * --shard-index (-1: not given; required with N, in 0..N-1, refused
- * otherwise). */
-sc_err shard_parse(const char *shards, int index, shard_mode *mode, int *n,
-                   sc_errbuf *eb);
+/* Parse --shards ("off", "auto", or N in 1..SHARD_STATIC_MAX; NULL:
+ * off) with --shard-index (NULL: not given; required with N, a number in
+ * 0..N-1, into *index; refused otherwise). */
+sc_err shard_parse(const char *shards, const char *index, shard_mode *mode,
+                   int *n, int *index_out, sc_errbuf *eb);
 
 /* The weight of tenant for member: the same on every host. */
 uint64_t shard_score(const char *member, const char *tenant);

@@ -17,6 +17,7 @@
 
 struct loop_shard {
   shard_mode mode;
+  int index;                /* static: this replica's shard */
   shard_view *view;
   struct event *timer;      /* auto: the renewal, every resync */
   store_members_req *req;   /* auto: the renewal in flight */
@@ -93,7 +94,8 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
   sc_err err;
   if(!sh)
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
-  err = shard_parse(r->o.shards, r->o.shard_index, &sh->mode, &n, eb);
+  err = shard_parse(r->o.shards, r->o.shard_index, &sh->mode, &n,
+                    &sh->index, eb);
   if(err) {
     free(sh);
     return err;
@@ -105,7 +107,7 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
                    "--shard-index I or --shards off",
                    store_url(r->o.st));
   }
-  sh->view = shard_view_new(sh->mode, r->identity, n, r->o.shard_index);
+  sh->view = shard_view_new(sh->mode, r->identity, n, sh->index);
   if(sh->mode == SHARD_AUTO)
     sh->timer = event_new(r->o.base, -1, EV_PERSIST, on_timer, r);
   if(!sh->view || (sh->mode == SHARD_AUTO && !sh->timer)) {
@@ -265,7 +267,7 @@ void loop_shard_start(reconciler *r)
     return;
   if(sh->mode != SHARD_OFF) {
     char idx[16];
-    snprintf(idx, sizeof(idx), "%d", r->o.shard_index);
+    snprintf(idx, sizeof(idx), "%d", sh->index);
     log_kv(r->o.lg, LOG_INFO, "sharding on: this replica plans and acts "
            "only for its share of the tenants", "mode", mode_name(sh->mode),
            "shards", r->o.shards, "member",

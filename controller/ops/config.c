@@ -74,7 +74,7 @@ static const opt opts[] = {
    "session), auto (the live replicas registered in the store, renewed "
    "every --resync; one that stops renewing for 3 of its periods is "
    "dropped and its share taken; sqlite store), or N with --shard-index"},
-  {"shard-index", OPT_INT, O(shard_index), "-1",
+  {"shard-index", OPT_STR, O(shard_index), NULL,
    "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
    "stopped shard's tenants wait for it)"},
   {"cube-qps", OPT_DOUBLE, O(cube_qps), "50",

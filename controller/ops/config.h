@@ -38,7 +38,7 @@ typedef struct config {
   char *replica;               /* this replica's name, for logs/audit */
   int64_t resync_ms;
   char *shards;                /* --shards: off, auto, N */
-  int shard_index;             /* --shard-index with --shards N; -1 none */
+  char *shard_index;           /* --shard-index with --shards N */
   double cube_qps;
   int max_inflight;
   int64_t orphan_grace_ms;

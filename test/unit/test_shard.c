@@ -102,25 +102,28 @@ TEST(owner_does_not_depend_on_the_order_given)
 TEST(parse_modes)
 {
   shard_mode m;
-  int n;
+  int n, i;
   sc_errbuf eb;
-  CHECK_OK(shard_parse("off", -1, &m, &n, &eb));
+  CHECK_OK(shard_parse("off", NULL, &m, &n, &i, &eb));
   CHECK(m == SHARD_OFF);
-  CHECK_OK(shard_parse(NULL, -1, &m, &n, &eb));
+  CHECK_OK(shard_parse(NULL, NULL, &m, &n, &i, &eb));
   CHECK(m == SHARD_OFF);
-  CHECK_OK(shard_parse("auto", -1, &m, &n, &eb));
+  CHECK_OK(shard_parse("auto", NULL, &m, &n, &i, &eb));
   CHECK(m == SHARD_AUTO);
-  CHECK_OK(shard_parse("3", 2, &m, &n, &eb));
-  CHECK(m == SHARD_STATIC && n == 3);
-  CHECK(shard_parse("3", 3, &m, &n, &eb) == SC_ERR_INVALID);
+  CHECK_OK(shard_parse("3", "2", &m, &n, &i, &eb));
+  CHECK(m == SHARD_STATIC && n == 3 && i == 2);
+  CHECK(shard_parse("3", "3", &m, &n, &i, &eb) == SC_ERR_INVALID);
   CHECK(strstr(eb.msg, "--shard-index from 0 to 2") != NULL);
-  CHECK(shard_parse("3", -1, &m, &n, &eb) == SC_ERR_INVALID);
-  CHECK(shard_parse("auto", 1, &m, &n, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("3", NULL, &m, &n, &i, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("auto", "1", &m, &n, &i, &eb) == SC_ERR_INVALID);
   CHECK(strstr(eb.msg, "--shard-index goes only with") != NULL);
-  CHECK(shard_parse("0", 0, &m, &n, &eb) == SC_ERR_INVALID);
-  CHECK(shard_parse("3x", 0, &m, &n, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("0", "0", &m, &n, &i, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("3x", "0", &m, &n, &i, &eb) == SC_ERR_INVALID);
   CHECK(strstr(eb.msg, "\"3x\"") != NULL);
-  CHECK(shard_parse("", 0, &m, &n, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("", "0", &m, &n, &i, &eb) == SC_ERR_INVALID);
+  CHECK(shard_parse("3", "-1", &m, &n, &i, &eb) == SC_ERR_INVALID);
+  CHECK(strstr(eb.msg, "--shard-index: \"-1\"") != NULL);
+  CHECK(shard_parse("3", "1x", &m, &n, &i, &eb) == SC_ERR_INVALID);
 }
 
 TEST(static_shards_cover_every_tenant_once)
