@@ -40,8 +40,12 @@
  * periods (local monotonic time) is no longer live. */
 #define SHARD_EXPIRY_PERIODS 3
 /* An expired member is removed from the store after this many more
- * expiry times (by compare-and-set on the version it was last seen at). */
-#define SHARD_PRUNE_EXPIRIES 2
+ * expiry times (by compare-and-set on the version it was last seen at, so
+ * one that renewed meanwhile stays). 0: at once, so that a replica that
+ * starts later never counts a dead member live (it cannot tell a stale
+ * row from a fresh one at its first read); a removed replica that was
+ * only slow puts its row back at its next renewal, and is live again. */
+#define SHARD_PRUNE_EXPIRIES 0
 
 typedef enum shard_mode {
   SHARD_OFF,    /* every replica owns every tenant (the default) */
