@@ -11,7 +11,11 @@
 #     every tenant, are all running within the expiry (3 s) plus two
 #     resyncs and slack, the survivors see 2 members; no duplicates;
 #  4. a new replica joins: the others see 3 members at their next
-#     renewal, and it creates sandboxes for its share of new sessions.
+#     renewal, and it creates sandboxes for its share of new sessions;
+#     SIGTERM takes it out of the membership at once;
+#  5. --shards 2 --shard-index 0/1 (static) on a store of its own: every
+#     tenant's creates from one of the two;
+#  6. usage errors: --shards 3 without an index, --shards auto --once.
 . "$(dirname "$0")/lib/common.sh"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
@@ -115,4 +119,31 @@ check "no sandbox twice" test "$(live_total)" = 280
 stop_pid "$p4"
 check "after SIGTERM the others see 2 members within a renewal or two" wait_until 4 members_are 2 s1 s3
 stop_pid "$p1"; stop_pid "$p3"
+
+# --- 5. a static split on a store of its own (another controller name,
+# so the first store's sandboxes are not its business)
+STORE="sqlite:$T/static.db"
+start_controller x0 --shards 2 --shard-index 0 --name static-ctl; px0=$CTL_PID
+wait_until 10 test -e "$T/static.db"
+start_controller x1 --shards 2 --shard-index 1 --name static-ctl; px1=$CTL_PID
+manifest x 2
+ctl apply -f "$T/m.yaml" >/dev/null
+check "static: the 40 sessions are running" wait_eq 20 40 linked
+creates_by | awk '$2 == "x0" || $2 == "x1"' >"$T/static.txt"
+check "static: 40 creates" test "$(wc -l <"$T/static.txt")" -eq 40
+check "static: each tenant's creates from one shard" \
+  test "$(sort -u "$T/static.txt" | awk '{print $1}' | sort | uniq -d | wc -l)" -eq 0
+check "static: both shards made some" test "$(awk '{print $2}' "$T/static.txt" | sort -u | wc -l)" -eq 2
+stop_pid "$px0"; stop_pid "$px1"
+
+# --- 6. usage errors
+"$BINDIR/session-controller" --store "$STORE" --shards 3 >"$T/u1.out" 2>&1
+check "usage: --shards 3 without --shard-index is a usage error naming it" \
+  sh -c "[ $? -eq 2 ] && grep -q 'needs --shard-index from 0 to 2' '$T/u1.out'"
+"$BINDIR/session-controller" --store "$STORE" --shards auto --once >"$T/u2.out" 2>&1
+check "usage: --shards auto --once is refused" \
+  sh -c "[ $? -eq 2 ] && grep -q 'do not go together' '$T/u2.out'"
+"$BINDIR/session-controller" --store "$STORE" --shard-index 1 >"$T/u3.out" 2>&1
+check "usage: --shard-index without --shards N is refused" \
+  sh -c "[ $? -eq 2 ] && grep -q 'goes only with --shards N' '$T/u3.out'"
 finish
