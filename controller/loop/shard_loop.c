@@ -166,8 +166,8 @@ static void prune(reconciler *r)
       log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove an expired member",
              "member", ids[i], "error", eb.msg, NULL);
     else
-      log_kv(r->o.lg, LOG_INFO, "sharding: expired member removed",
-             "member", ids[i], NULL);
+      log_kv(r->o.lg, LOG_INFO, "sharding: expired member's row removed "
+             "(unless it renewed meanwhile)", "member", ids[i], NULL);
   }
 }
 
