@@ -11,6 +11,9 @@
 #   C. 3 replicas, --shards auto
 # per replica: Cube calls a minute (session_controller_cube_requests_total,
 # by op) and CPU (utime+stime from /proc) in s/min and % of a core. Then
+# and, in B and C, a burst: SHARDS_BURST (1000) new sessions applied at
+# once; the Cube calls of the three replicas together, by op, until all
+# are running, and the time.
 #   D. kill -9 one of C's three: the time until the survivors own all N
 #      sessions between them (session_controller_shard_sessions), and the
 #      time until SHARDS_NEW (300) sessions applied right after the kill,
@@ -18,7 +21,7 @@
 # Prints the load average next to each figure.
 #
 # usage: sh test/bench/shards.sh   (BINDIR, SHARDS_N, SHARDS_TENANTS,
-#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW)
+#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST)
 set -u
 cd "$(dirname "$0")/../.."
 B=${BINDIR:-$(pwd)/bin}
@@ -27,6 +30,8 @@ NT=${SHARDS_TENANTS:-100}
 W=${SHARDS_WINDOW:-30}
 RS=${SHARDS_RESYNC:-5s}
 NEW=${SHARDS_NEW:-300}
+BURST=${SHARDS_BURST:-1000}
+total=$N
 T=$(mktemp -d "${TMPDIR:-/tmp}/sc-shards.XXXXXX")
 DB="$T/s.db"
 PIDS=""
@@ -134,6 +139,23 @@ window() {
              sess == 0 ? "all" : sess, ops, la) }'
   done
 }
+# burst LABEL PREFIX NAMES...: BURST new sessions at once; the replicas'
+# Cube calls together until all are running
+burst() {
+  label=$1; pfx=$2; shift 2
+  for n in "$@"; do scrape "$n" | grep '^session_controller_cube_requests_total'; done >"$T/b0"
+  bt0=$(now_ms); bl0=$(load)
+  apply_n "$pfx" "$BURST"
+  total=$((total + BURST))
+  wait_for 300 running_ge "$total" || say "$label: burst did not converge"
+  bt1=$(now_ms)
+  sleep 1
+  for n in "$@"; do scrape "$n" | grep '^session_controller_cube_requests_total'; done >"$T/b1"
+  ops=$(awk 'FNR == NR { match($1, /op="[^"]*"/); b[substr($1, RSTART + 4, RLENGTH - 5)] += $2; next }
+             { match($1, /op="[^"]*"/); a[substr($1, RSTART + 4, RLENGTH - 5)] += $2 }
+             END { for(o in a) if(a[o] - b[o] > 0) { printf("%s=%d ", o, a[o] - b[o]); s += a[o] - b[o] } printf("total=%d", s) }' "$T/b0" "$T/b1")
+  say "$label burst of $BURST: all running after $((bt1 - bt0)) ms; Cube calls of the 3 replicas [$ops]  load $bl0 -> $(load)"
+}
 settle() { # NAMES...: ready, and two full resyncs after it
   for n in "$@"; do wait_for 120 ready "$n" || { say "$n not ready"; tail -5 "$T/$n.log"; exit 1; }; done
   sleep $(( 2 * ${RS%s} + 1 ))
@@ -149,12 +171,14 @@ say "B. 3 replicas, --shards off"
 start b1; start b2; start b3
 settle b1 b2 b3
 window "B 3 replicas off" b1 b2 b3
+burst "B 3 replicas off" bb b1 b2 b3
 stop_all b1 b2 b3
 
 say "C. 3 replicas, --shards auto"
 start c1 --shards auto; start c2 --shards auto; start c3 --shards auto
 settle c1 c2 c3
 window "C 3 replicas auto" c1 c2 c3
+burst "C 3 replicas auto" cb c1 c2 c3
 
 say "D. kill -9 of c2 (load $(load))"
 owned2() { echo $(( $(msum c1 session_controller_shard_sessions) + $(msum c3 session_controller_shard_sessions) )); }
@@ -162,7 +186,7 @@ kill -9 "$P_c2"; wait "$P_c2" 2>/dev/null
 t0=$(now_ms)
 apply_n n "$NEW"
 ta=$(now_ms)
-want=$((N + NEW))
+want=$((total + NEW))
 got_owned="" got_run=""
 while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
   [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
