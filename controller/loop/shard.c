@@ -221,8 +221,12 @@ sc_err shard_view_update(shard_view *v, const shard_member_in *ms, size_t n,
       goto oom;
     }
     ne[nn].period_ms = ms[i].period_ms;
-    /* first seen, or renewed since: seen to move now */
-    ne[nn].changed_mono = old && !strcmp(old->version, ne[nn].version)
+    /* first seen, or renewed since: seen to move now. After a fallback
+     * (reads failed) every member starts again: when the store took no
+     * writes, nobody could renew, and a member must not expire for this
+     * replica's blindness */
+    ne[nn].changed_mono = old && !v->fallback &&
+                              !strcmp(old->version, ne[nn].version)
                             ? old->changed_mono
                             : now_mono;
     nn++;

@@ -23,7 +23,9 @@
  * SHARD_EXPIRY_PERIODS of that member's periods of local monotonic time;
  * its clock, and the store's timestamps, are never compared with ours. A
  * member first seen counts as live (it just renewed, or it expires after
- * the same time). This replica is always live in its own view.
+ * the same time), and so does every member at the first read after a
+ * failed one (a store that took no writes stopped every renewal). This
+ * replica is always live in its own view.
  *
  * Ownership: shard_view_new() copies self; shard_view_free() accepts
  * NULL. Strings given to the functions are only read.

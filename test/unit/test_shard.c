@@ -252,6 +252,29 @@ TEST(view_self_is_live_and_rows_gone_leave)
   shard_view_free(v);
 }
 
+TEST(view_after_a_failed_read_expires_nobody_at_once)
+{
+  shard_view *v = shard_view_new(SHARD_AUTO, "a", 0, -1);
+  shard_member_in ms[2] = {{"a", "1", 1000}, {"b", "1", 1000}};
+  bool ch;
+  CHECK_OK(shard_view_update(v, ms, 2, 0, &ch));
+  CHECK_INT(shard_view_live(v), 2);
+  /* the store takes no writes for 5 s: nobody renews, reads fail */
+  CHECK(shard_view_fallback(v));
+  CHECK_INT(shard_view_live(v), 1);
+  /* it reads again: b's row has not moved (it could not write either),
+   * yet it is live, and its expiry counts from now */
+  CHECK_OK(shard_view_update(v, ms, 2, 5000, &ch));
+  CHECK(ch);
+  CHECK_INT(shard_view_live(v), 2);
+  CHECK_OK(shard_view_update(v, ms, 2, 7999, &ch));
+  CHECK_INT(shard_view_live(v), 2);
+  CHECK_OK(shard_view_update(v, ms, 2, 8000, &ch));
+  CHECK(ch);
+  CHECK_INT(shard_view_live(v), 1); /* b really stopped */
+  shard_view_free(v);
+}
+
 TEST(views_of_three_agree_and_cover)
 {
   const char *ids[3] = {"x#1", "y#2", "z#3"};
@@ -384,6 +407,7 @@ TEST_LIST = {
   T(off_owns_everything),
   T(view_expires_a_member_whose_version_stops),
   T(view_self_is_live_and_rows_gone_leave),
+  T(view_after_a_failed_read_expires_nobody_at_once),
   T(views_of_three_agree_and_cover),
   T(sqlite_members_renew_list_remove),
   {NULL, NULL}};
