@@ -177,8 +177,8 @@ static int cmp_str(const void *a, const void *b)
 
 static int64_t expiry_ms(const shard_entry *e)
 {
-  return (int64_t)SHARD_EXPIRY_PERIODS * (e->period_ms > 0 ? e->period_ms
-                                                           : 1000);
+  return (int64_t)SHARD_EXPIRY_HALF_PERIODS *
+         (e->period_ms > 0 ? e->period_ms : 1000) / 2;
 }
 
 static const shard_entry *find_in(const shard_entry *e, size_t n,

@@ -20,7 +20,8 @@
  * The membership view: the members the store lists (each with a version
  * that changes at every renewal and the period it renews at). A member is
  * live while this replica has seen its version change within
- * SHARD_EXPIRY_PERIODS of that member's periods of local monotonic time;
+ * SHARD_EXPIRY_HALF_PERIODS halves of that member's period of local
+ * monotonic time;
  * its clock, and the store's timestamps, are never compared with ours. A
  * member first seen counts as live (it just renewed, or it expires after
  * the same time), and so does every member at the first read after a
@@ -38,9 +39,14 @@
 #include <stdint.h>
 #include "lib/sc_err.h"
 
-/* A member whose version has not moved for this many of its renewal
- * periods (local monotonic time) is no longer live. */
-#define SHARD_EXPIRY_PERIODS 3
+/* A member whose version has not moved for this many halves of its
+ * renewal period (local monotonic time) is no longer live: 2.5 periods. A
+ * live member's version moves once a period, and a reader renewing at
+ * about the same period sees it move at least every second read, with
+ * drift; the half makes the third read after a dead member's last
+ * renewal the one that drops it (a whole third period could make it the
+ * fourth, read at 3 periods less a little jitter). */
+#define SHARD_EXPIRY_HALF_PERIODS 5
 /* An expired member is removed from the store after this many more
  * expiry times (by compare-and-set on the version it was last seen at, so
  * one that renewed meanwhile stays). 0: at once, so that a replica that

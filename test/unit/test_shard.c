@@ -183,7 +183,7 @@ TEST(view_expires_a_member_whose_version_stops)
   CHECK(!shard_view_falling_back(v));
   CHECK_INT(shard_view_live(v), 3);
   CHECK(owned(v) > 120 && owned(v) < 280);
-  /* b renews, c does not: c is live until 3 of its periods pass on the
+  /* b renews, c does not: c is live until 2.5 of its periods pass on the
    * local clock without a change */
   for(t = 1000; t <= 2000; t += 1000) {
     char bv[8];
@@ -194,11 +194,11 @@ TEST(view_expires_a_member_whose_version_stops)
     CHECK_INT(shard_view_live(v), 3);
   }
   ms[1].version = "9";
-  CHECK_OK(shard_view_update(v, ms, 3, 2999, &ch));
+  CHECK_OK(shard_view_update(v, ms, 3, 2499, &ch));
   CHECK(!ch);
   ms[1].version = "10";
-  CHECK_OK(shard_view_update(v, ms, 3, 3000, &ch));
-  CHECK(ch); /* c: 3000 ms without a change */
+  CHECK_OK(shard_view_update(v, ms, 3, 2500, &ch));
+  CHECK(ch); /* c: 2500 ms without a change */
   CHECK_INT(shard_view_live(v), 2);
   CHECK_STR(shard_view_member(v, 0), "a");
   CHECK_STR(shard_view_member(v, 1), "b");
@@ -267,9 +267,9 @@ TEST(view_after_a_failed_read_expires_nobody_at_once)
   CHECK_OK(shard_view_update(v, ms, 2, 5000, &ch));
   CHECK(ch);
   CHECK_INT(shard_view_live(v), 2);
-  CHECK_OK(shard_view_update(v, ms, 2, 7999, &ch));
+  CHECK_OK(shard_view_update(v, ms, 2, 7499, &ch));
   CHECK_INT(shard_view_live(v), 2);
-  CHECK_OK(shard_view_update(v, ms, 2, 8000, &ch));
+  CHECK_OK(shard_view_update(v, ms, 2, 7500, &ch));
   CHECK(ch);
   CHECK_INT(shard_view_live(v), 1); /* b really stopped */
   shard_view_free(v);
