@@ -503,6 +503,8 @@ int main(int argc, char **argv)
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;
   ro.once = cfg.once;
+  ro.shards = cfg.shards;
+  ro.shard_index = cfg.shard_index;
   a.rec = reconciler_new(&ro, &eb);
   if(!a.rec) {
     log_kv(a.lg, LOG_ERROR, "cannot set up the reconciler", "error", eb.msg,

@@ -206,6 +206,19 @@ static void fold(act_run *run, size_t si, const plan_action *a,
     status_broken(run, si); /* the effect is unknown: write nothing */
   else
     sa->wants_write = true;
+  if(a->type == PLAN_CREATE && o->new_id && run->env->plan->link_key &&
+     !sa->broken) {
+    /* the link proof with the link: this create tagged the sandbox ours.
+     * Left to the next pass that lists it tagged, a pause that drops the
+     * tags first (Cube #1843) would leave the link unprovable for good;
+     * with sharding only one replica makes that pass. */
+    char proof[PLAN_PROOF_LEN + 1];
+    plan_link_proof(run->env->plan->link_key,
+                    run->p->sessions[si].s->meta.uid, o->new_id, proof);
+    free(sa->st.sandbox_proof);
+    if(!(sa->st.sandbox_proof = strdup(proof)))
+      status_broken(run, si);
+  }
 }
 
 void act_end(act_call *c, const act_outcome *o)

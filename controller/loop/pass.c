@@ -7,6 +7,7 @@
 #include "controller/loop/capacity.h"
 #include "controller/loop/input.h"
 #include "controller/loop/result.h"
+#include "controller/loop/shard_loop.h"
 #include "controller/status/write.h"
 
 #include <stdio.h>
@@ -158,6 +159,8 @@ static void on_observed(observation *obs, void *ud)
     pass_finish(ps);
     return;
   }
+  if(ps->full)
+    loop_shard_filter_obs(r, obs); /* this replica's tenants' sandboxes */
   ps->cube_now = obs->cube_now;
   if(obs->cube_now && !ps->skipped_lists) {
     r->cube_seen = obs->cube_now;
@@ -335,6 +338,7 @@ static void on_full_list(store_reply *rep, void *ud)
   r->store_ok = true;
   ps->list = rep->list;
   memset(&rep->list, 0, sizeof(rep->list));
+  loop_shard_filter_list(r, &ps->list); /* this replica's tenants */
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name)) {
     pass_fail(ps, "out of memory", -1);
@@ -347,10 +351,12 @@ static void on_full_list(store_reply *rep, void *ud)
 
 void loop_start_full(reconciler *r)
 {
-  pass *ps = pass_new(r, true);
+  pass *ps;
   store_list_opts lo = {NULL, true};
   sc_errbuf eb;
-  if(!ps)
+  if(loop_shard_wait(r))
+    return; /* the first membership answer starts it (shard_loop.c) */
+  if(!(ps = pass_new(r, true)))
     return;
   r->full_pending = false;
   r->full = ps;
@@ -458,6 +464,13 @@ static void on_single_get(store_reply *rep, void *ud)
   r->store_ok = true;
   ps->single = rep->obj;
   rep->obj = NULL;
+  if(!loop_shard_owns(r, ps->single)) {
+    /* another replica's tenant (sharding): its owner reconciles it */
+    loop_result done = {LOOP_DONE, 0};
+    loop_result_apply(r->q, ps->key, done, sctime_mono_ms());
+    pass_finish(ps);
+    return;
+  }
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name) ||
      sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,

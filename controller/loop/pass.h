@@ -106,6 +106,7 @@ struct reconciler {
    * Cube's lists (pass.c). A ring; a full one just forgets (they list). */
   char (*fresh)[300];
   size_t n_fresh, fresh_head;
+  struct loop_shard *shard; /* sharding (shard_loop.h) */
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
   /* store_check_identity() failed: no pass starts (store_still_ours) */

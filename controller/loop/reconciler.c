@@ -12,6 +12,7 @@
  *   status/        the status writes (rule 7)
  */
 #include "controller/loop/pass.h"
+#include "controller/loop/shard_loop.h"
 #include "controller/act/claim.h"
 #include "controller/store/reflector.h"
 
@@ -101,7 +102,9 @@ sc_err reconciler_declare_metrics(metrics *m)
   }
   metrics_set(m, "session_controller_build_info",
               "version=\"" SC_VERSION "\"", 1);
-  return loop_capacity_declare(m);
+  if((err = loop_capacity_declare(m)))
+    return err;
+  return loop_shard_declare_metrics(m);
 }
 
 static void on_probe(const cube_result *res, void *ud)
@@ -168,6 +171,10 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
     return NULL;
   }
   make_identity(r);
+  if(loop_shard_new(r, eb)) {
+    reconciler_free(r);
+    return NULL;
+  }
   r->o.plan.identity = r->identity;
   r->last_beat = sctime_mono_ms();
   act_cube_client(&r->cube, opts->cube);
@@ -194,6 +201,7 @@ void reconciler_free(reconciler *r)
   if(!r)
     return;
   reflector_free(r->refl);
+  loop_shard_free(r->shard);
   if(r->heartbeat)
     event_free(r->heartbeat);
   if(r->resync)
@@ -222,6 +230,7 @@ sc_err reconciler_start(reconciler *r, sc_errbuf *eb)
     event_add(r->resync, &rs);
     loop_watch_start(r);
   }
+  loop_shard_start(r);
   r->full_pending = true;
   loop_pump(r);
   return SC_OK;
@@ -233,6 +242,7 @@ void reconciler_stop(reconciler *r)
   event_del(r->resync);
   event_del(r->qtimer);
   reflector_stop(r->refl);
+  loop_shard_stop(r);
 }
 
 bool reconciler_idle(const reconciler *r)

@@ -39,6 +39,8 @@ typedef struct reconciler_opts {
   int64_t resync_ms;
   bool dry_run;
   bool once;           /* one full pass, then reconciler_done() is true */
+  const char *shards;  /* --shards: "off" (NULL), "auto", N (loop/shard.h) */
+  const char *shard_index; /* --shard-index with --shards N; NULL: none */
 } reconciler_opts;
 
 reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb);

@@ -7,6 +7,7 @@
  * for a full pass, which covers whatever the gap hid.
  */
 #include "controller/loop/pass.h"
+#include "controller/loop/shard_loop.h"
 #include "controller/plan/plan.h"
 #include "controller/store/reflector.h"
 
@@ -36,6 +37,8 @@ static void on_event(const store_event *ev, void *ud)
      ev->obj->meta.generation == ev->obj->status.observed_generation &&
      !plan_connect_pending(ev->obj))
     return;
+  if(!loop_shard_owns(r, ev->obj))
+    return; /* another replica's tenant (sharding) */
   if(ev->type == STORE_EVENT_ADDED && r->ready)
     loop_note_fresh(r, key);
   log_kv(r->o.lg, LOG_DEBUG, "store event", "type",

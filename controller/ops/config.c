@@ -70,6 +70,15 @@ static const opt opts[] = {
   {"replica", OPT_STR, O(replica), NULL,
    "this replica's name in logs and audit (default HOSTNAME-PID)"},
   {"resync", OPT_DUR, O(resync_ms), "60s", "full reconcile pass period"},
+  {"shards", OPT_STR, O(shards), "off",
+   "split the sessions between replicas by a hash of the tenant, to save "
+   "work (never needed for safety): off (every replica reconciles every "
+   "session), auto (the live replicas registered in the store, renewed "
+   "every --resync; one that stops renewing for 2.5 of its periods is "
+   "dropped and its share taken; sqlite store), or N with --shard-index"},
+  {"shard-index", OPT_STR, O(shard_index), NULL,
+   "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
+   "stopped shard's tenants wait for it)"},
   {"cube-qps", OPT_DOUBLE, O(cube_qps), "50",
    "token bucket rate toward Cube (0 = unlimited)"},
   {"max-inflight", OPT_INT, O(max_inflight), "32",
@@ -484,6 +493,34 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   if(c->leader_elect && c->once)
     return sc_errf(eb, SC_ERR_INVALID, "--leader-elect and --once do not go "
                    "together (a --once pass must not wait for a Lease)");
+  if(c->shards && strcmp(c->shards, "off") && strcmp(c->shards, "auto")) {
+    /* --shards N: the same checks as loop/shard.c's shard_parse, here so
+     * that they are usage errors */
+    char *e1 = NULL, *e2 = NULL;
+    long n, ix = -1;
+    errno = 0;
+    n = strtol(c->shards, &e1, 10);
+    if(!*c->shards || *e1 || errno || n < 1 || n > 1024)
+      return sc_errf(eb, SC_ERR_INVALID, "--shards: \"%s\" is not off, "
+                     "auto or a number of shards from 1 to 1024", c->shards);
+    if(c->shard_index)
+      ix = strtol(c->shard_index, &e2, 10);
+    if(!c->shard_index || !*c->shard_index || *e2 || ix < 0 || ix >= n)
+      return sc_errf(eb, SC_ERR_INVALID, "--shards %ld needs --shard-index "
+                     "from 0 to %ld (got %s)", n, n - 1,
+                     c->shard_index ? c->shard_index : "none");
+  }
+  else if(c->shard_index)
+    return sc_errf(eb, SC_ERR_INVALID, "--shard-index goes only with "
+                   "--shards N (a number), not --shards %s",
+                   c->shards ? c->shards : "off");
+  if(c->shards && strcmp(c->shards, "off") && c->leader_elect)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards and --leader-elect do not "
+                   "go together (only the leader acts: nothing to split)");
+  if(c->shards && !strcmp(c->shards, "auto") && c->once)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards auto and --once do not go "
+                   "together (a --once pass would leave before the others "
+                   "took its share)");
   if(c->max_delete_floor < 0)
     return sc_errf(eb, SC_ERR_INVALID, "--max-delete-floor: %d is negative",
                    c->max_delete_floor);

@@ -37,6 +37,8 @@ typedef struct config {
   char *adopt_from;            /* rename: the store's former name */
   char *replica;               /* this replica's name, for logs/audit */
   int64_t resync_ms;
+  char *shards;                /* --shards: off, auto, N */
+  char *shard_index;           /* --shard-index with --shards N */
   double cube_qps;
   int max_inflight;
   int64_t orphan_grace_ms;

@@ -11,6 +11,9 @@
 #          [--sessions N] [--virtual-hours H] [--short] [--faults SPEC]
 #          [--skews "-2h +0 +3h"] [--speed X] [--converge-limit S] [--keep]
 #          [--parallel]   (the dialects at once, each with its own cubesim)
+#          [--shards off|auto]  (the replicas' --shards; default
+#                         $CHAOS_SHARDS, else off: the rules must hold
+#                         both ways, with any overlap while members churn)
 # Prints a table of counts per dialect and a final "N passed, N failed";
 # a failure prints the command that replays it.
 set -u
@@ -27,6 +30,7 @@ keep=0
 parallel=0
 climit=""
 skews="-2h +0 +3h"
+shards=${CHAOS_SHARDS:-off}
 faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
   --short) short=1; sessions=150; hours=0.7 ;;
   --keep) keep=1 ;;
   --parallel) parallel=1 ;;
+  --shards) shards=$2; shift ;;
   --converge-limit) climit=$2; shift ;;
   -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $seed in ''|*[!0-9]*) echo "run.sh: --seed wants a number" >&2; exit 2 ;; esac
+case $shards in off|auto) ;; *) echo "run.sh: --shards wants off or auto" >&2; exit 2 ;; esac
 
 # the programs: the product's binaries, and the driver and checker built
 # with the project's flags against build/libsc.a. Always the plain build:
@@ -99,6 +105,7 @@ start_replica() {
   FAKETIME="$sk" LD_PRELOAD="$ftlib" bin/session-controller --store "sqlite:$D/sessions.db" \
     --cube-url "$SIM" --metrics-addr 127.0.0.1:0 --resync "${resync}s" \
     --replica "r$i$sk" --create-store --audit-log "$D/audit-r$i.jsonl" --log-level warn \
+    --shards "$shards" \
     2>>"$D/r$i.log" &
   eval "RPID_$i=$!"
   PIDS="$PIDS $!"
@@ -237,7 +244,7 @@ run_dialect() {
   kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
   kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
   cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
-  echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews"
+  echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews, shards $shards"
   echo "faults: $faults"
   printf '%-38s %s\n' "duration (s)" "$(( $(date +%s) - start ))"
   printf '%-38s %s\n' "driver" "$(cat "$D/driver.out")"
@@ -260,7 +267,7 @@ run_dialect() {
     # the rarer kinds first: a status still catching up hides nothing
     { grep -v "status does not match" "$D/problems" | head -n 30
       grep "status does not match" "$D/problems" | head -n 10; }
-    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours"
+    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours --shards $shards"
     FAIL=$((FAIL + 1))
     keep=1
   fi

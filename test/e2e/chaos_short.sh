@@ -6,6 +6,9 @@
 # that CI replays the same workload and faults: random seeds are for
 # `make chaos`, which explores, and can still hit the open race of
 # docs/reliability.md (a raw request resuming a sandbox between the
-# confirming GET and the DELETE: reported, not a failure).
+# confirming GET and the DELETE: reported, not a failure). The replicas run
+# with --shards off; CHAOS_SHARDS=auto runs the same with sharding (the
+# rules must hold both ways: membership churns with every kill).
 exec sh "$(dirname "$0")/../chaos/run.sh" --dialect both --parallel \
-  --sessions 100 --virtual-hours 0.4 --seed "${CHAOS_SEED:-7}"
+  --sessions 100 --virtual-hours 0.4 --seed "${CHAOS_SEED:-7}" \
+  --shards "${CHAOS_SHARDS:-off}"

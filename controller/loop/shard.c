@@ -1,0 +1,325 @@
+/* shard.c - the tenant hash and the membership view (see shard.h). */
+#include "controller/loop/shard.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct shard_entry {
+  char *id;
+  char *version;
+  int64_t period_ms;
+  int64_t changed_mono;  /* when this replica saw version change */
+} shard_entry;
+
+struct shard_view {
+  shard_mode mode;
+  char *self;
+  bool fallback;         /* auto: no read yet, or the last one failed */
+  shard_entry *e;        /* auto: the members the store listed */
+  size_t n_e;
+  char **live;           /* sorted; points into e[] or at self */
+  size_t n_live;
+  int64_t now_mono;      /* of the last update */
+  char **statics;        /* SHARD_STATIC: "0".."n-1" */
+};
+
+sc_err shard_parse(const char *shards, const char *index_s,
+                   shard_mode *mode, int *n, int *index_out, sc_errbuf *eb)
+{
+  const char *s = shards ? shards : "off";
+  char *end = NULL;
+  long v, index = -1;
+  *n = 0;
+  *index_out = -1;
+  if(index_s) {
+    errno = 0;
+    index = strtol(index_s, &end, 10);
+    if(!*index_s || *end || errno || index < 0 || index >= SHARD_STATIC_MAX)
+      return sc_errf(eb, SC_ERR_INVALID, "--shard-index: \"%s\" is not a "
+                     "shard number (0 to N-1)", index_s);
+  }
+  if(!strcmp(s, "off") || !strcmp(s, "auto")) {
+    *mode = !strcmp(s, "off") ? SHARD_OFF : SHARD_AUTO;
+    if(index >= 0)
+      return sc_errf(eb, SC_ERR_INVALID, "--shard-index goes only with "
+                     "--shards N (a number), not --shards %s", s);
+    return SC_OK;
+  }
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if(!*s || *end || errno || v < 1 || v > SHARD_STATIC_MAX)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards: \"%s\" is not off, auto "
+                   "or a number of shards from 1 to %d", s,
+                   SHARD_STATIC_MAX);
+  if(index < 0 || index >= v)
+    return sc_errf(eb, SC_ERR_INVALID, "--shards %ld needs --shard-index "
+                   "from 0 to %ld (got %s)", v, v - 1,
+                   index_s ? index_s : "none");
+  *mode = SHARD_STATIC;
+  *n = (int)v;
+  *index_out = (int)index;
+  return SC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* the hash */
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+  const unsigned char *p = (const unsigned char *)s;
+  for(; *p; p++) {
+    h ^= *p;
+    h *= FNV_PRIME;
+  }
+  return h;
+}
+
+/* splitmix64's finaliser: FNV-1a alone mixes the last bytes poorly into
+ * the high bits, and rendezvous compares whole words */
+static uint64_t mix64(uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t shard_score(const char *member, const char *tenant)
+{
+  uint64_t h = fnv1a(FNV_OFFSET, member ? member : "");
+  h ^= 0xff; /* a separator no string holds: ("ab","c") != ("a","bc") */
+  h *= FNV_PRIME;
+  h = fnv1a(h, tenant ? tenant : "");
+  return mix64(h);
+}
+
+size_t shard_owner(const char *const *members, size_t n, const char *tenant)
+{
+  size_t i, best = 0;
+  uint64_t bs = 0;
+  for(i = 0; i < n; i++) {
+    uint64_t sc = shard_score(members[i], tenant);
+    if(i == 0 || sc > bs ||
+       (sc == bs && strcmp(members[i], members[best]) < 0)) {
+      bs = sc;
+      best = i;
+    }
+  }
+  return best;
+}
+
+/* ------------------------------------------------------------------ */
+/* the view */
+
+shard_view *shard_view_new(shard_mode mode, const char *self, int n,
+                           int index)
+{
+  shard_view *v = calloc(1, sizeof(*v));
+  int i;
+  char buf[16];
+  if(!v)
+    return NULL;
+  v->mode = mode;
+  v->fallback = mode == SHARD_AUTO;
+  if(mode == SHARD_STATIC) {
+    v->statics = calloc((size_t)n, sizeof(char *));
+    v->live = calloc((size_t)n, sizeof(char *));
+    if(!v->statics || !v->live)
+      goto oom;
+    for(i = 0; i < n; i++) {
+      snprintf(buf, sizeof(buf), "%d", i);
+      if(!(v->statics[i] = strdup(buf)))
+        goto oom;
+      v->live[i] = v->statics[i];
+      v->n_live++;
+    }
+    snprintf(buf, sizeof(buf), "%d", index);
+    self = buf;
+  }
+  v->self = strdup(self ? self : "");
+  if(!v->self)
+    goto oom;
+  return v;
+oom:
+  if(v->statics)
+    v->n_live = (size_t)n; /* free every slot (NULLs fine) */
+  shard_view_free(v);
+  return NULL;
+}
+
+void shard_view_free(shard_view *v)
+{
+  size_t i;
+  if(!v)
+    return;
+  for(i = 0; i < v->n_e; i++) {
+    free(v->e[i].id);
+    free(v->e[i].version);
+  }
+  free(v->e);
+  if(v->statics)
+    for(i = 0; i < v->n_live; i++)
+      free(v->statics[i]);
+  free(v->statics);
+  free(v->live);
+  free(v->self);
+  free(v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int64_t expiry_ms(const shard_entry *e)
+{
+  return (int64_t)SHARD_EXPIRY_HALF_PERIODS *
+         (e->period_ms > 0 ? e->period_ms : 1000) / 2;
+}
+
+static const shard_entry *find_in(const shard_entry *e, size_t n,
+                                  const char *id)
+{
+  size_t i;
+  for(i = 0; i < n; i++)
+    if(!strcmp(e[i].id, id))
+      return &e[i];
+  return NULL;
+}
+
+sc_err shard_view_update(shard_view *v, const shard_member_in *ms, size_t n,
+                         int64_t now_mono, bool *changed)
+{
+  shard_entry *ne;
+  char **nl;
+  size_t i, j, nn = 0, nlive = 0;
+  bool self_seen = false, same;
+  *changed = false;
+  if(v->mode != SHARD_AUTO)
+    return SC_OK;
+  ne = calloc(n ? n : 1, sizeof(*ne));
+  nl = calloc(n + 1, sizeof(*nl));
+  if(!ne || !nl) {
+    free(ne);
+    free(nl);
+    return SC_ERR_NOMEM;
+  }
+  for(i = 0; i < n; i++) {
+    const shard_entry *old;
+    if(!ms[i].id || !*ms[i].id || find_in(ne, nn, ms[i].id))
+      continue; /* a duplicate row: the first counts */
+    old = find_in(v->e, v->n_e, ms[i].id);
+    ne[nn].id = strdup(ms[i].id);
+    ne[nn].version = strdup(ms[i].version ? ms[i].version : "");
+    if(!ne[nn].id || !ne[nn].version) {
+      free(ne[nn].id);
+      free(ne[nn].version);
+      goto oom;
+    }
+    ne[nn].period_ms = ms[i].period_ms;
+    /* first seen, or renewed since: seen to move now. After a fallback
+     * (reads failed) every member starts again: when the store took no
+     * writes, nobody could renew, and a member must not expire for this
+     * replica's blindness */
+    ne[nn].changed_mono = old && !v->fallback &&
+                              !strcmp(old->version, ne[nn].version)
+                            ? old->changed_mono
+                            : now_mono;
+    nn++;
+  }
+  for(i = 0; i < nn; i++) {
+    bool me = !strcmp(ne[i].id, v->self);
+    if(me)
+      self_seen = true;
+    if(me || now_mono - ne[i].changed_mono < expiry_ms(&ne[i]))
+      nl[nlive++] = ne[i].id;
+  }
+  if(!self_seen)
+    nl[nlive++] = v->self;
+  qsort(nl, nlive, sizeof(*nl), cmp_str);
+  same = !v->fallback && nlive == v->n_live;
+  for(j = 0; same && j < nlive; j++)
+    same = !strcmp(nl[j], v->live[j]);
+  for(i = 0; i < v->n_e; i++) {
+    free(v->e[i].id);
+    free(v->e[i].version);
+  }
+  free(v->e);
+  free(v->live);
+  v->e = ne;
+  v->n_e = nn;
+  v->live = nl;
+  v->n_live = nlive;
+  v->fallback = false;
+  v->now_mono = now_mono;
+  *changed = !same;
+  return SC_OK;
+oom:
+  for(i = 0; i < nn; i++) {
+    free(ne[i].id);
+    free(ne[i].version);
+  }
+  free(ne);
+  free(nl);
+  return SC_ERR_NOMEM;
+}
+
+bool shard_view_fallback(shard_view *v)
+{
+  bool was = v->fallback;
+  if(v->mode != SHARD_AUTO)
+    return false;
+  v->fallback = true;
+  return !was;
+}
+
+bool shard_view_falling_back(const shard_view *v)
+{
+  return v && v->mode == SHARD_AUTO && v->fallback;
+}
+
+bool shard_view_owns(const shard_view *v, const char *tenant)
+{
+  size_t o;
+  if(!v || v->mode == SHARD_OFF || v->fallback || v->n_live <= 1)
+    return true;
+  o = shard_owner((const char *const *)v->live, v->n_live, tenant);
+  return !strcmp(v->live[o], v->self);
+}
+
+size_t shard_view_live(const shard_view *v)
+{
+  if(!v || v->mode == SHARD_OFF || v->fallback)
+    return 1;
+  return v->n_live;
+}
+
+const char *shard_view_member(const shard_view *v, size_t i)
+{
+  if(!v || v->mode == SHARD_OFF || v->fallback)
+    return i == 0 && v ? v->self : NULL;
+  return i < v->n_live ? v->live[i] : NULL;
+}
+
+size_t shard_view_prunable(const shard_view *v, const char **ids,
+                           const char **versions, size_t max)
+{
+  size_t i, k = 0;
+  if(!v || v->mode != SHARD_AUTO)
+    return 0;
+  for(i = 0; i < v->n_e && k < max; i++) {
+    const shard_entry *e = &v->e[i];
+    if(!strcmp(e->id, v->self) ||
+       v->now_mono - e->changed_mono <
+         (1 + SHARD_PRUNE_EXPIRIES) * expiry_ms(e))
+      continue;
+    ids[k] = e->id;
+    versions[k] = e->version;
+    k++;
+  }
+  return k;
+}

@@ -1,0 +1,441 @@
+/*
+ * shard_loop.c - sharding in the loop (see shard_loop.h and shard.h):
+ * the membership renewal timer, the view, and the filters a full pass
+ * runs its store read and its observation through.
+ */
+#include "controller/loop/shard_loop.h"
+#include "controller/loop/shard.h"
+#include "controller/store/members.h"
+#include "lib/hmap.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PRUNE_MAX 16
+
+struct loop_shard {
+  shard_mode mode;
+  int index;                /* static: this replica's shard */
+  shard_view *view;
+  struct event *timer;      /* auto: the renewal, every resync */
+  store_members_req *req;   /* auto: the renewal in flight */
+  bool ready;               /* auto: the first answer came */
+  bool left;
+  char fail_msg[SC_ERRBUF_SIZE]; /* the failure last logged */
+  /* the full pass in flight: the sessions it does not own (for their
+   * links), and both sets of links */
+  session **foreign;
+  size_t n_foreign;
+  sc_hmap *owned_links, *foreign_links;
+};
+
+sc_err loop_shard_declare_metrics(metrics *m)
+{
+  static const struct {
+    const char *name;
+    metric_type t;
+    const char *help;
+  } fams[] = {
+    {"session_controller_shard_members", METRIC_GAUGE,
+     "Live replicas this one splits the tenants with, itself included (1: "
+     "it owns every session)."},
+    {"session_controller_shard_sessions", METRIC_GAUGE,
+     "Sessions (and tombstones) this replica owns, as of the last full "
+     "pass."},
+    {"session_controller_shard_tenants", METRIC_GAUGE,
+     "Tenants this replica owns, as of the last full pass."},
+    {"session_controller_shard_membership_changes_total", METRIC_COUNTER,
+     "Changes of the set of live replicas seen (joins, leaves, expiries)."},
+    {"session_controller_shard_membership_failures_total", METRIC_COUNTER,
+     "Membership renewals that failed (the replica then owns every "
+     "session)."},
+    {"session_controller_shard_fallback", METRIC_GAUGE,
+     "1 while --shards auto cannot read the membership and this replica "
+     "owns every session."},
+    {"session_controller_shard_skipped_total", METRIC_COUNTER,
+     "Watch events and single passes of sessions other replicas own, dropped."},
+  };
+  size_t i;
+  for(i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+    sc_err err = metrics_declare(m, fams[i].name, fams[i].t, fams[i].help,
+                                 NULL, 0);
+    if(err)
+      return err;
+  }
+  return SC_OK;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+
+static const char *mode_name(shard_mode m)
+{
+  return m == SHARD_AUTO ? "auto" : m == SHARD_STATIC ? "static" : "off";
+}
+
+static void drop_pass_state(loop_shard *sh)
+{
+  size_t i;
+  for(i = 0; i < sh->n_foreign; i++)
+    session_free(sh->foreign[i]);
+  free(sh->foreign);
+  sh->foreign = NULL;
+  sh->n_foreign = 0;
+  sc_hmap_free(sh->owned_links);
+  sc_hmap_free(sh->foreign_links);
+  sh->owned_links = sh->foreign_links = NULL;
+}
+
+sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
+{
+  loop_shard *sh = calloc(1, sizeof(*sh));
+  int n = 0;
+  sc_err err;
+  if(!sh)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  err = shard_parse(r->o.shards, r->o.shard_index, &sh->mode, &n,
+                    &sh->index, eb);
+  if(err) {
+    free(sh);
+    return err;
+  }
+  if(sh->mode == SHARD_AUTO && !store_members_supported(r->o.st)) {
+    free(sh);
+    return sc_errf(eb, SC_ERR_INVALID, "--shards auto: store %s keeps no "
+                   "member list (sqlite:PATH does); use --shards N "
+                   "--shard-index I or --shards off",
+                   store_url(r->o.st));
+  }
+  sh->view = shard_view_new(sh->mode, r->identity, n, sh->index);
+  if(sh->mode == SHARD_AUTO)
+    sh->timer = event_new(r->o.base, -1, EV_PERSIST, on_timer, r);
+  if(!sh->view || (sh->mode == SHARD_AUTO && !sh->timer)) {
+    loop_shard_free(sh);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  sh->ready = sh->mode != SHARD_AUTO;
+  r->shard = sh;
+  metrics_set(r->o.m, "session_controller_shard_members", NULL,
+              (double)shard_view_live(sh->view));
+  return SC_OK;
+}
+
+void loop_shard_free(loop_shard *sh)
+{
+  if(!sh)
+    return;
+  store_members_req_cancel(sh->req);
+  if(sh->timer)
+    event_free(sh->timer);
+  drop_pass_state(sh);
+  shard_view_free(sh->view);
+  free(sh);
+}
+
+/* ------------------------------------------------------------------ */
+/* the membership */
+
+static void say_members(reconciler *r, const char *msg)
+{
+  loop_shard *sh = r->shard;
+  char list[512] = "", n[16];
+  size_t i, off = 0;
+  const char *id;
+  for(i = 0; (id = shard_view_member(sh->view, i)) != NULL; i++) {
+    int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? "," : "",
+                     id);
+    if(w < 0 || (size_t)w >= sizeof(list) - off)
+      break;
+    off += (size_t)w;
+  }
+  snprintf(n, sizeof(n), "%zu", shard_view_live(sh->view));
+  log_kv(r->o.lg, LOG_INFO, msg, "members", n, "live", list, "self",
+         r->identity, NULL);
+}
+
+static void prune(reconciler *r)
+{
+  const char *ids[PRUNE_MAX], *vers[PRUNE_MAX];
+  size_t i, n = shard_view_prunable(r->shard->view, ids, vers, PRUNE_MAX);
+  for(i = 0; i < n; i++) {
+    sc_errbuf eb;
+    eb.msg[0] = '\0';
+    /* by its version: a replica that renewed meanwhile keeps its row */
+    if(store_members_remove(r->o.st, ids[i], vers[i], &eb))
+      log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove an expired member",
+             "member", ids[i], "error", eb.msg, NULL);
+    else
+      log_kv(r->o.lg, LOG_INFO, "sharding: expired member's row removed "
+             "(unless it renewed meanwhile)", "member", ids[i], NULL);
+  }
+}
+
+static void membership_changed(reconciler *r, const char *msg)
+{
+  metrics_add(r->o.m, "session_controller_shard_membership_changes_total",
+              NULL, 1);
+  say_members(r, msg);
+  /* the tenants that moved are looked at now, not at the next resync */
+  r->full_pending = true;
+}
+
+static void on_renewed(sc_err err, const char *msg, store_member_list *list,
+                       void *ud)
+{
+  reconciler *r = ud;
+  loop_shard *sh = r->shard;
+  bool first = !sh->ready, changed = false;
+  sh->req = NULL;
+  sh->ready = true;
+  if(!err) {
+    shard_member_in *in = calloc(list->n ? list->n : 1, sizeof(*in));
+    size_t i;
+    if(!in)
+      err = SC_ERR_NOMEM;
+    for(i = 0; in && i < list->n; i++) {
+      in[i].id = list->items[i].id;
+      in[i].version = list->items[i].version;
+      in[i].period_ms = list->items[i].period_ms;
+    }
+    if(in)
+      err = shard_view_update(sh->view, in, list->n, sctime_mono_ms(),
+                              &changed);
+    free(in);
+    if(err)
+      msg = "out of memory";
+  }
+  if(err) {
+    metrics_add(r->o.m, "session_controller_shard_membership_failures_total",
+                NULL, 1);
+    if(shard_view_fallback(sh->view) || strcmp(sh->fail_msg, msg)) {
+      log_kv(r->o.lg, LOG_WARN, "sharding: cannot read the membership; "
+             "this replica owns every session until it can (safe, more "
+             "work)", "error", msg, NULL);
+      snprintf(sh->fail_msg, sizeof(sh->fail_msg), "%s", msg);
+      changed = true;
+    }
+  }
+  else {
+    if(sh->fail_msg[0] && !first)
+      log_kv(r->o.lg, LOG_INFO, "sharding: the membership reads again",
+             NULL);
+    sh->fail_msg[0] = '\0';
+    prune(r);
+  }
+  metrics_set(r->o.m, "session_controller_shard_fallback", NULL,
+              shard_view_falling_back(sh->view) ? 1 : 0);
+  metrics_set(r->o.m, "session_controller_shard_members", NULL,
+              (double)shard_view_live(sh->view));
+  if(changed && !err)
+    membership_changed(r, first ? "sharding: members" : "sharding: "
+                       "membership changed");
+  else if(changed)
+    r->full_pending = true;
+  if(first || changed)
+    loop_pump(r);
+}
+
+static void renew(reconciler *r)
+{
+  loop_shard *sh = r->shard;
+  sc_errbuf eb;
+  eb.msg[0] = '\0';
+  if(sh->req || sh->left)
+    return; /* one at a time */
+  if(store_members_renew_async(r->o.st, r->identity, r->o.resync_ms,
+                               on_renewed, r, &sh->req, &eb)) {
+    store_member_list none = {NULL, 0};
+    on_renewed(SC_ERR_INVALID, eb.msg, &none, r);
+  }
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+  reconciler *r = arg;
+  (void)fd;
+  (void)what;
+  if(!r->stopping)
+    renew(r);
+}
+
+void loop_shard_start(reconciler *r)
+{
+  loop_shard *sh = r->shard;
+  struct timeval tv;
+  if(!sh)
+    return;
+  if(sh->mode != SHARD_OFF) {
+    char idx[16];
+    snprintf(idx, sizeof(idx), "%d", sh->index);
+    log_kv(r->o.lg, LOG_INFO, "sharding on: this replica plans and acts "
+           "only for its share of the tenants", "mode", mode_name(sh->mode),
+           "shards", r->o.shards, "member",
+           sh->mode == SHARD_STATIC ? idx : r->identity, NULL);
+  }
+  if(sh->mode != SHARD_AUTO)
+    return;
+  tv.tv_sec = r->o.resync_ms / 1000;
+  tv.tv_usec = (r->o.resync_ms % 1000) * 1000;
+  event_add(sh->timer, &tv);
+  renew(r);
+}
+
+void loop_shard_stop(reconciler *r)
+{
+  loop_shard *sh = r->shard;
+  sc_errbuf eb;
+  if(!sh || sh->mode != SHARD_AUTO || sh->left)
+    return;
+  sh->left = true;
+  event_del(sh->timer);
+  store_members_req_cancel(sh->req);
+  sh->req = NULL;
+  eb.msg[0] = '\0';
+  /* the others see the row gone at their next renewal and take the share
+   * then, without waiting out the expiry */
+  if(store_members_remove(r->o.st, r->identity, NULL, &eb))
+    log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove this replica's "
+           "member row (the others take its share once it expires)",
+           "error", eb.msg, NULL);
+  else
+    log_kv(r->o.lg, LOG_INFO, "sharding: left the membership", "member",
+           r->identity, NULL);
+}
+
+bool loop_shard_wait(reconciler *r)
+{
+  return r->shard && !r->shard->ready;
+}
+
+/* ------------------------------------------------------------------ */
+/* the filters */
+
+static bool owns_tenant(const reconciler *r, const char *tenant)
+{
+  return !r->shard || shard_view_owns(r->shard->view, tenant);
+}
+
+bool loop_shard_owns(reconciler *r, const session *s)
+{
+  if(!r->shard || r->shard->mode == SHARD_OFF)
+    return true;
+  if(owns_tenant(r, session_eff_tenant_id(s)))
+    return true;
+  metrics_add(r->o.m, "session_controller_shard_skipped_total", NULL,
+              1);
+  return false;
+}
+
+static bool eq_str(const void *value, const void *key, void *ud)
+{
+  (void)ud;
+  return !strcmp(value, key);
+}
+
+static uint64_t hash_str(const char *s)
+{
+  return sc_hash_strn(SC_HASH_INIT, s, strlen(s));
+}
+
+static sc_err add_links(sc_hmap *m, const session *s)
+{
+  const char *ids[2];
+  size_t i;
+  ids[0] = s->status.sandbox_id;
+  ids[1] = s->status.pending_sandbox_id;
+  for(i = 0; i < 2; i++) {
+    uint64_t h;
+    if(!ids[i] || !*ids[i])
+      continue;
+    h = hash_str(ids[i]);
+    if(!sc_hmap_get(m, h, eq_str, ids[i], NULL) &&
+       sc_hmap_put(m, h, (void *)ids[i]))
+      return SC_ERR_NOMEM;
+  }
+  return SC_OK;
+}
+
+void loop_shard_filter_list(reconciler *r, store_list_result *list)
+{
+  loop_shard *sh = r->shard;
+  sc_hmap *tenants = NULL;
+  size_t i, k = 0;
+  bool oom = false;
+  if(!sh || sh->mode == SHARD_OFF)
+    return;
+  drop_pass_state(sh);
+  sh->foreign = calloc(list->n ? list->n : 1, sizeof(*sh->foreign));
+  sh->owned_links = sc_hmap_new(list->n);
+  sh->foreign_links = sc_hmap_new(0);
+  tenants = sc_hmap_new(0);
+  if(!sh->foreign || !sh->owned_links || !sh->foreign_links || !tenants) {
+    /* out of memory: this pass owns everything (safe) */
+    drop_pass_state(sh);
+    sc_hmap_free(tenants);
+    return;
+  }
+  for(i = 0; i < list->n; i++) {
+    session *s = list->items[i];
+    const char *t = session_eff_tenant_id(s);
+    if(owns_tenant(r, t)) {
+      uint64_t h = hash_str(t);
+      list->items[k++] = s;
+      oom |= add_links(sh->owned_links, s) != SC_OK;
+      if(!sc_hmap_get(tenants, h, eq_str, t, NULL))
+        oom |= sc_hmap_put(tenants, h, (void *)t) != SC_OK;
+    }
+    else {
+      sh->foreign[sh->n_foreign++] = s;
+      oom |= add_links(sh->foreign_links, s) != SC_OK;
+    }
+  }
+  list->n = k;
+  if(oom) {
+    /* a link set is incomplete: no sandbox is dropped from this pass's
+     * view (a sandbox another replica's session links could look like an
+     * orphan here otherwise); the sessions stay filtered */
+    sc_hmap_free(sh->foreign_links);
+    sh->foreign_links = NULL;
+  }
+  metrics_set(r->o.m, "session_controller_shard_sessions", NULL, (double)k);
+  metrics_set(r->o.m, "session_controller_shard_tenants", NULL,
+              (double)sc_hmap_count(tenants));
+  sc_hmap_free(tenants);
+}
+
+void loop_shard_filter_obs(reconciler *r, observation *obs)
+{
+  loop_shard *sh = r->shard;
+  size_t i, k = 0;
+  if(!sh || sh->mode == SHARD_OFF || !obs || obs->failed)
+    return;
+  if(!sh->owned_links) {
+    drop_pass_state(sh);
+    return; /* the list was not filtered: nothing is */
+  }
+  for(i = 0; i < obs->n_sbs; i++) {
+    cube_sandbox *sb = &obs->sbs[i];
+    const char *id = sb->sandbox_id ? sb->sandbox_id : "";
+    uint64_t h = hash_str(id);
+    bool keep;
+    if(sc_hmap_get(sh->owned_links, h, eq_str, id, NULL))
+      keep = true; /* linked by a session of ours, whatever its tags */
+    else if(!sh->foreign_links)
+      keep = true; /* the foreign links are not known: keep all */
+    else if(sc_hmap_get(sh->foreign_links, h, eq_str, id, NULL))
+      keep = false; /* another replica's session's: not an orphan */
+    else
+      keep = owns_tenant(r, sc_kvlist_get(&sb->metadata,
+                                          SESSION_TAG_TENANT_ID));
+    if(keep) {
+      if(k != i)
+        obs->sbs[k] = *sb;
+      k++;
+    }
+    else
+      cube_sandbox_clear(sb);
+  }
+  obs->n_sbs = k;
+  drop_pass_state(sh);
+}

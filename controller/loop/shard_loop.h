@@ -1,0 +1,42 @@
+/*
+ * shard_loop.h - internal to controller/loop/: the reconciler's side of
+ * sharding (docs/controller.md, "Sharding"). The membership is renewed in
+ * the store at start and every resync (store/members.h) and folded into a
+ * view (shard.h); passes keep only the sessions and sandboxes of the
+ * tenants this replica owns; watch events of other tenants are dropped.
+ *
+ * With --shards off every call here is a no-op that owns everything.
+ *
+ * Ownership: loop_shard_new() makes r->shard for loop_shard_free(); the
+ * sessions a full pass does not own are held here until the pass's
+ * observation is filtered (or the next pass, or the free).
+ */
+#ifndef SC_LOOP_SHARD_LOOP_H
+#define SC_LOOP_SHARD_LOOP_H
+
+#include "controller/loop/pass.h"
+
+typedef struct loop_shard loop_shard;
+
+sc_err loop_shard_declare_metrics(metrics *m);
+/* After make_identity(): the member ID is r->identity. */
+sc_err loop_shard_new(reconciler *r, sc_errbuf *eb);
+void loop_shard_free(loop_shard *sh);
+/* The first renewal (the first full pass waits for its answer). */
+void loop_shard_start(reconciler *r);
+/* Leave: this replica's row is removed, the others take its share. */
+void loop_shard_stop(reconciler *r);
+
+/* A full pass must wait: the first membership answer has not come. */
+bool loop_shard_wait(reconciler *r);
+/* Is s (its effective tenant) this replica's? */
+bool loop_shard_owns(reconciler *r, const session *s);
+/* A full pass's store read: keep the owned sessions (the others are held
+ * for the next call, which needs their links). */
+void loop_shard_filter_list(reconciler *r, store_list_result *list);
+/* The full pass's observation: keep the sandboxes of owned tenants and
+ * those linked by owned sessions; drop those linked by other replicas'
+ * sessions (not orphans: their owner sees them). */
+void loop_shard_filter_obs(reconciler *r, observation *obs);
+
+#endif

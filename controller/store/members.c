@@ -1,0 +1,138 @@
+/*
+ * members.c - store/members.h: the argument checks, the dispatch by
+ * backend, and the asynchronous renewal (the SQLite call is local: its
+ * answer is held and given on the next turn of the loop, as store.c does
+ * for the other synchronous ops).
+ */
+#include "controller/store/members_int.h"
+#include "controller/store/backend.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+void store_member_list_clear(store_member_list *l)
+{
+  size_t i;
+  if(!l)
+    return;
+  for(i = 0; i < l->n; i++) {
+    free(l->items[i].id);
+    free(l->items[i].version);
+  }
+  free(l->items);
+  l->items = NULL;
+  l->n = 0;
+}
+
+bool store_members_supported(const store *st)
+{
+  return st && !strcmp(store_backend(st), "sqlite");
+}
+
+static sc_err check_id(const char *id, sc_errbuf *eb)
+{
+  const unsigned char *p;
+  if(!id || !*id || strlen(id) > STORE_MEMBER_ID_MAX)
+    return sc_errf(eb, SC_ERR_INVALID, "member ID: 1 to %d bytes",
+                   STORE_MEMBER_ID_MAX);
+  for(p = (const unsigned char *)id; *p; p++)
+    if(*p < 0x20 || *p == 0x7f)
+      return sc_errf(eb, SC_ERR_INVALID, "member ID: a control character");
+  return SC_OK;
+}
+
+static sc_err unsupported(const store *st, sc_errbuf *eb)
+{
+  return sc_errf(eb, SC_ERR_INVALID, "store %s keeps no member list (the "
+                 "%s backend)", store_url(st), st ? store_backend(st) : "?");
+}
+
+sc_err store_members_renew(store *st, const char *id, int64_t period_ms,
+                           store_member_list *out, sc_errbuf *eb)
+{
+  sc_err err;
+  memset(out, 0, sizeof(*out));
+  if(!store_members_supported(st))
+    return unsupported(st, eb);
+  err = check_id(id, eb);
+  if(err)
+    return err;
+  if(period_ms <= 0)
+    return sc_errf(eb, SC_ERR_INVALID, "member period: %lld ms",
+                   (long long)period_ms);
+  return sq_members_renew(st, id, period_ms, out, eb);
+}
+
+sc_err store_members_remove(store *st, const char *id, const char *version,
+                            sc_errbuf *eb)
+{
+  sc_err err;
+  if(!store_members_supported(st))
+    return unsupported(st, eb);
+  err = check_id(id, eb);
+  if(err)
+    return err;
+  return sq_members_remove(st, id, version, eb);
+}
+
+struct store_members_req {
+  struct event *ev;
+  store_members_cb cb;
+  void *ud;
+  sc_err err;
+  sc_errbuf eb;
+  store_member_list list;
+};
+
+static void req_free(store_members_req *q)
+{
+  if(q->ev)
+    event_free(q->ev);
+  store_member_list_clear(&q->list);
+  free(q);
+}
+
+static void on_deferred(evutil_socket_t fd, short what, void *arg)
+{
+  store_members_req *q = arg;
+  (void)fd;
+  (void)what;
+  q->cb(q->err, q->err ? q->eb.msg : NULL, &q->list, q->ud);
+  req_free(q);
+}
+
+sc_err store_members_renew_async(store *st, const char *id,
+                                 int64_t period_ms, store_members_cb cb,
+                                 void *ud, store_members_req **req,
+                                 sc_errbuf *eb)
+{
+  store_members_req *q;
+  struct timeval now = {0, 0};
+  if(req)
+    *req = NULL;
+  if(!st || !st->base || !cb)
+    return sc_errf(eb, SC_ERR_INVALID, "member renewal: no event loop");
+  q = calloc(1, sizeof(*q));
+  if(!q)
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  q->ev = evtimer_new(st->base, on_deferred, q);
+  if(!q->ev) {
+    free(q);
+    return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  }
+  q->cb = cb;
+  q->ud = ud;
+  q->eb.msg[0] = '\0';
+  q->err = store_members_renew(st, id, period_ms, &q->list, &q->eb);
+  evtimer_add(q->ev, &now);
+  if(req)
+    *req = q;
+  return SC_OK;
+}
+
+void store_members_req_cancel(store_members_req *req)
+{
+  if(req)
+    req_free(req);
+}
