@@ -102,8 +102,11 @@ sc_err reconciler_declare_metrics(metrics *m)
   }
   metrics_set(m, "session_controller_build_info",
               "version=\"" SC_VERSION "\"", 1);
-  if((err = loop_capacity_declare(m)))
-    return err;
+  {
+    sc_err err = loop_capacity_declare(m);
+    if(err)
+      return err;
+  }
   return loop_shard_declare_metrics(m);
 }
 
