@@ -47,6 +47,15 @@
  * renewal the one that drops it (a whole third period could make it the
  * fourth, read at 3 periods less a little jitter). */
 #define SHARD_EXPIRY_HALF_PERIODS 5
+/* A replica renews this many times a resync (at least every
+ * SHARD_RENEW_MIN_MS): a dead member then expires after 2.5 quarters of
+ * a resync and is dropped by the third read, at most 3/4 of a resync
+ * after its last renewal, and the survivors' full pass that follows at
+ * once takes its tenants: within two resyncs of the death, as the design
+ * promises ("within two resyncs"), with a resync's margin for a slow
+ * pass. Cost: four small SQLite transactions a resync per replica. */
+#define SHARD_RENEWS_PER_RESYNC 4
+#define SHARD_RENEW_MIN_MS 100
 /* An expired member is removed from the store after this many more
  * expiry times (by compare-and-set on the version it was last seen at, so
  * one that renewed meanwhile stays). 0: at once, so that a replica that

@@ -19,7 +19,7 @@ struct loop_shard {
   shard_mode mode;
   int index;                /* static: this replica's shard */
   shard_view *view;
-  struct event *timer;      /* auto: the renewal, every resync */
+  struct event *timer;      /* auto: the renewal, 4 times a resync */
   store_members_req *req;   /* auto: the renewal in flight */
   bool ready;               /* auto: the first answer came */
   bool left;
@@ -236,6 +236,13 @@ static void on_renewed(sc_err err, const char *msg, store_member_list *list,
     loop_pump(r);
 }
 
+/* the renewal period: a quarter of the resync (shard.h) */
+static int64_t renew_period_ms(const reconciler *r)
+{
+  int64_t ms = r->o.resync_ms / SHARD_RENEWS_PER_RESYNC;
+  return ms < SHARD_RENEW_MIN_MS ? SHARD_RENEW_MIN_MS : ms;
+}
+
 static void renew(reconciler *r)
 {
   loop_shard *sh = r->shard;
@@ -243,7 +250,7 @@ static void renew(reconciler *r)
   eb.msg[0] = '\0';
   if(sh->req || sh->left)
     return; /* one at a time */
-  if(store_members_renew_async(r->o.st, r->identity, r->o.resync_ms,
+  if(store_members_renew_async(r->o.st, r->identity, renew_period_ms(r),
                                on_renewed, r, &sh->req, &eb)) {
     store_member_list none = {NULL, 0};
     on_renewed(SC_ERR_INVALID, eb.msg, &none, r);
@@ -275,8 +282,8 @@ void loop_shard_start(reconciler *r)
   }
   if(sh->mode != SHARD_AUTO)
     return;
-  tv.tv_sec = r->o.resync_ms / 1000;
-  tv.tv_usec = (r->o.resync_ms % 1000) * 1000;
+  tv.tv_sec = (time_t)(renew_period_ms(r) / 1000);
+  tv.tv_usec = (suseconds_t)(renew_period_ms(r) % 1000) * 1000;
   event_add(sh->timer, &tv);
   renew(r);
 }
