@@ -173,6 +173,14 @@ typedef enum cube_dialect {
 const char *cube_op_name(cube_op op);           /* "list", "get", ... */
 const char *cube_dialect_name(cube_dialect d);  /* "unknown", "cube", "e2b" */
 
+/* The dialect the client reads list pages by: UNKNOWN until a cube_probe
+ * decides one (a probe that cannot tell keeps the one before) or this
+ * sets it. With e2b a last page without X-Next-Token ends the list, full
+ * or not; otherwise a full page without one may be short
+ * (truncated_suspect). NULL c: ignored / UNKNOWN. */
+void cube_client_set_dialect(cube_client *c, cube_dialect d);
+cube_dialect cube_client_dialect(const cube_client *c);
+
 typedef struct cube_result {
   cube_op op;
   sc_err err;
@@ -185,7 +193,9 @@ typedef struct cube_result {
   /* cube_list / cube_list_page: all rows, in server order */
   cube_sandbox *sandboxes;
   size_t n_sandboxes;
-  bool truncated_suspect; /* a page had rows >= limit and no next token */
+  bool truncated_suspect; /* a page had rows >= limit and no next token,
+                             from a server not known to page (not e2b,
+                             no earlier token, no X-Total-Running) */
   size_t pages;           /* pages fetched */
   unsigned page_retries;   /* cube_list: pages asked again after a
                              transient failure (see cube_list) */

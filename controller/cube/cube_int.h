@@ -96,6 +96,9 @@ struct cube_client {
   size_t pending;
   unsigned auth_failures;     /* answers in a row that were 401 or 403 */
   long auth_status;           /* the last of them */
+  /* the dialect the probe found (or cube_client_set_dialect): an e2b
+   * server pages, so its last list page is never "maybe short" */
+  cube_dialect dialect;
   bool closing;
 };
 

@@ -1022,6 +1022,81 @@ TEST(list_truncated_suspect)
   fx_free(&f);
 }
 
+/* E2B paging at exactly N * limit rows: every page holds `limit` rows, the
+ * pages before the last carry X-Next-Token, the last carries none (nor
+ * X-Total-Running). pages_total pages of the limit asked. */
+static int exact_pages_total;
+
+static void h_exact_pages(srv *s, struct evhttp_request *req,
+                          const char *path, const char *query)
+{
+  dynbuf b;
+  int i, n = 100, page = 0;
+  char lim[16], tok[16];
+  (void)path;
+  if(qparam(query, "limit", lim, sizeof(lim)))
+    n = (int)strtol(lim, NULL, 10);
+  if(qparam(query, "nextToken", tok, sizeof(tok)))
+    page = (int)strtol(tok + 1, NULL, 10); /* "pN" */
+  s->n++;
+  dynbuf_init(&b, 1 << 20);
+  dynbuf_addstr(&b, "[");
+  for(i = 0; i < n; i++)
+    dynbuf_printf(&b, "%s{\"sandboxID\":\"s%d-%d\",\"state\":\"paused\","
+                  "\"startedAt\":\"2026-11-29T10:00:00Z\"}", i ? "," : "",
+                  page, i);
+  dynbuf_addstr(&b, "]");
+  if(page + 1 < exact_pages_total) {
+    snprintf(tok, sizeof(tok), "p%d", page + 1);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      tok);
+  }
+  reply(req, 200, NULL, dynbuf_ptr(&b));
+  dynbuf_free(&b);
+}
+
+TEST(list_exact_limit_multiple_is_whole_in_e2b)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_exact_pages, NULL));
+  /* 2 pages of 100: the token of page 1 says the server pages, so the
+   * last full page without a token is the end, not a short list */
+  exact_pages_total = 2;
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 200);
+  CHECK_INT(g.pages, 2);
+  CHECK(!g.truncated);
+  /* one page of exactly 100 and no token from a server of unknown
+   * dialect: nothing says it pages, so it may be short */
+  exact_pages_total = 1;
+  CHECK_INT(cube_client_dialect(f.c), CUBE_DIALECT_UNKNOWN);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(g.truncated);
+  /* the same from a server known to speak e2b: the whole list */
+  cube_client_set_dialect(f.c, CUBE_DIALECT_E2B);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(!g.truncated);
+  CHECK_OK(cube_list_page(f.c, NULL, NULL, 7, NULL, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 4, 5000));
+  CHECK_INT(g.nrows, 7);
+  CHECK(!g.truncated);
+  /* Cube ignores paging and its limit counts nodes: still suspect */
+  cube_client_set_dialect(f.c, CUBE_DIALECT_CUBE);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 5, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(g.truncated);
+  got_clear(&g);
+  fx_free(&f);
+}
+
 static void h_loop_token(srv *s, struct evhttp_request *req, const char *path,
                          const char *query)
 {
@@ -2346,6 +2421,10 @@ TEST(probe_heuristic)
               cube_dialect_name(g.dialect), g.detail);
     CHECK_MSG(strstr(g.detail, want[i].detail), "%d: %s", i, g.detail);
     CHECK_STR(f.s.uri, "/v2/sandboxes?limit=5");
+    /* the client reads list pages by what the probe found; a probe that
+     * cannot tell keeps the dialect before (at 2 and 4: the e2b of 1, 3) */
+    CHECK_INT(cube_client_dialect(f.c), want[i].d != CUBE_DIALECT_UNKNOWN
+                                          ? want[i].d : CUBE_DIALECT_E2B);
   }
   f.s.n = 9;
   CHECK_OK(cube_probe(f.c, on_result, &g));
@@ -2529,6 +2608,7 @@ TEST_LIST = {
   T(sandbox_copy_carries_domain),
   T(list_follows_pages),
   T(list_truncated_suspect),
+  T(list_exact_limit_multiple_is_whole_in_e2b),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
   T(list_page_retries_table),
