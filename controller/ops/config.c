@@ -68,8 +68,12 @@ static const opt opts[] = {
   {"replica", OPT_STR, O(replica), NULL,
    "this replica's name in logs and audit (default HOSTNAME-PID)"},
   {"resync", OPT_DUR, O(resync_ms), "60s", "full reconcile pass period"},
-  {"cube-qps", OPT_DOUBLE, O(cube_qps), "50",
-   "token bucket rate toward Cube (0 = unlimited)"},
+  {"cube-qps", OPT_DOUBLE, O(cube_qps), "30",
+   "token bucket rate toward Cube, requests/s of this replica (0 = "
+   "unlimited). Cube allows 100 requests/s per API key and replicas share "
+   "the key: 3 replicas at 30 stay under it with room for sessionctl; a "
+   "new session costs one call (its create), so 30 also carries 30 "
+   "arrivals/s. A single replica may raise it to about 90"},
   {"max-inflight", OPT_INT, O(max_inflight), "32",
    "most Cube calls in flight at once"},
   {"orphan-grace", OPT_DUR, O(orphan_grace_ms), "10m",

@@ -26,7 +26,7 @@ TEST(defaults_match_design)
   CHECK_INT(c.resync_ms, 60000);
   CHECK_INT(c.orphan_grace_ms, 600000);
   CHECK_INT(c.max_inflight, 32);
-  CHECK(c.cube_qps == 50);
+  CHECK(c.cube_qps == 30);
   CHECK(c.max_delete_fraction == 0.2);
   CHECK(!c.force && !c.dry_run && !c.cube_insecure_skip_verify);
   CHECK(c.cube_api_key == NULL);
