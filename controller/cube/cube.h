@@ -314,9 +314,20 @@ sc_err cube_pct_encode(const char *s, size_t len, dynbuf *out);
 
 /* --- response parsing (json.c); strict, typed, messages name the
  * row and field. Exposed for tests and fuzzing. --- */
-/* A JSON array of ListedSandbox. On error no rows are returned. */
+/* A JSON array of ListedSandbox. On error no rows are returned. A plain
+ * body is read in one scan (json_fast.c); anything else, and every error,
+ * by json-c (cube_parse_list_tree): the same rows or the same error. */
 sc_err cube_parse_list(const char *body, size_t len, cube_sandbox **rows,
                        size_t *n, sc_errbuf *eb);
+/* The json-c path alone (the tests compare the two). */
+sc_err cube_parse_list_tree(const char *body, size_t len, cube_sandbox **rows,
+                            size_t *n, sc_errbuf *eb);
+/* The one-scan path alone: SC_OK with the rows, or CUBE_FAST_GIVE_UP
+ * (no rows) when the body is not one it reads: then the tree path
+ * decides. Never an answer of its own that the tree path would not give. */
+#define CUBE_FAST_GIVE_UP SC_ERR_INVALID
+sc_err cube_parse_list_fast(const char *body, size_t len, cube_sandbox **rows,
+                            size_t *n);
 /* One SandboxDetail object. */
 sc_err cube_parse_sandbox(const char *body, size_t len, cube_sandbox *out,
                           sc_errbuf *eb);
