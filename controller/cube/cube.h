@@ -60,7 +60,7 @@
 struct event_base;
 
 #define CUBE_DEFAULT_URL "http://127.0.0.1:3000"
-#define CUBE_DEFAULT_MAX_INFLIGHT 32
+#define CUBE_DEFAULT_MAX_INFLIGHT 128 /* docs/cube-client.md: measured */
 #define CUBE_DEFAULT_QPS 30.0 /* 3 replicas under Cube's 100/s per key */
 #define CUBE_TIMEOUT_MS 35000L        /* plain calls */
 #define CUBE_LONG_TIMEOUT_MS 125000L  /* pause and connect */
@@ -111,7 +111,7 @@ typedef struct cube_client_opts {
   size_t list_max_bytes;
 } cube_client_opts;
 
-/* Fill opts with the defaults above (max_inflight 32, qps 30). */
+/* Fill opts with the defaults above (max_inflight 128, qps 30). */
 void cube_client_opts_init(cube_client_opts *opts);
 
 /* NULL on failure with a one-line reason in eb (bad URL, bad option). */
