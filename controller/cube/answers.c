@@ -153,7 +153,15 @@ static bool on_list_page(cube_call *k, int body_code)
     return false;
   }
   if(!k->next_tok) {
-    if(n >= (size_t)k->limit)
+    /* A full page and no X-Next-Token: Cube ignores paging (its `limit`
+     * counts compute nodes), so the list may be silently short. E2B pages
+     * and sends the token while more rows exist: there a last page of
+     * exactly `limit` rows is the end (at N * limit sandboxes every list
+     * ends so). A server pages when the probe said e2b, an earlier page
+     * of this list carried a token, or this page has X-Total-Running. */
+    bool pages = k->c->dialect == CUBE_DIALECT_E2B || k->prev_token ||
+                 k->total_running;
+    if(n >= (size_t)k->limit && !pages)
       k->r.truncated_suspect = true;
     return false;
   }
@@ -267,6 +275,8 @@ static bool on_probe(cube_call *k, int body_code)
     return false;
   }
   probe_decide(k, rows, n);
+  if(k->r.dialect != CUBE_DIALECT_UNKNOWN)
+    k->c->dialect = k->r.dialect; /* how list pages are read from now on */
   for(i = 0; i < n; i++)
     cube_sandbox_clear(&rows[i]);
   free(rows);

@@ -34,6 +34,17 @@ const char *cube_dialect_name(cube_dialect d)
   }
 }
 
+void cube_client_set_dialect(cube_client *c, cube_dialect d)
+{
+  if(c)
+    c->dialect = d;
+}
+
+cube_dialect cube_client_dialect(const cube_client *c)
+{
+  return c ? c->dialect : CUBE_DIALECT_UNKNOWN;
+}
+
 void cube_client_opts_init(cube_client_opts *opts)
 {
   memset(opts, 0, sizeof(*opts));

@@ -60,8 +60,8 @@
 struct event_base;
 
 #define CUBE_DEFAULT_URL "http://127.0.0.1:3000"
-#define CUBE_DEFAULT_MAX_INFLIGHT 32
-#define CUBE_DEFAULT_QPS 50.0
+#define CUBE_DEFAULT_MAX_INFLIGHT 128 /* docs/cube-client.md: measured */
+#define CUBE_DEFAULT_QPS 30.0 /* 3 replicas under Cube's 100/s per key */
 #define CUBE_TIMEOUT_MS 35000L        /* plain calls */
 #define CUBE_LONG_TIMEOUT_MS 125000L  /* pause and connect */
 #define CUBE_CONNECT_TIMEOUT_MS 10000L
@@ -111,7 +111,7 @@ typedef struct cube_client_opts {
   size_t list_max_bytes;
 } cube_client_opts;
 
-/* Fill opts with the defaults above (max_inflight 32, qps 50). */
+/* Fill opts with the defaults above (max_inflight 128, qps 30). */
 void cube_client_opts_init(cube_client_opts *opts);
 
 /* NULL on failure with a one-line reason in eb (bad URL, bad option). */
@@ -173,6 +173,14 @@ typedef enum cube_dialect {
 const char *cube_op_name(cube_op op);           /* "list", "get", ... */
 const char *cube_dialect_name(cube_dialect d);  /* "unknown", "cube", "e2b" */
 
+/* The dialect the client reads list pages by: UNKNOWN until a cube_probe
+ * decides one (a probe that cannot tell keeps the one before) or this
+ * sets it. With e2b a last page without X-Next-Token ends the list, full
+ * or not; otherwise a full page without one may be short
+ * (truncated_suspect). NULL c: ignored / UNKNOWN. */
+void cube_client_set_dialect(cube_client *c, cube_dialect d);
+cube_dialect cube_client_dialect(const cube_client *c);
+
 typedef struct cube_result {
   cube_op op;
   sc_err err;
@@ -185,7 +193,9 @@ typedef struct cube_result {
   /* cube_list / cube_list_page: all rows, in server order */
   cube_sandbox *sandboxes;
   size_t n_sandboxes;
-  bool truncated_suspect; /* a page had rows >= limit and no next token */
+  bool truncated_suspect; /* a page had rows >= limit and no next token,
+                             from a server not known to page (not e2b,
+                             no earlier token, no X-Total-Running) */
   size_t pages;           /* pages fetched */
   unsigned page_retries;   /* cube_list: pages asked again after a
                              transient failure (see cube_list) */
@@ -317,9 +327,20 @@ sc_err cube_pct_encode(const char *s, size_t len, dynbuf *out);
 
 /* --- response parsing (json.c); strict, typed, messages name the
  * row and field. Exposed for tests and fuzzing. --- */
-/* A JSON array of ListedSandbox. On error no rows are returned. */
+/* A JSON array of ListedSandbox. On error no rows are returned. A plain
+ * body is read in one scan (json_fast.c); anything else, and every error,
+ * by json-c (cube_parse_list_tree): the same rows or the same error. */
 sc_err cube_parse_list(const char *body, size_t len, cube_sandbox **rows,
                        size_t *n, sc_errbuf *eb);
+/* The json-c path alone (the tests compare the two). */
+sc_err cube_parse_list_tree(const char *body, size_t len, cube_sandbox **rows,
+                            size_t *n, sc_errbuf *eb);
+/* The one-scan path alone: SC_OK with the rows, or CUBE_FAST_GIVE_UP
+ * (no rows) when the body is not one it reads: then the tree path
+ * decides. Never an answer of its own that the tree path would not give. */
+#define CUBE_FAST_GIVE_UP SC_ERR_INVALID
+sc_err cube_parse_list_fast(const char *body, size_t len, cube_sandbox **rows,
+                            size_t *n);
 /* One SandboxDetail object. */
 sc_err cube_parse_sandbox(const char *body, size_t len, cube_sandbox *out,
                           sc_errbuf *eb);

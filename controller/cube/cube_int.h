@@ -13,6 +13,7 @@
  *                the probe, the count of auth failures
  *   calls.c      the public calls (cube_list ... cube_probe)
  *   json.c, meta.c  body parsing and the metadata filter (cube.h)
+ *   json_fast.c  the one-scan list page parser (json-c decides the rest)
  *
  * A "call" is what the user asked for (cube_list ...); a call makes one or
  * more HTTP requests in sequence (list pages, the probe's two steps). Each
@@ -96,6 +97,9 @@ struct cube_client {
   size_t pending;
   unsigned auth_failures;     /* answers in a row that were 401 or 403 */
   long auth_status;           /* the last of them */
+  /* the dialect the probe found (or cube_client_set_dialect): an e2b
+   * server pages, so its last list page is never "maybe short" */
+  cube_dialect dialect;
   bool closing;
 };
 

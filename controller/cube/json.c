@@ -8,7 +8,7 @@
  * cannot understand fails the whole list: no decision may be taken on a
  * partial view.
  */
-#include "controller/cube/cube.h"
+#include "controller/cube/cube_int.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -356,6 +356,16 @@ out:
 
 sc_err cube_parse_list(const char *body, size_t len, cube_sandbox **rows,
                        size_t *n, sc_errbuf *eb)
+{
+  /* one scan when the body is plain (json_fast.c); json-c decides the
+   * rest, and says what is wrong */
+  if(cube_parse_list_fast(body, len, rows, n) == SC_OK)
+    return SC_OK;
+  return cube_parse_list_tree(body, len, rows, n, eb);
+}
+
+sc_err cube_parse_list_tree(const char *body, size_t len, cube_sandbox **rows,
+                            size_t *n, sc_errbuf *eb)
 {
   json_object *o;
   cube_sandbox *v = NULL;

@@ -19,6 +19,7 @@
 #define KEY_STATUS_WRITES_MAX 256
 
 static void pass_finish(pass *ps);
+static void note_claim_wait(reconciler *r, const char *key);
 
 static void pass_free(pass *ps)
 {
@@ -72,6 +73,10 @@ static void on_session_end(act_run *run, size_t si, const char *result,
   if(!conflict)
     res = loop_result_of(sa->failed, sa->retry_after_ms, pl->next_due,
                          ps->cube_now);
+  else if(!ps->full && !pl->s->status.sandbox_id)
+    /* a new session's claim lost to another replica: when that one has
+     * linked its sandbox by the look again, nothing is left to do */
+    note_claim_wait(r, key);
   loop_result_apply(r->q, key, res, sctime_mono_ms());
 }
 
@@ -384,24 +389,29 @@ void loop_start_full(reconciler *r)
  * never a wall clock); a process that has observed nothing yet lists. */
 #define FRESH_MAX 4096
 
-void loop_note_fresh(reconciler *r, const char *key)
+/* the two rings (pass.h): fresh keys, then the keys waiting for another
+ * replica's claim, in one allocation that reconciler_free frees */
+static bool rings_alloc(reconciler *r)
 {
-  if(!r->fresh && !(r->fresh = calloc(FRESH_MAX, sizeof(*r->fresh))))
-    return; /* out of memory: its pass lists, as any */
-  snprintf(r->fresh[(r->fresh_head + r->n_fresh) % FRESH_MAX],
-           sizeof(r->fresh[0]), "%s", key);
-  if(r->n_fresh < FRESH_MAX)
-    r->n_fresh++;
-  else
-    r->fresh_head = (r->fresh_head + 1) % FRESH_MAX;
+  return r->fresh || (r->fresh = calloc(2 * FRESH_MAX, sizeof(*r->fresh)));
 }
 
-/* Was key reported ADDED by the watch (and not yet taken)? Taken. */
-static bool take_fresh(reconciler *r, const char *key)
+static void ring_put(char (*ring)[300], size_t *head, size_t *n,
+                     const char *key)
+{
+  snprintf(ring[(*head + *n) % FRESH_MAX], sizeof(ring[0]), "%s", key);
+  if(*n < FRESH_MAX)
+    (*n)++;
+  else
+    *head = (*head + 1) % FRESH_MAX;
+}
+
+static bool ring_take(char (*ring)[300], size_t head, size_t n,
+                      const char *key)
 {
   size_t i;
-  for(i = 0; i < r->n_fresh; i++) {
-    char *k = r->fresh[(r->fresh_head + i) % FRESH_MAX];
+  for(i = 0; i < n; i++) {
+    char *k = ring[(head + i) % FRESH_MAX];
     if(!strcmp(k, key)) {
       k[0] = '\0'; /* taken: its slot stays until the ring moves on */
       return true;
@@ -410,14 +420,87 @@ static bool take_fresh(reconciler *r, const char *key)
   return false;
 }
 
-static bool new_session_needs_no_list(reconciler *r, const char *key,
+void loop_note_fresh(reconciler *r, const char *key)
+{
+  if(!rings_alloc(r))
+    return; /* out of memory: its pass lists, as any */
+  ring_put(r->fresh, &r->fresh_head, &r->n_fresh, key);
+}
+
+/* Was key reported ADDED by the watch (and not yet taken)? Taken. */
+static bool take_fresh(reconciler *r, const char *key)
+{
+  return r->fresh && ring_take(r->fresh, r->fresh_head, r->n_fresh, key);
+}
+
+/* Another replica's create claim on a session (issue 16, target 0: with
+ * three replicas the two that lost the claim listed Cube twice each for
+ * every new session, four of the five Cube calls a session cost, past
+ * Cube's 100 requests/s per key at 30 arrivals/s). While that claim is
+ * live (younger than the create-intent TTL by Cube's clock as last
+ * observed) the planner would only wait for it: the pass waits without
+ * planning or listing, until the claim's TTL is over (and a second for
+ * the clocks' drift). When it runs again and the claimer has linked its
+ * sandbox meanwhile (a sandboxID, no claim, no pending action, the spec's
+ * generation observed, no connect request, not deleted), that status
+ * came from the replica that made the sandbox: nothing is left for this
+ * one, as for any status-only change the watch reports (watch.c); the
+ * next full pass looks at it as at every session. Otherwise (the claim
+ * expired without a sandbox: its replica died) the pass lists and plans
+ * as any, and the planner takes the create over. */
+static int64_t claim_wait_ms(reconciler *r, const session *s)
+{
+  const session_status *st = &s->status;
+  sc_time now, ttl = r->o.plan.create_intent_ttl_ms;
+  if(!r->cube_seen || !st->create_intent_by || !st->create_intent_at ||
+     st->sandbox_id || st->pending_kind || s->meta.deletion_timestamp ||
+     !strcmp(st->create_intent_by, r->identity) || ttl <= 0)
+    return 0;
+  now = r->cube_seen + (sctime_mono_ms() - r->cube_seen_mono);
+  if(now - st->create_intent_at >= ttl || now < st->create_intent_at - ttl)
+    return 0; /* expired, or a clock that makes no sense: list */
+  return st->create_intent_at + ttl - now + 1000;
+}
+
+static bool claim_done_elsewhere(reconciler *r, const char *key,
+                                 bool fresh, const session *s)
+{
+  const session_status *st = &s->status;
+  /* a key that waited for a claim, or a new object another replica
+   * claimed and linked before this one's first look */
+  if(!r->fresh || (!ring_take(r->fresh + FRESH_MAX, r->waits_head,
+                              r->n_waits, key) && !fresh))
+    return false;
+  return st->sandbox_id && !st->create_intent_by && !st->pending_kind &&
+         !s->meta.deletion_timestamp &&
+         s->meta.generation == st->observed_generation &&
+         !plan_connect_pending(s);
+}
+
+static void note_claim_wait(reconciler *r, const char *key)
+{
+  if(rings_alloc(r))
+    ring_put(r->fresh + FRESH_MAX, &r->waits_head, &r->n_waits, key);
+}
+
+static void claim_wait(reconciler *r, pass *ps, int64_t ms)
+{
+  loop_result res = {LOOP_REQUEUE_AFTER, ms};
+  note_claim_wait(r, ps->key);
+  metrics_add(r->o.m, "session_controller_reconcile_total",
+              "result=\"claim-wait\"", 1);
+  loop_result_apply(r->q, ps->key, res, sctime_mono_ms());
+  pass_finish(ps);
+}
+
+static bool new_session_needs_no_list(reconciler *r, bool fresh,
                                       const session *s)
 {
   const session_status *st = &s->status;
   /* only an object created while this process watched (after its first
    * full pass): one that was there before may have a sandbox made by
    * another path (a controller before this one), which only a list finds */
-  if(!take_fresh(r, key))
+  if(!fresh)
     return false;
   if(!r->cube_seen || s->meta.deletion_timestamp ||
      (s->spec.state != SESSION_STATE_ACTIVE &&
@@ -448,6 +531,7 @@ static void on_single_get(store_reply *rep, void *ud)
   pass *ps = ud;
   reconciler *r = ps->r;
   sc_kvlist filter = {0};
+  bool fresh;
   if(rep->err == SC_ERR_NOT_FOUND) {
     /* purged: nothing left to do for it */
     loop_result done = {LOOP_DONE, 0};
@@ -471,6 +555,22 @@ static void on_single_get(store_reply *rep, void *ud)
     pass_finish(ps);
     return;
   }
+  fresh = take_fresh(r, ps->key);
+  if(claim_done_elsewhere(r, ps->key, fresh, ps->single)) {
+    loop_result done = {LOOP_DONE, 0};
+    metrics_add(r->o.m, "session_controller_reconcile_total",
+                "result=\"claimed-elsewhere\"", 1);
+    loop_result_apply(r->q, ps->key, done, sctime_mono_ms());
+    pass_finish(ps);
+    return;
+  }
+  if(!r->follower && !r->stopping) {
+    int64_t ms = claim_wait_ms(r, ps->single);
+    if(ms > 0) {
+      claim_wait(r, ps, ms);
+      return;
+    }
+  }
   if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
                    r->o.plan.controller_name) ||
      sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
@@ -482,7 +582,7 @@ static void on_single_get(store_reply *rep, void *ud)
     pass_finish(ps);
     return;
   }
-  if(new_session_needs_no_list(r, ps->key, ps->single)) {
+  if(new_session_needs_no_list(r, fresh, ps->single)) {
     skip_observe(ps);
     sc_kvlist_clear(&filter);
     return;

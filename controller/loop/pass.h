@@ -107,6 +107,12 @@ struct reconciler {
   char (*fresh)[300];
   size_t n_fresh, fresh_head;
   struct loop_shard *shard; /* sharding (shard_loop.h) */
+  /* Keys whose single pass found another replica's live create claim
+   * and waited for it without a Cube call (pass.c): when the claim's
+   * owner has linked its sandbox meanwhile, the next pass of the key has
+   * nothing to do. A ring of its own in the same allocation as `fresh`
+   * (slots FRESH_MAX.. of it); a full one forgets (those keys list). */
+  size_t n_waits, waits_head;
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
   /* store_check_identity() failed: no pass starts (store_still_ours) */

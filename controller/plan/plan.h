@@ -106,6 +106,13 @@ void plan_link_proof(const unsigned char *key, const char *uid,
 
 #define PLAN_CREATE_INTENT_TTL_MS (3 * 1000LL)
 
+/* status.endAt is Cube's endAt to within this: a create records its
+ * estimate (the plan's Cube clock plus the timeout), and a listed endAt
+ * this close to the recorded one keeps it, so the first pass after a
+ * create (and a few seconds' slide of Cube's idle window) writes nothing.
+ * It covers the Date header's second and the time to the create. */
+#define PLAN_END_AT_SLACK_MS (2 * 1000LL)
+
 /* The documented defaults (docs/controller.md; controller name "session-controller"). */
 void plan_config_defaults(plan_config *cfg);
 

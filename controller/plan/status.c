@@ -174,6 +174,9 @@ void want_sandbox(want *w, const session *s, const sb_rec *sb)
     w->proof = NULL; /* made anew for this sandbox, if at all */
   w->sandbox_state = cube_sb_state_name(sb->b->state);
   w->end_at = sb->b->end_at;
+  if(same && o->end_at && sb->b->end_at &&
+     llabs(o->end_at - sb->b->end_at) <= PLAN_END_AT_SLACK_MS)
+    w->end_at = o->end_at; /* close enough: no write for it alone */
   w->applied_idle_timeout_ms = same ? o->applied_idle_timeout_ms : 0;
   w->domain = sb->b->domain ? sb->b->domain : same ? o->domain : NULL;
   w->keep_intent = false; /* a sandbox is found: the claim is done */
@@ -391,7 +394,11 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
     v->sandbox_proof = NULL;
     v->sandbox_state = "running";
     v->phase = SESSION_PHASE_RUNNING;
-    v->end_at = 0; /* unknown until Cube lists it */
+    /* Cube's endAt is the create's time plus the timeout (both dialects):
+     * the estimate, which the next list confirms to within
+     * PLAN_END_AT_SLACK_MS or replaces */
+    v->end_at = a->cube_now && a->timeout_s > 0
+                  ? a->cube_now + a->timeout_s * 1000 : 0;
     v->paused_by_controller = false;
     v->create_intent_by = NULL; /* the claim is done */
     v->create_intent_at = 0;

@@ -5,6 +5,7 @@
  */
 #include "test/harness.h"
 #include "controller/cube/cube.h"
+#include "lib/scstr.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -269,6 +270,157 @@ TEST(parse_list_table)
       cube_sandbox_clear(&rows[j]);
     free(rows);
   }
+}
+
+/* --- the one-scan list parser against json-c's (json_fast.c) --- */
+
+static bool rows_same(const cube_sandbox *a, const cube_sandbox *b, size_t n)
+{
+  size_t i;
+  for(i = 0; i < n; i++)
+    if(strcmp(a[i].sandbox_id, b[i].sandbox_id) ||
+       !sc_str_eq0(a[i].template_id, b[i].template_id) ||
+       !sc_str_eq0(a[i].domain, b[i].domain) || a[i].state != b[i].state ||
+       a[i].started_at != b[i].started_at || a[i].end_at != b[i].end_at ||
+       !sc_kvlist_equal(&a[i].metadata, &b[i].metadata))
+      return false;
+  return true;
+}
+
+static void rows_free(cube_sandbox *v, size_t n)
+{
+  size_t i;
+  for(i = 0; i < n; i++)
+    cube_sandbox_clear(&v[i]);
+  free(v);
+}
+
+/* 1: the fast path read it (and agreed), 0: it gave up, -1: disagreed */
+static int fast_vs_tree(const char *body, size_t len)
+{
+  cube_sandbox *fr, *tr;
+  size_t fn, tn;
+  sc_errbuf eb;
+  sc_err fe = cube_parse_list_fast(body, len, &fr, &fn);
+  sc_err te = cube_parse_list_tree(body, len, &tr, &tn, &eb);
+  int res;
+  if(fe)
+    res = (fr || fn) ? -1 : 0; /* gave up: nothing returned */
+  else
+    res = !te && fn == tn && rows_same(fr, tr, fn) ? 1 : -1;
+  if(!fe)
+    rows_free(fr, fn);
+  if(!te)
+    rows_free(tr, tn);
+  return res;
+}
+
+TEST(parse_list_fast_agrees_with_json_c)
+{
+  static const char *const plain[] = {
+    "[]",
+    " [ ] \r\n",
+    "[" ROW(HEX1, "running", ",\"endAt\":\"2026-11-29T10:15:00Z\"") "]",
+    "[" ROW("ia1b2c3d4e5f6g7h8i9j0", "paused", ",\"endAt\":null") ","
+      ROW("x", "pausing", ",\"metadata\":{\"a\":\"b\"},\"cpuCount\":2,"
+          "\"extra\":{\"deep\":[1,2,3,-0.5,true,false,null,\"s\"]}") "]",
+    "[" ROW("ab", "running", ",\"metadata\":{\"k\":\"\",\"b\":\"x\\\"y\\\\z"
+            "\\/\\n\\t\",\"\xc3\xa9\":\"\xe2\x82\xac\xf0\x9f\x98\x80\"},"
+            "\"domain\":\"d.example:443\"") "]",
+    "[" ROW("ab", "running", ",\"domain\":7,\"memoryMB\":512") "]",
+    "[" ROW("ab", "running", ",\"domain\":\"bad domain\"") "]",
+    "[{\"sandboxID\":\"ab\",\"templateID\":null,\"state\":\"running\","
+    "\"startedAt\":\"2026-11-29T10:00:00Z\",\"domain\":null}]",
+    "[" ROW("ab", "running", ",\"endAt\":\"9999-12-31T23:59:59Z\","
+            "\"metadata\":null") "]",
+    "[\n  " ROW("ab", "running", "") " ,\n  " ROW("cd", "paused", "") "\n]",
+    "[" ROW("ab", "running", ",\"metadata\":{\"a\":\"1\",\"a\":\"2\"}") "]",
+    "[" ROW("ab", "running", ",\"x\":\"\x7f\"") "]",
+  };
+  static const char *const odd[] = { /* json-c decides these */
+    "[" ROW("ab", "running", ",\"x\":\"\\u00e9\"") "]",
+    "[" ROW("ab", "running", ",\"x\":1e3") "]",
+    "[" ROW("ab", "running", ",\"x\":12345678901234567890") "]",
+    "[" ROW("ab", "running", ",\"state\":\"paused\"") "]",
+    "[{\"sandboxID\":\"ab\xff\",\"state\":\"running\"}]",
+    "[" ROW("ab", "running", ",\"x\":\"\xed\xa0\x80\"") "]",
+    "[" ROW("ab", "running", ",\"x\":\"\xc0\xaf\"") "]",
+    "[" ROW("ab", "running", "") ",]",
+    "[" ROW("ab", "running", ",") "]",
+    "[" ROW("ab", "running", "") "] x",
+    "[" ROW("ab", "running", ",\"x\":01") "]",
+    "[" ROW("ab", "running", ",\"x\":[1,]") "]",
+    "[" ROW("ab", "running", ",\"x\":tru") "]",
+    "[" ROW("ab", "running", ",\"x\":\"a\tb\"") "]",
+    "[" ROW("ab", "killed", "") "]",
+    "[" ROW("a/b", "running", "") "]",
+    "[{\"sandboxID\":\"ab\",\"state\":\"running\"}]",
+  };
+  size_t i;
+  unsigned seed = 12345;
+  dynbuf b;
+  int got, fast = 0, gave_up = 0;
+  for(i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+    got = fast_vs_tree(plain[i], strlen(plain[i]));
+    CHECK_MSG(got == 1, "plain %zu: %d: %s", i, got, plain[i]);
+  }
+  for(i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+    got = fast_vs_tree(odd[i], strlen(odd[i]));
+    CHECK_MSG(got == 0, "odd %zu: %d: %s", i, got, odd[i]);
+  }
+  for(i = 0; i < sizeof(list_cases) / sizeof(list_cases[0]); i++)
+    CHECK_MSG(fast_vs_tree(list_cases[i].body, strlen(list_cases[i].body))
+                >= 0, "list case %zu", i);
+  /* mutations of a page: a byte changed, dropped or the body cut, each
+   * read by both; wherever the fast path answers, json-c agrees */
+  dynbuf_init(&b, 1 << 20);
+  CHECK_OK(dynbuf_addstr(&b, "["));
+  for(i = 0; i < 40; i++)
+    CHECK_OK(dynbuf_printf(&b, "%s{\"sandboxID\":\"%032zx\",\"templateID\":"
+                           "\"t\\n%zu\",\"state\":\"%s\",\"startedAt\":"
+                           "\"2026-11-29T10:00:0%zuZ\",\"endAt\":%s,"
+                           "\"metadata\":{\"lea.session_id\":\"s%zu\","
+                           "\"k\\\"\":\"\xc3\xa9\"},\"cpuCount\":%zu,"
+                           "\"x\":[{\"y\":null},-1.25,true]}",
+                           i ? "," : "", i, i,
+                           i % 3 ? "running" : "paused", i % 10,
+                           i % 2 ? "null" : "\"2026-11-29T10:15:00.5Z\"",
+                           i, i));
+  CHECK_OK(dynbuf_addstr(&b, "]"));
+  CHECK(fast_vs_tree(dynbuf_ptr(&b), dynbuf_len(&b)) == 1);
+  for(i = 0; i < 4000; i++) {
+    char *m = malloc(dynbuf_len(&b));
+    size_t len = dynbuf_len(&b), at;
+    static const char bytes[] = "\"\\{}[],:0 -.eE\x01\x7f\xc3\xa9\xffnul";
+    CHECK(m != NULL);
+    if(!m)
+      break;
+    memcpy(m, dynbuf_ptr(&b), len);
+    seed = seed * 1103515245u + 12345u;
+    at = (seed >> 8) % len;
+    switch(i % 3) {
+    case 0:
+      seed = seed * 1103515245u + 12345u;
+      m[at] = bytes[(seed >> 8) % (sizeof(bytes) - 1)];
+      break;
+    case 1:
+      memmove(m + at, m + at + 1, len - at - 1);
+      len--;
+      break;
+    default:
+      len = at;
+    }
+    got = fast_vs_tree(m, len);
+    CHECK_MSG(got >= 0, "mutation %zu (%d at %zu) disagrees", i, (int)(i % 3),
+              at);
+    fast += got == 1;
+    gave_up += got == 0;
+    free(m);
+  }
+  /* both kinds were met: the mutations reached both paths */
+  CHECK_MSG(fast > 100 && gave_up > 100, "fast %d, gave up %d", fast,
+            gave_up);
+  dynbuf_free(&b);
 }
 
 TEST(parse_list_fields)
@@ -1018,6 +1170,81 @@ TEST(list_truncated_suspect)
   CHECK(g.truncated);
   CHECK_STR(g.next, "");
   CHECK_STR(f.s.uri, "/v2/sandboxes?limit=3&nextToken=more");
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* E2B paging at exactly N * limit rows: every page holds `limit` rows, the
+ * pages before the last carry X-Next-Token, the last carries none (nor
+ * X-Total-Running). pages_total pages of the limit asked. */
+static int exact_pages_total;
+
+static void h_exact_pages(srv *s, struct evhttp_request *req,
+                          const char *path, const char *query)
+{
+  dynbuf b;
+  int i, n = 100, page = 0;
+  char lim[16], tok[16];
+  (void)path;
+  if(qparam(query, "limit", lim, sizeof(lim)))
+    n = (int)strtol(lim, NULL, 10);
+  if(qparam(query, "nextToken", tok, sizeof(tok)))
+    page = (int)strtol(tok + 1, NULL, 10); /* "pN" */
+  s->n++;
+  dynbuf_init(&b, 1 << 20);
+  dynbuf_addstr(&b, "[");
+  for(i = 0; i < n; i++)
+    dynbuf_printf(&b, "%s{\"sandboxID\":\"s%d-%d\",\"state\":\"paused\","
+                  "\"startedAt\":\"2026-11-29T10:00:00Z\"}", i ? "," : "",
+                  page, i);
+  dynbuf_addstr(&b, "]");
+  if(page + 1 < exact_pages_total) {
+    snprintf(tok, sizeof(tok), "p%d", page + 1);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "X-Next-Token",
+                      tok);
+  }
+  reply(req, 200, NULL, dynbuf_ptr(&b));
+  dynbuf_free(&b);
+}
+
+TEST(list_exact_limit_multiple_is_whole_in_e2b)
+{
+  fixture f;
+  got g = {0};
+  CHECK_OK(fx_init(&f, h_exact_pages, NULL));
+  /* 2 pages of 100: the token of page 1 says the server pages, so the
+   * last full page without a token is the end, not a short list */
+  exact_pages_total = 2;
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 200);
+  CHECK_INT(g.pages, 2);
+  CHECK(!g.truncated);
+  /* one page of exactly 100 and no token from a server of unknown
+   * dialect: nothing says it pages, so it may be short */
+  exact_pages_total = 1;
+  CHECK_INT(cube_client_dialect(f.c), CUBE_DIALECT_UNKNOWN);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 2, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(g.truncated);
+  /* the same from a server known to speak e2b: the whole list */
+  cube_client_set_dialect(f.c, CUBE_DIALECT_E2B);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 3, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(!g.truncated);
+  CHECK_OK(cube_list_page(f.c, NULL, NULL, 7, NULL, on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 4, 5000));
+  CHECK_INT(g.nrows, 7);
+  CHECK(!g.truncated);
+  /* Cube ignores paging and its limit counts nodes: still suspect */
+  cube_client_set_dialect(f.c, CUBE_DIALECT_CUBE);
+  CHECK_OK(cube_list(f.c, NULL, "paused", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 5, 5000));
+  CHECK_INT(g.nrows, 100);
+  CHECK(g.truncated);
   got_clear(&g);
   fx_free(&f);
 }
@@ -2393,6 +2620,10 @@ TEST(probe_heuristic)
               cube_dialect_name(g.dialect), g.detail);
     CHECK_MSG(strstr(g.detail, want[i].detail), "%d: %s", i, g.detail);
     CHECK_STR(f.s.uri, "/v2/sandboxes?limit=5");
+    /* the client reads list pages by what the probe found; a probe that
+     * cannot tell keeps the dialect before (at 2 and 4: the e2b of 1, 3) */
+    CHECK_INT(cube_client_dialect(f.c), want[i].d != CUBE_DIALECT_UNKNOWN
+                                          ? want[i].d : CUBE_DIALECT_E2B);
   }
   f.s.n = 9;
   CHECK_OK(cube_probe(f.c, on_result, &g));
@@ -2566,6 +2797,7 @@ TEST_LIST = {
   T(meta_encode_empty_and_bad),
   T(meta_decode_table),
   T(parse_list_table),
+  T(parse_list_fast_agrees_with_json_c),
   T(parse_list_fields),
   T(parse_depth_limited),
   T(parse_sandbox_and_created),
@@ -2576,6 +2808,7 @@ TEST_LIST = {
   T(sandbox_copy_carries_domain),
   T(list_follows_pages),
   T(list_truncated_suspect),
+  T(list_exact_limit_multiple_is_whole_in_e2b),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
   T(list_page_retries_table),
