@@ -71,6 +71,7 @@ sc_err act_run_init(act_run *run, const act_env *env, plan *p,
   run->env = env;
   run->p = p;
   run->cube_now = cube_now;
+  run->start_mono = sctime_mono_ms();
   run->sess = calloc(p->n_sessions ? p->n_sessions : 1, sizeof(*run->sess));
   if(!run->sess)
     return SC_ERR_NOMEM;
@@ -206,6 +207,17 @@ static void fold(act_run *run, size_t si, const plan_action *a,
     status_broken(run, si); /* the effect is unknown: write nothing */
   else
     sa->wants_write = true;
+  if(a->type == PLAN_CREATE && o->new_id && !sa->broken &&
+     sa->st.end_at && a->timeout_s > 0) {
+    /* Cube's endAt is the create's arrival plus the timeout: the plan's
+     * Cube clock is older by the create's wait for its turn (seconds, in
+     * a burst of thousands under --cube-qps), so add the time since the
+     * run began; the next list confirms it to within PLAN_END_AT_SLACK_MS
+     * and writes nothing */
+    int64_t waited = sctime_mono_ms() - run->start_mono;
+    sa->st.end_at = a->cube_now + (waited > 0 ? waited : 0) +
+                    a->timeout_s * 1000;
+  }
   if(a->type == PLAN_CREATE && o->new_id && run->env->plan->link_key &&
      !sa->broken) {
     /* the link proof with the link: this create tagged the sandbox ours.

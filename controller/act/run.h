@@ -120,6 +120,8 @@ struct act_run {
   act_sess *sess;        /* one per plan session */
   struct sc_hmap *index; /* session pointer -> plan index; NULL: none */
   sc_time cube_now;
+  int64_t start_mono;    /* local monotonic ms at act_run_init: a create's
+                            endAt estimate adds the time since (fold) */
   int pending;           /* calls and store writes in flight */
   int early;             /* link writes in flight before the actions */
   act_session_end_fn session_end;

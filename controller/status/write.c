@@ -165,26 +165,6 @@ static void on_status_written(store_reply *rep, void *ud)
   act_run_release(run);
 }
 
-/* A sandbox this run created carries our tags: its link proof is known
- * now (the planner writes the same one on the first pass that lists it,
- * plan.h "link proofs"), so that pass has nothing to write. */
-static void prove_created(act_run *run, size_t si)
-{
-  const session *s = run->p->sessions[si].s;
-  act_sess *sa = &run->sess[si];
-  const unsigned char *key = run->env->plan ? run->env->plan->link_key
-                                            : NULL;
-  char proof[PLAN_PROOF_LEN + 1];
-  char *dup;
-  if(!key || !sa->created || !sa->own || sa->broken ||
-     !sa->st.sandbox_id || strcmp(sa->st.sandbox_id, sa->created) ||
-     sa->st.sandbox_proof)
-    return;
-  plan_link_proof(key, s->meta.uid, sa->created, proof);
-  if((dup = strdup(proof)) != NULL) /* out of memory: the pass writes it */
-    sa->st.sandbox_proof = dup;
-}
-
 /* All actions of session si are finished: write its status once (or
  * purge its tombstone); the run waits for the write (run->pending). */
 void status_session_end(act_run *run, size_t si)
@@ -196,7 +176,6 @@ void status_session_end(act_run *run, size_t si)
   sc_errbuf eb;
   sc_err err;
   bool purge;
-  prove_created(run, si);
   cur = act_run_status(run, si);
   purge = s->meta.deletion_timestamp && !sa->failed &&
                !sa->has_confirm && cur->phase == SESSION_PHASE_ENDED &&
