@@ -460,6 +460,14 @@ static void on_reply(const kube_http_result *raw, void *ud)
   long st;
   kstore_strict_body(o->k, raw, &r, &own);
   st = res->err ? 0 : res->status;
+  if(!o->cb) {
+    /* detached (a renewal cancelled at SIGTERM): no further request, or
+     * a PUT answered 404 after the replica deleted its own Lease would
+     * POST it back */
+    op_free(o);
+    json_object_put(own);
+    return;
+  }
   switch(o->step) {
   case ST_PUT:
   case ST_POST:
