@@ -199,8 +199,8 @@ static void on_pruned(sc_err err, const char *msg, store_member_list *list,
     log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove an expired member",
            "member", p->id, "error", msg ? msg : "", NULL);
   else
-    log_kv(r->o.lg, LOG_INFO, "sharding: expired member's row removed "
-           "(unless it renewed meanwhile)", "member", p->id, NULL);
+    log_kv(r->o.lg, LOG_INFO, "sharding: expired member removed from the "
+           "store (unless it renewed meanwhile)", "member", p->id, NULL);
   free(p);
 }
 
@@ -373,11 +373,12 @@ void loop_shard_stop(reconciler *r)
   sh->req = NULL;
   drop_prunes(sh);
   eb.msg[0] = '\0';
-  /* the others see the row gone at their next renewal and take the share
-   * then, without waiting out the expiry */
+  /* the others see the row (the Lease) gone at their next renewal and
+   * take the share then, without waiting out the expiry; on kube a
+   * synchronous DELETE on the store's private loop: we are leaving */
   if(store_members_remove(r->o.st, r->identity, NULL, &eb))
     log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove this replica's "
-           "member row (the others take its share once it expires)",
+           "member entry (the others take its share once it expires)",
            "error", eb.msg, NULL);
   else
     log_kv(r->o.lg, LOG_INFO, "sharding: left the membership", "member",
