@@ -74,9 +74,9 @@ static const opt opts[] = {
    "split the sessions between replicas by a hash of the tenant, to save "
    "work (never needed for safety): off (every replica reconciles every "
    "session), auto (the live replicas registered in the store, renewed "
-   "every --resync; one that stops renewing for 2.5 of its periods is "
-   "dropped and its share taken; sqlite store: a row, kube: a Lease each), "
-   "or N with --shard-index"},
+   "four times a --resync; one that stops renewing for 2.5 of its "
+   "periods is dropped and its share taken; sqlite store: a row, kube: a "
+   "Lease each), or N with --shard-index"},
   {"shard-index", OPT_STR, O(shard_index), NULL,
    "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
    "stopped shard's tenants wait for it)"},
