@@ -172,6 +172,162 @@ bool kf_fsel_match(const kf_fsel *f, const char *ns, const char *name)
   return true;
 }
 
+/* a label key: [PREFIX/]NAME, NAME 1-63 of [A-Za-z0-9._-] alphanumeric
+ * at both ends, PREFIX a DNS subdomain (checked loosely: 1-253 of
+ * [a-z0-9.-]) */
+static bool label_key_ok(const char *k, size_t n)
+{
+  const char *slash = memchr(k, '/', n), *nm = slash ? slash + 1 : k;
+  size_t nl = (size_t)(k + n - nm), i;
+  if(slash) {
+    size_t pl = (size_t)(slash - k);
+    if(!pl || pl > 253)
+      return false;
+    for(i = 0; i < pl; i++)
+      if(!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') ||
+           k[i] == '.' || k[i] == '-'))
+        return false;
+  }
+  if(!nl || nl > 63)
+    return false;
+  for(i = 0; i < nl; i++) {
+    char c = nm[i];
+    bool an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9');
+    if(!an && ((c != '.' && c != '_' && c != '-') || i == 0 || i == nl - 1))
+      return false;
+  }
+  return true;
+}
+
+static bool label_value_ok(const char *v, size_t n)
+{
+  size_t i;
+  if(n > 63)
+    return false;
+  for(i = 0; i < n; i++) {
+    char c = v[i];
+    bool an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9');
+    if(!an && ((c != '.' && c != '_' && c != '-') || i == 0 || i == n - 1))
+      return false;
+  }
+  return true;
+}
+
+/* ?labelSelector=R[,R...]: R = KEY=V, KEY==V, KEY!=V, KEY or !KEY (white
+ * space around the parts ignored); the API server's words when refused */
+static void parse_lsel(const char *sel, kf_route *rt)
+{
+  const char *p = sel;
+  while(*p) {
+    const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+    const char *k = p, *ke, *v = NULL, *ve = end;
+    kf_lsel_term t;
+    memset(&t, 0, sizeof(t));
+    t.op = KF_LSEL_EXISTS;
+    while(k < end && *k == ' ')
+      k++;
+    if(k < end && *k == '!') {
+      t.op = KF_LSEL_ABSENT;
+      k++;
+      while(k < end && *k == ' ')
+        k++;
+    }
+    for(ke = k; ke < end && *ke != '=' && *ke != '!' && *ke != ' '; ke++)
+      ;
+    {
+      const char *q = ke;
+      while(q < end && *q == ' ')
+        q++;
+      if(q < end && t.op == KF_LSEL_EXISTS) {
+        if(*q == '=' ) {
+          t.op = KF_LSEL_EQ;
+          v = q + (q + 1 < end && q[1] == '=' ? 2 : 1);
+        }
+        else if(*q == '!' && q + 1 < end && q[1] == '=') {
+          t.op = KF_LSEL_NE;
+          v = q + 2;
+        }
+        else if(!strncmp(q, "in", 2) || !strncmp(q, "notin", 5)) {
+          snprintf(rt->lsel_err, sizeof(rt->lsel_err), "unable to parse "
+                   "requirement: the set-based operators (in, notin) are "
+                   "not supported by kube-apiserver-fake");
+          return;
+        }
+        else
+          q = NULL;
+      }
+      else if(q < end)
+        q = NULL;
+      if(!q) {
+        snprintf(rt->lsel_err, sizeof(rt->lsel_err), "unable to parse "
+                 "requirement: found '%.*s', expected: ',', '=', '==' or "
+                 "'!='", (int)(end - ke) > 80 ? 80 : (int)(end - ke), ke);
+        return;
+      }
+    }
+    if(v) {
+      while(v < ve && *v == ' ')
+        v++;
+      while(ve > v && ve[-1] == ' ')
+        ve--;
+    }
+    if(!label_key_ok(k, (size_t)(ke - k))) {
+      snprintf(rt->lsel_err, sizeof(rt->lsel_err), "unable to parse "
+               "requirement: invalid label key \"%.*s\"",
+               (int)(ke - k) > 200 ? 200 : (int)(ke - k), k);
+      return;
+    }
+    if(v && !label_value_ok(v, (size_t)(ve - v))) {
+      snprintf(rt->lsel_err, sizeof(rt->lsel_err), "unable to parse "
+               "requirement: invalid label value: \"%.*s\"",
+               (int)(ve - v) > 80 ? 80 : (int)(ve - v), v);
+      return;
+    }
+    if(rt->lsel.n == KF_LSEL_MAX) {
+      snprintf(rt->lsel_err, sizeof(rt->lsel_err), "unable to parse "
+               "requirement: more than %d requirements", KF_LSEL_MAX);
+      return;
+    }
+    memcpy(t.key, k, (size_t)(ke - k));
+    if(v)
+      memcpy(t.value, v, (size_t)(ve - v));
+    rt->lsel.t[rt->lsel.n++] = t;
+    p = comma ? comma + 1 : end;
+  }
+}
+
+bool kf_lsel_match(const kf_lsel *l, json_object *labels)
+{
+  size_t i;
+  for(i = 0; i < l->n; i++) {
+    json_object *v = NULL;
+    const char *have = NULL;
+    if(labels && json_object_object_get_ex(labels, l->t[i].key, &v) &&
+       json_object_is_type(v, json_type_string))
+      have = json_object_get_string(v);
+    switch(l->t[i].op) {
+    case KF_LSEL_EQ:
+      if(!have || strcmp(have, l->t[i].value))
+        return false;
+      break;
+    case KF_LSEL_NE: /* an object without the label matches */
+      if(have && !strcmp(have, l->t[i].value))
+        return false;
+      break;
+    case KF_LSEL_EXISTS:
+      if(!have)
+        return false;
+      break;
+    default:
+      if(have)
+        return false;
+    }
+  }
+  return true;
+}
+
 bool kf_parse_route(struct evhttp_request *req, kf_route *rt)
 {
   const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
@@ -247,6 +403,9 @@ bool kf_parse_route(struct evhttp_request *req, kf_route *rt)
     v = kf_qget(&q, "fieldSelector");
     if(v)
       parse_fsel(v, rt);
+    v = kf_qget(&q, "labelSelector");
+    if(v)
+      parse_lsel(v, rt);
     v = kf_qget(&q, "fieldValidation");
     if(v) {
       snprintf(rt->fv_text, sizeof(rt->fv_text), "%s", v);

@@ -255,7 +255,9 @@ void kf_serve_list(kf_server *s, struct evhttp_request *req,
     if(s->objs[i].res == rt->res && (!rt->ns[0] ||
                                      !strcmp(s->objs[i].ns, rt->ns)) &&
        (!rt->name[0] || !strcmp(s->objs[i].name, rt->name)) &&
-       kf_fsel_match(&rt->fsel, s->objs[i].ns, s->objs[i].name))
+       kf_fsel_match(&rt->fsel, s->objs[i].ns, s->objs[i].name) &&
+       kf_lsel_match(&rt->lsel, kf_jobj(kf_jobj(s->objs[i].o, "metadata"),
+                                        "labels")))
       v[n++] = &s->objs[i];
   qsort(v, n, sizeof(*v), cmp_obj);
   if(rt->cont[0])

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include "cmd/kube-apiserver-fake/kf_crd.h"
 #include "cmd/kube-apiserver-fake/kf_schema.h"
@@ -378,6 +379,51 @@ static void serve_delete(kf_server *s, struct evhttp_request *req,
   kf_reply_json(req, 202, ob->o);
 }
 
+/* the DeleteOptions body of a DELETE, when there is one: its
+ * preconditions (uid, resourceVersion) must be the object's, else 409
+ * Conflict in the API server's words; false: answered */
+static bool delete_preconditions_ok(kf_server *s, struct evhttp_request *req,
+                                    kf_obj *ob)
+{
+  struct evbuffer *in = evhttp_request_get_input_buffer(req);
+  json_object *body = NULL, *pre;
+  const char *want, *have;
+  bool ok = true;
+  sc_err e;
+  (void)s;
+  if(!in || evbuffer_get_length(in) == 0)
+    return true;
+  e = kf_read_body(req, &body);
+  if(e || !json_object_is_type(body, json_type_object)) {
+    kf_reply_status(req, e == SC_ERR_TOO_LARGE ? 413 : 400, "BadRequest",
+                    "the request body is not a DeleteOptions JSON object");
+    json_object_put(body);
+    return false;
+  }
+  pre = kf_jobj(body, "preconditions");
+  if(pre && (want = kf_jstr(pre, "uid")) &&
+     strcmp(want, (have = kf_jstr(kf_meta_of(ob->o), "uid")) ? have : "")) {
+    kf_reply_status(req, 409, "Conflict", "Operation cannot be fulfilled on "
+                    "%s.%s \"%s\": Precondition failed: UID in precondition: "
+                    "%s, UID in object meta: %s",
+                    kf_resources[ob->res].plural, kf_resources[ob->res].group,
+                    ob->name, want, have ? have : "");
+    ok = false;
+  }
+  else if(pre && (want = kf_jstr(pre, "resourceVersion")) &&
+          strcmp(want, (have = kf_jstr(kf_meta_of(ob->o),
+                                       "resourceVersion")) ? have : "")) {
+    kf_reply_status(req, 409, "Conflict", "Operation cannot be fulfilled on "
+                    "%s.%s \"%s\": Precondition failed: ResourceVersion in "
+                    "precondition: %s, ResourceVersion in object meta: %s",
+                    kf_resources[ob->res].plural, kf_resources[ob->res].group,
+                    ob->name, want, have ? have : "");
+    ok = false;
+  }
+  json_object_put(body);
+  return ok;
+}
+
 void kf_serve_resource(kf_server *s, struct evhttp_request *req,
                        const kf_route *rt)
 {
@@ -409,6 +455,11 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
   if(!rt->name[0]) {
     if(cmd == EVHTTP_REQ_GET && rt->fsel_err[0])
       kf_reply_status(req, 400, "BadRequest", "%s", rt->fsel_err);
+    else if(cmd == EVHTTP_REQ_GET && rt->lsel_err[0])
+      kf_reply_status(req, 400, "BadRequest", "%s", rt->lsel_err);
+    else if(cmd == EVHTTP_REQ_GET && rt->watch && rt->lsel.n)
+      kf_reply_status(req, 400, "BadRequest", "labelSelector on a watch is "
+                      "not supported by kube-apiserver-fake");
     else if(cmd == EVHTTP_REQ_GET && rt->watch)
       kf_serve_watch(s, req, rt);
     else if(cmd == EVHTTP_REQ_GET)
@@ -462,7 +513,7 @@ void kf_serve_resource(kf_server *s, struct evhttp_request *req,
     if(rt->dry_run)
       kf_reply_status(req, 400, "BadRequest", "dryRun is not supported by "
                       "kube-apiserver-fake (a dry run here would delete)");
-    else
+    else if(delete_preconditions_ok(s, req, ob))
       serve_delete(s, req, ob);
     break;
   default:

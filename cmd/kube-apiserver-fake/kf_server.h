@@ -105,6 +105,22 @@ typedef struct kf_fsel {
   size_t n;            /* 0: every object */
 } kf_fsel;
 
+/* ?labelSelector= of a list: the equality-based requirements of the
+ * API's label selectors (KEY=V, KEY==V, KEY!=V, KEY, !KEY), joined by
+ * commas; the set-based ones (in, notin) are refused as unsupported by
+ * the fake */
+#define KF_LSEL_MAX 8
+enum { KF_LSEL_EQ, KF_LSEL_NE, KF_LSEL_EXISTS, KF_LSEL_ABSENT };
+typedef struct kf_lsel_term {
+  int op;              /* KF_LSEL_* */
+  char key[320];
+  char value[64];
+} kf_lsel_term;
+typedef struct kf_lsel {
+  kf_lsel_term t[KF_LSEL_MAX];
+  size_t n;            /* 0: every object */
+} kf_lsel;
+
 typedef struct kf_watch kf_watch;
 struct kf_watch {
   kf_server *s;
@@ -170,6 +186,8 @@ typedef struct kf_route {
   char cont[600];      /* list: ?continue= */
   kf_fsel fsel;        /* list, watch: ?fieldSelector= */
   char fsel_err[400];  /* why ?fieldSelector= was refused; "" = fine */
+  kf_lsel lsel;        /* list: ?labelSelector= */
+  char lsel_err[400];  /* why ?labelSelector= was refused; "" = fine */
 } kf_route;
 
 /* --- kf_http.c: replies, bodies, routing --- */
@@ -189,6 +207,8 @@ const char *kf_qget(struct evkeyvalq *q, const char *k);
 bool kf_parse_route(struct evhttp_request *req, kf_route *rt);
 /* does f select the object ns/name (ns "" for a cluster-scoped one)? */
 bool kf_fsel_match(const kf_fsel *f, const char *ns, const char *name);
+/* does l select an object with these metadata.labels (NULL: none)? */
+bool kf_lsel_match(const kf_lsel *l, json_object *labels);
 const char *kf_method_name(enum evhttp_cmd_type c);
 
 /* --- kf_store.c: objects, revisions, history --- */

@@ -15,12 +15,21 @@
 
 #define PRUNE_MAX 16
 
+/* a removal of an expired member in flight */
+typedef struct shard_prune {
+  reconciler *r;
+  store_members_req *req;
+  char id[STORE_MEMBER_ID_MAX + 1];
+  struct shard_prune *next;
+} shard_prune;
+
 struct loop_shard {
   shard_mode mode;
   int index;                /* static: this replica's shard */
   shard_view *view;
   struct event *timer;      /* auto: the renewal, 4 times a resync */
   store_members_req *req;   /* auto: the renewal in flight */
+  shard_prune *prunes;      /* auto: removals of expired members */
   bool ready;               /* auto: the first answer came */
   bool left;
   char fail_msg[SC_ERRBUF_SIZE]; /* the failure last logged */
@@ -103,9 +112,19 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
   if(sh->mode == SHARD_AUTO && !store_members_supported(r->o.st)) {
     free(sh);
     return sc_errf(eb, SC_ERR_INVALID, "--shards auto: store %s keeps no "
-                   "member list (sqlite:PATH does); use --shards N "
+                   "member list (sqlite:PATH and kube do); use --shards N "
                    "--shard-index I or --shards off",
                    store_url(r->o.st));
+  }
+  if(sh->mode == SHARD_AUTO) {
+    sc_errbuf e2;
+    e2.msg[0] = '\0';
+    err = store_members_scope(r->o.st, r->o.plan.controller_name ?
+                              r->o.plan.controller_name : "", &e2);
+    if(err) {
+      free(sh);
+      return sc_errf(eb, err, "--shards auto: %s", e2.msg);
+    }
   }
   sh->view = shard_view_new(sh->mode, r->identity, n, sh->index);
   if(sh->mode == SHARD_AUTO)
@@ -121,11 +140,22 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
   return SC_OK;
 }
 
+static void drop_prunes(loop_shard *sh)
+{
+  while(sh->prunes) {
+    shard_prune *p = sh->prunes;
+    sh->prunes = p->next;
+    store_members_req_cancel(p->req);
+    free(p);
+  }
+}
+
 void loop_shard_free(loop_shard *sh)
 {
   if(!sh)
     return;
   store_members_req_cancel(sh->req);
+  drop_prunes(sh);
   if(sh->timer)
     event_free(sh->timer);
   drop_pass_state(sh);
@@ -154,20 +184,61 @@ static void say_members(reconciler *r, const char *msg)
          r->identity, NULL);
 }
 
+static void on_pruned(sc_err err, const char *msg, store_member_list *list,
+                      void *ud)
+{
+  shard_prune *p = ud, **pp;
+  reconciler *r = p->r;
+  (void)list;
+  for(pp = &r->shard->prunes; *pp; pp = &(*pp)->next)
+    if(*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  if(err)
+    log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove an expired member",
+           "member", p->id, "error", msg ? msg : "", NULL);
+  else
+    log_kv(r->o.lg, LOG_INFO, "sharding: expired member removed from the "
+           "store (unless it renewed meanwhile)", "member", p->id, NULL);
+  free(p);
+}
+
+static bool pruning(const loop_shard *sh, const char *id)
+{
+  const shard_prune *p;
+  for(p = sh->prunes; p; p = p->next)
+    if(!strcmp(p->id, id))
+      return true;
+  return false;
+}
+
 static void prune(reconciler *r)
 {
   const char *ids[PRUNE_MAX], *vers[PRUNE_MAX];
   size_t i, n = shard_view_prunable(r->shard->view, ids, vers, PRUNE_MAX);
   for(i = 0; i < n; i++) {
     sc_errbuf eb;
+    shard_prune *p;
+    if(pruning(r->shard, ids[i]))
+      continue; /* one removal at a time per member */
+    p = calloc(1, sizeof(*p));
+    if(!p)
+      return;
+    p->r = r;
+    snprintf(p->id, sizeof(p->id), "%s", ids[i]);
     eb.msg[0] = '\0';
-    /* by its version: a replica that renewed meanwhile keeps its row */
-    if(store_members_remove(r->o.st, ids[i], vers[i], &eb))
+    /* by its version: a replica that renewed meanwhile keeps its row;
+     * answered on the loop (on kube a DELETE: the loop does not wait) */
+    if(store_members_remove_async(r->o.st, ids[i], vers[i], on_pruned, p,
+                                  &p->req, &eb)) {
       log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove an expired member",
              "member", ids[i], "error", eb.msg, NULL);
-    else
-      log_kv(r->o.lg, LOG_INFO, "sharding: expired member's row removed "
-             "(unless it renewed meanwhile)", "member", ids[i], NULL);
+      free(p);
+      continue;
+    }
+    p->next = r->shard->prunes;
+    r->shard->prunes = p;
   }
 }
 
@@ -278,7 +349,9 @@ void loop_shard_start(reconciler *r)
     log_kv(r->o.lg, LOG_INFO, "sharding on: this replica plans and acts "
            "only for its share of the tenants", "mode", mode_name(sh->mode),
            "shards", r->o.shards, "member",
-           sh->mode == SHARD_STATIC ? idx : r->identity, NULL);
+           sh->mode == SHARD_STATIC ? idx : r->identity, "members_in",
+           sh->mode == SHARD_AUTO ? store_members_where(r->o.st) : "-",
+           NULL);
   }
   if(sh->mode != SHARD_AUTO)
     return;
@@ -298,12 +371,14 @@ void loop_shard_stop(reconciler *r)
   event_del(sh->timer);
   store_members_req_cancel(sh->req);
   sh->req = NULL;
+  drop_prunes(sh);
   eb.msg[0] = '\0';
-  /* the others see the row gone at their next renewal and take the share
-   * then, without waiting out the expiry */
+  /* the others see the row (the Lease) gone at their next renewal and
+   * take the share then, without waiting out the expiry; on kube a
+   * synchronous DELETE on the store's private loop: we are leaving */
   if(store_members_remove(r->o.st, r->identity, NULL, &eb))
     log_kv(r->o.lg, LOG_WARN, "sharding: cannot remove this replica's "
-           "member row (the others take its share once it expires)",
+           "member entry (the others take its share once it expires)",
            "error", eb.msg, NULL);
   else
     log_kv(r->o.lg, LOG_INFO, "sharding: left the membership", "member",

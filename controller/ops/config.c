@@ -75,7 +75,8 @@ static const opt opts[] = {
    "work (never needed for safety): off (every replica reconciles every "
    "session), auto (the live replicas registered in the store, renewed "
    "four times a --resync; one that stops renewing is dropped and its "
-   "share taken within two resyncs; sqlite store), or N with --shard-index"},
+   "share taken within two resyncs; sqlite store: a row, kube: a Lease "
+   "each), or N with --shard-index"},
   {"shard-index", OPT_STR, O(shard_index), NULL,
    "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
    "stopped shard's tenants wait for it)"},

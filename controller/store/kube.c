@@ -24,6 +24,7 @@ static void k_close(store *st)
   kube_http_free(k->shttp);
   while(k->ops)
     kop_free(k->ops);
+  km_free_all(k);
   if(k->sbase)
     event_base_free(k->sbase);
   kube_conn_clear(&k->conn);

@@ -12,6 +12,7 @@
  *   kube_fin.c     the controller's finalizer
  *   kube_watch.c   the watch (a stream of kube_http)
  *   kube_name.c    the controller name on the CRD
+ *   kube_members.c the member Leases of --shards auto (members_int.h)
  *
  * Ownership: a kube_store is the backend's store (store.h); it owns its
  * connection, both kube_http clients, its operations in flight (kop) and
@@ -24,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <json-c/json.h>
 #include "controller/store/backend.h"
 #include "controller/kube/config.h"
@@ -77,6 +79,13 @@ typedef struct kube_store {
   bool mark_invalid;       /* store_open_opts.mark_invalid */
   int page_limit;          /* objects asked per list page (adapts) */
   char why[160];           /* why the last 2xx body is not JSON */
+  /* kube_members.c: the member Leases (store/members.h) */
+  char *mgroup, *mns;      /* their label value (--name), namespace */
+  char mwhere[400];        /* where they are, for messages */
+  struct kmop *mops;       /* member calls in flight */
+  char *mself;             /* the member whose Lease version is mrv */
+  char mrv[64];
+  int64_t mbeat;           /* the last lea.io/member-beat written */
 } kube_store;
 
 /* --- kube_decode.c --- */
@@ -255,6 +264,11 @@ bool kstore_needs_finalizer(const store *st, const session *s);
 sc_err kstore_ensure_finalizer_async(store *st, const session *s,
                                      store_reply_cb cb, void *ud,
                                      sc_errbuf *eb);
+
+/* --- kube_members.c (the rest in members_int.h) --- */
+
+/* store_close(): every member call, without callbacks */
+void km_free_all(kube_store *k);
 
 /* --- kube_watch.c --- */
 

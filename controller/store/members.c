@@ -1,8 +1,9 @@
 /*
  * members.c - store/members.h: the argument checks, the dispatch by
- * backend, and the asynchronous renewal (the SQLite call is local: its
- * answer is held and given on the next turn of the loop, as store.c does
- * for the other synchronous ops).
+ * backend, and the asynchronous renewal and removal (the SQLite call is
+ * local: its answer is held and given on the next turn of the loop, as
+ * store.c does for the other synchronous ops; the kube calls are
+ * kube_members.c's operations on the loop).
  */
 #include "controller/store/members_int.h"
 #include "controller/store/backend.h"
@@ -25,9 +26,29 @@ void store_member_list_clear(store_member_list *l)
   l->n = 0;
 }
 
+static bool is_kube(const store *st)
+{
+  return st && !strcmp(store_backend(st), "kube");
+}
+
 bool store_members_supported(const store *st)
 {
-  return st && !strcmp(store_backend(st), "sqlite");
+  return st && (!strcmp(store_backend(st), "sqlite") || is_kube(st));
+}
+
+sc_err store_members_scope(store *st, const char *group, sc_errbuf *eb)
+{
+  if(!is_kube(st))
+    return SC_OK;
+  return km_scope(st, group, eb);
+}
+
+const char *store_members_where(const store *st)
+{
+  if(is_kube(st))
+    return km_where(st);
+  return st && !strcmp(store_backend(st), "sqlite") ?
+         "the table members of the store file" : "";
 }
 
 static sc_err check_id(const char *id, sc_errbuf *eb)
@@ -61,6 +82,8 @@ sc_err store_members_renew(store *st, const char *id, int64_t period_ms,
   if(period_ms <= 0)
     return sc_errf(eb, SC_ERR_INVALID, "member period: %lld ms",
                    (long long)period_ms);
+  if(is_kube(st))
+    return km_renew(st, id, period_ms, out, eb);
   return sq_members_renew(st, id, period_ms, out, eb);
 }
 
@@ -73,11 +96,14 @@ sc_err store_members_remove(store *st, const char *id, const char *version,
   err = check_id(id, eb);
   if(err)
     return err;
+  if(is_kube(st))
+    return km_remove(st, id, version, eb);
   return sq_members_remove(st, id, version, eb);
 }
 
 struct store_members_req {
-  struct event *ev;
+  struct event *ev;    /* sqlite: the answer held for the loop */
+  kmop *kop;           /* kube: the call in flight (NULL once freed) */
   store_members_cb cb;
   void *ud;
   sc_err err;
@@ -89,6 +115,7 @@ static void req_free(store_members_req *q)
 {
   if(q->ev)
     event_free(q->ev);
+  km_detach(q->kop);
   store_member_list_clear(&q->list);
   free(q);
 }
@@ -102,33 +129,80 @@ static void on_deferred(evutil_socket_t fd, short what, void *arg)
   req_free(q);
 }
 
-sc_err store_members_renew_async(store *st, const char *id,
-                                 int64_t period_ms, store_members_cb cb,
-                                 void *ud, store_members_req **req,
-                                 sc_errbuf *eb)
+static void on_kube(sc_err err, const char *msg, store_member_list *list,
+                    void *ud)
+{
+  store_members_req *q = ud;
+  q->kop = NULL;
+  q->cb(err, msg, list, q->ud);
+  req_free(q);
+}
+
+/* renew (period_ms > 0) or remove */
+static sc_err start_async(store *st, const char *id, int64_t period_ms,
+                          const char *version, store_members_cb cb,
+                          void *ud, store_members_req **req, sc_errbuf *eb)
 {
   store_members_req *q;
   struct timeval now = {0, 0};
+  sc_err err;
   if(req)
     *req = NULL;
   if(!st || !st->base || !cb)
-    return sc_errf(eb, SC_ERR_INVALID, "member renewal: no event loop");
+    return sc_errf(eb, SC_ERR_INVALID, "member call: no event loop");
   q = calloc(1, sizeof(*q));
   if(!q)
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
+  q->cb = cb;
+  q->ud = ud;
+  q->eb.msg[0] = '\0';
+  if(is_kube(st)) {
+    err = check_id(id, eb);
+    if(!err && period_ms < 0)
+      err = sc_errf(eb, SC_ERR_INVALID, "member period: %lld ms",
+                    (long long)period_ms);
+    if(!err)
+      err = km_start(st, false, id, period_ms, version, on_kube, q, &q->kop,
+                     eb);
+    if(err) {
+      free(q);
+      return err;
+    }
+    if(req)
+      *req = q;
+    return SC_OK;
+  }
   q->ev = evtimer_new(st->base, on_deferred, q);
   if(!q->ev) {
     free(q);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   }
-  q->cb = cb;
-  q->ud = ud;
-  q->eb.msg[0] = '\0';
-  q->err = store_members_renew(st, id, period_ms, &q->list, &q->eb);
+  q->err = period_ms > 0 ?
+           store_members_renew(st, id, period_ms, &q->list, &q->eb) :
+           store_members_remove(st, id, version, &q->eb);
   evtimer_add(q->ev, &now);
   if(req)
     *req = q;
   return SC_OK;
+}
+
+sc_err store_members_renew_async(store *st, const char *id,
+                                 int64_t period_ms, store_members_cb cb,
+                                 void *ud, store_members_req **req,
+                                 sc_errbuf *eb)
+{
+  if(period_ms <= 0)
+    return sc_errf(eb, SC_ERR_INVALID, "member period: %lld ms",
+                   (long long)period_ms);
+  return start_async(st, id, period_ms, NULL, cb, ud, req, eb);
+}
+
+sc_err store_members_remove_async(store *st, const char *id,
+                                  const char *version, store_members_cb cb,
+                                  void *ud, store_members_req **req,
+                                  sc_errbuf *eb)
+{
+  return start_async(st, id, 0, version, cb, ud, req, eb);
 }
 
 void store_members_req_cancel(store_members_req *req)

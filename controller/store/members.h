@@ -8,6 +8,10 @@
  *
  *   sqlite:PATH  a row per member in the table `members` of the store
  *                file (sqlite_members.c): version = a renewal counter.
+ *   kube         a coordination.k8s.io/v1 Lease per member, labelled
+ *                lea.io/member-of=GROUP (kube_members.c): version = the
+ *                Lease's resourceVersion, the precondition of a prune's
+ *                DELETE. store_members_scope() names GROUP first.
  *
  * Other backends answer SC_ERR_INVALID ("no membership"): the caller then
  * owns everything (safe, more work) and says so.
@@ -44,6 +48,14 @@ void store_member_list_clear(store_member_list *l);
 /* Does this backend keep members? */
 bool store_members_supported(const store *st);
 
+/* The group of members (the controller's --name) before any other call:
+ * kube lists its member Leases by the label lea.io/member-of=group, so
+ * group must be a label value (SC_ERR_INVALID naming it otherwise);
+ * sqlite has no need of it (a store file serves one controller name). */
+sc_err store_members_scope(store *st, const char *group, sc_errbuf *eb);
+/* Where the members are kept, for a log line ("" before the scope). */
+const char *store_members_where(const store *st);
+
 /* Synchronous: register or renew id (bump its version, record period_ms)
  * and list every member, in one write transaction. */
 sc_err store_members_renew(store *st, const char *id, int64_t period_ms,
@@ -66,5 +78,13 @@ sc_err store_members_renew_async(store *st, const char *id,
                                  void *ud, store_members_req **req,
                                  sc_errbuf *eb);
 void store_members_req_cancel(store_members_req *req);
+
+/* store_members_remove answered on the loop (the kube DELETE is a
+ * network call): cb gets err and msg (the list is empty); the request
+ * handle as for the renewal. */
+sc_err store_members_remove_async(store *st, const char *id,
+                                  const char *version, store_members_cb cb,
+                                  void *ud, store_members_req **req,
+                                  sc_errbuf *eb);
 
 #endif

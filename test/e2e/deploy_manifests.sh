@@ -197,7 +197,9 @@ check "crd: value maxLength 4096 (C VALUE_MAX_LEN $(sed -n 's/^#define VALUE_MAX
 # the kube store (controller/store/kube.c: list/watch/get of Sessions, a
 # merge PATCH of metadata.finalizers, PUT of /status), its Events
 # (controller/kube/events.c: POST, merge PATCH) and its leader election
-# (controller/kube/leader.c: GET, POST, PUT of a Lease). When the sources
+# (controller/kube/leader.c: GET, POST, PUT of a Lease) and the member
+# Leases of --shards auto (controller/store/kube_members.c: the same, and
+# list, DELETE). When the sources
 # are in the tree, each call is also looked for in its file (grep-level:
 # the path and the HTTP method appear), each file uses no HTTP method
 # beyond its grants, and a call to Events, Leases or a /finalizers
@@ -206,7 +208,8 @@ calls="lea.io/sessions/get lea.io/sessions/list lea.io/sessions/watch
 lea.io/sessions/patch lea.io/sessions/status/update
 core/events/create core/events/patch
 coordination.k8s.io/leases/get coordination.k8s.io/leases/create
-coordination.k8s.io/leases/update
+coordination.k8s.io/leases/update coordination.k8s.io/leases/list
+coordination.k8s.io/leases/delete
 apiextensions.k8s.io/customresourcedefinitions/get
 apiextensions.k8s.io/customresourcedefinitions/patch"
 granted=$(grep -E '^- \{apiGroups:' "$D/rbac.yaml" |
@@ -222,23 +225,26 @@ check "rbac: bound to the controller's ServiceAccount only" sh -c \
   "[ \"\$(grep -c '^- kind: ServiceAccount' $D/rbac.yaml)\" = 1 ] && ! grep -q '^kind: Role\$' $D/rbac.yaml"
 # the kube store is several files (controller/store/kube*.c but the name
 # record, checked on its own below); KUBE_SRC="FILE..." checks other copies
-kube_src=${KUBE_SRC:-$(ls controller/store/kube*.c 2>/dev/null | grep -v kube_name.c | tr '\n' ' ' || true)}
+kube_src=${KUBE_SRC:-$(ls controller/store/kube*.c 2>/dev/null | grep -v 'kube_name.c\|kube_members.c' | tr '\n' ' ' || true)}
 ev_src=${EVENTS_SRC:-$(ls controller/kube/events.c 2>/dev/null || true)}
 le_src=${LEADER_SRC:-$(ls controller/kube/leader.c 2>/dev/null || true)}
 nm_src=${NAME_SRC:-$(ls controller/store/kube_name.c 2>/dev/null || true)}
+mb_src=${MEMBERS_SRC:-$(ls controller/store/kube_members.c 2>/dev/null || true)}
 # methods FILE: the HTTP methods a source names, sorted, on one line
 methods() { grep -oE '"(GET|POST|PUT|PATCH|DELETE)"' "$1" | tr -d '"' | sort -u | tr '\n' ' '; }
-if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
+if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ] && [ -n "$mb_src" ]; then
   for gv in $calls; do
     g=${gv%%/*}; r=${gv#*/}; r=${r%/*}; v=${gv##*/}
     case $r in sessions/status) path='"/status"' ;; events) path='/events' ;;
       leases) path='/leases' ;; *) path='/sessions' ;; esac
     case $g/$v in */get|*/list) m='"GET"' ;; */watch) m='watch=1' ;;
       */patch) m='"PATCH"' ;; coordination.k8s.io/update) m='"PUT"' ;;
+      */delete) m='"DELETE"' ;;
       */update) m='"PUT"' ;; */create) m='"POST"' ;; esac
     case $r in customresourcedefinitions) path='/customresourcedefinitions/sessions.lea.io' ;; esac
-    case $g in core) src=$ev_src ;; coordination.k8s.io) src=$le_src ;;
-      apiextensions.k8s.io) src=$nm_src ;; *) src=$kube_src ;; esac
+    case $g/$v in coordination.k8s.io/list|coordination.k8s.io/delete) src=$mb_src ;;
+      core/*) src=$ev_src ;; coordination.k8s.io/*) src=$le_src ;;
+      apiextensions.k8s.io/*) src=$nm_src ;; *) src=$kube_src ;; esac
     check "rbac: $gv: $path and $m in $src" sh -c \
       "grep -qF -- '$path' $src && grep -qF -- '$m' $src"
   done
@@ -249,8 +255,13 @@ if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ]; then
     test "$(methods "$ev_src")" = "PATCH POST "
   check "rbac: $le_src uses only GET, POST, PUT (leases get, create, update)" \
     test "$(methods "$le_src")" = "GET POST PUT "
+  check "rbac: $mb_src uses only GET, POST, PUT, DELETE (leases get, list, create, update, delete)" \
+    test "$(methods "$mb_src")" = "DELETE GET POST PUT "
+  for p in /sessions /finalizers /events; do
+    check "rbac: $le_src and $mb_src call no $p" sh -c "! grep -qF -- '$p' $le_src $mb_src"
+  done
   for p in /sessions /finalizers; do
-    check "rbac: $ev_src and $le_src call no $p" sh -c "! grep -qF -- '$p' $ev_src $le_src"
+    check "rbac: $ev_src calls no $p" sh -c "! grep -qF -- '$p' $ev_src"
   done
   check "rbac: $nm_src uses only GET and PATCH (the CRD: get, patch)" \
     test "$(methods "$nm_src")" = "GET PATCH "

@@ -16,9 +16,8 @@
 #     SIGTERM takes it out of the membership at once;
 #  5. --shards 2 --shard-index 0/1 (static) on a store of its own: every
 #     tenant's creates from one of the two;
-#  6. usage errors: --shards 3 without an index, --shards auto --once;
-#     --shards auto on the kube store (no member list there yet) is
-#     refused at start, naming the store.
+#  6. usage errors: --shards 3 without an index, --shards auto --once.
+# The kube store's form (a Lease per replica) is test/e2e/shards_kube.sh.
 . "$(dirname "$0")/lib/common.sh"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
@@ -149,10 +148,4 @@ check "usage: --shards auto --once is refused" \
 "$BINDIR/session-controller" --store "$STORE" --shard-index 1 >"$T/u3.out" 2>&1
 check "usage: --shard-index without --shards N is refused" \
   sh -c "[ $? -eq 2 ] && grep -q 'goes only with --shards N' '$T/u3.out'"
-start_kube_fake shards
-kubeconfig "$T/kc"
-KUBECONFIG="$T/kc" "$BINDIR/session-controller" --store kube --cube-url "$SIM" \
-  --metrics-addr 127.0.0.1:0 --shards auto >"$T/u4.out" 2>&1
-check "kube store: --shards auto is refused at start, naming the store" \
-  sh -c "[ $? -eq 1 ] && grep -q 'store kube keeps no member list' '$T/u4.out'"
 finish
