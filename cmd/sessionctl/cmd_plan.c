@@ -48,6 +48,10 @@ static const char plan_help[] =
   "                                 (default session-controller)\n"
   "      --orphan-grace DURATION    as the controller's flag (default 10m)\n"
   "      --max-delete-fraction X    as the controller's flag (default 0.2)\n"
+  "      --max-paused N             as the controller's flags (default 0: no\n"
+  "      --max-paused-per-tenant N  limit): capacity reclaims are listed as\n"
+  "      --max-running-per-tenant N delete/reclaim with their budget, and a\n"
+  "                                 \"quota:\" line counts the creates that wait\n"
   "      --force                    plan as the controller would with --force\n"
   "      --store URL                sqlite:PATH or kube[:CONTEXT], see sessionctl\n"
   "                                 --help (default $SESSION_STORE, else\n"
@@ -65,8 +69,27 @@ enum {
   OPT_NAME,
   OPT_GRACE,
   OPT_FRACTION,
-  OPT_FORCE
+  OPT_FORCE,
+  OPT_MAX_PAUSED,
+  OPT_MAX_PAUSED_TENANT,
+  OPT_MAX_RUNNING_TENANT
 };
+
+/* a budget flag: 0 (no limit) to 100000, as the controller's */
+static int parse_budget(const char *flag, const char *val, size_t *out)
+{
+  char *end;
+  unsigned long v;
+  if(*val < '0' || *val > '9')
+    return ctl_usage_error("plan: --%s: \"%s\" is not a number from 0 to "
+                           "100000", flag, val);
+  v = strtoul(val, &end, 10);
+  if(*end || v > 100000)
+    return ctl_usage_error("plan: --%s: \"%s\" is not a number from 0 to "
+                           "100000", flag, val);
+  *out = (size_t)v;
+  return 0;
+}
 
 typedef struct plan_run {
   store_list_result list;
@@ -134,6 +157,13 @@ static void print_plan(plan_run *pr, const observation *obs, const plan *p,
     if(held->actions[i].del_kind == PLAN_DEL_ORPHAN)
       n_held++;
   print_guard(&pr->cfg, p, n_held);
+  for(i = 0; p->capacity_known && i < p->n_tenants; i++)
+    if(p->tenants[i].waiting)
+      printf("quota: tenant %s: %zu create%s wait for a running slot "
+             "(--max-running-per-tenant %zu, %zu running)\n",
+             p->tenants[i].tenant, p->tenants[i].waiting,
+             p->tenants[i].waiting == 1 ? "" : "s",
+             pr->cfg.max_running_per_tenant, p->tenants[i].running);
   if(!p->n_actions && !n_held) {
     printf("No actions: Cube and the store agree.\n");
     return;
@@ -253,6 +283,9 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     {"orphan-grace", 0, true, OPT_GRACE},
     {"max-delete-fraction", 0, true, OPT_FRACTION},
     {"force", 0, false, OPT_FORCE},
+    {"max-paused", 0, true, OPT_MAX_PAUSED},
+    {"max-paused-per-tenant", 0, true, OPT_MAX_PAUSED_TENANT},
+    {"max-running-per-tenant", 0, true, OPT_MAX_RUNNING_TENANT},
     {NULL, 0, false, 0}};
   const char *e = getenv("SESSION_CONTROLLER_CUBE_URL");
   const char *url = e && *e ? e : CUBE_DEFAULT_URL;
@@ -310,6 +343,20 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     }
     case OPT_FORCE:
       pr.cfg.force = true;
+      break;
+    case OPT_MAX_PAUSED:
+      if(parse_budget("max-paused", val, &pr.cfg.max_paused))
+        return CTL_EXIT_USAGE;
+      break;
+    case OPT_MAX_PAUSED_TENANT:
+      if(parse_budget("max-paused-per-tenant", val,
+                      &pr.cfg.max_paused_per_tenant))
+        return CTL_EXIT_USAGE;
+      break;
+    case OPT_MAX_RUNNING_TENANT:
+      if(parse_budget("max-running-per-tenant", val,
+                      &pr.cfg.max_running_per_tenant))
+        return CTL_EXIT_USAGE;
       break;
     case CTL_ARG_POS:
       return ctl_usage_error("plan: unexpected argument \"%s\"", val);

@@ -69,4 +69,27 @@ check "unreachable Cube: exit 1" test "$rc" = 1
 check "unreachable Cube: a clear error" grep -q '^error: cube 127.0.0.1:1' "$T/err.out"
 ctl plan --orphan-grace soon >/dev/null 2>&1
 check "bad flag value: exit 2" test $? = 2
+
+# the capacity flags: three new sessions of one tenant under a running
+# budget of 2: two creates planned, the third counted as waiting
+for q in q1 q2 q3; do
+  printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s, namespace: tenant-q}\nspec: {template: shell}\n' "$q" | ctl apply -f - >/dev/null
+  sleep 0.02 # creation order q1, q2, q3
+done
+audit_q=$(sim_audit | wc -l)
+ctl plan --cube-url "$SIM" --max-running-per-tenant 2 >"$T/quota.out" 2>&1
+check "--max-running-per-tenant: exit 0" test $? = 0
+check "--max-running-per-tenant: two creates for the tenant" \
+  test "$(grep -Ec '^create +tenant-q/' "$T/quota.out")" = 2
+check "--max-running-per-tenant: the oldest two" \
+  sh -c "grep -Eq '^create +tenant-q/q1 ' '$T/quota.out' && grep -Eq '^create +tenant-q/q2 ' '$T/quota.out'"
+check "--max-running-per-tenant: the quota line" \
+  grep -qx 'quota: tenant tenant-q: 1 create wait for a running slot (--max-running-per-tenant 2, 2 running)' "$T/quota.out"
+ctl plan --cube-url "$SIM" >"$T/noquota.out" 2>&1
+check "without the budget: three creates, no quota line" \
+  sh -c "test \"\$(grep -Ec '^create +tenant-q/' '$T/noquota.out')\" = 3 && ! grep -q '^quota:' '$T/noquota.out'"
+check "the capacity plans made no mutating call" test "$(sim_audit | wc -l)" = "$audit_q"
+ctl plan --max-paused -1 >/dev/null 2>"$T/bad.err"
+check "bad budget: exit 2" test $? = 2
+check "bad budget: names the flag and the range" grep -q -- '--max-paused: "-1" is not a number from 0 to 100000' "$T/bad.err"
 finish
