@@ -68,7 +68,10 @@ check "cubesim: up under valgrind" test -n "$SIM"
 
 # --- SQLite
 STORE="sqlite:$T/s.db"
-start_controller vg-sqlite --orphan-grace 10m
+# sharding (its membership row) and the capacity budgets run under
+# valgrind too: one replica owns every tenant, the budgets are not hit
+start_controller vg-sqlite --orphan-grace 10m --shards auto --max-paused 5 \
+  --max-running-per-tenant 3
 lifecycle sqlite
 stop sqlite "$CTL_PID"
 check "sqlite: controller clean under valgrind" sh -c "grep -q 'ERROR SUMMARY: 0 errors' '$T'/vg-session-controller-*.txt"
@@ -90,7 +93,8 @@ STORE=kube
 curl -sf -X POST -H 'Content-Type: application/json' \
   -d '{"status":503,"count":1,"method":"PUT","path":"/apis/lea.io/v1alpha1/namespaces/tenant-a/sessions/v1/status"}' \
   "$API/_fake/faults" >/dev/null
-start_controller vg-kube --orphan-grace 10m --watch-timeout 3s
+start_controller vg-kube --orphan-grace 10m --watch-timeout 3s \
+  --shards auto --max-paused 5 --max-running-per-tenant 3
 lifecycle kube
 check "kube: v3 purged from the store (finalizer)" wait_until 60 sh -c "! '$REAL/sessionctl' --store kube get sessions v3 -n tenant-a >/dev/null 2>&1"
 curl -sf -X POST "$API/_fake/end-watches" >/dev/null
