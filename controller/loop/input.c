@@ -18,6 +18,14 @@
   "no host directory mounts (Cube's host-mount metadata); remove "        \
   "spec.workspace or use spec.volumeMounts with an E2B volume"
 
+/* Cube's dialect probe got no answer (Cube down at start, say): a
+ * workspace is held until one comes, rather than created where E2B would
+ * drop it; the probe is asked again at every full pass (reconciler.c) */
+#define DIALECT_UNKNOWN_WORKSPACE                                          \
+  "spec.workspace: waiting for Cube's dialect (its probe has not "        \
+  "answered; see the log): a workspace needs Cube's host mounts, which "   \
+  "the E2B dialect lacks"
+
 /* Objects from the store meet the manifest rules here (rule: validated
  * before the controller acts): written straight to the API server or the
  * SQLite file, they never met sessionctl's. An array of n reasons (NULL:
@@ -27,7 +35,8 @@
  * (its stored Ready says InvalidSpec afterwards). Cost: about 0.3 us an
  * object, validated again every pass (docs/controller.md). */
 char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
-                          size_t n, cube_dialect dialect)
+                          size_t n, cube_dialect dialect,
+                          bool dialect_unanswered)
 {
   char **why = NULL;
   size_t i, bad = 0;
@@ -35,6 +44,8 @@ char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
     char *m = session_invalid_reason(ss[i]);
     if(!m && dialect == CUBE_DIALECT_E2B && ss[i]->spec.workspace_host_path)
       m = strdup(E2B_NO_WORKSPACE);
+    else if(!m && dialect_unanswered && ss[i]->spec.workspace_host_path)
+      m = strdup(DIALECT_UNKNOWN_WORKSPACE);
     const session_condition *c;
     if(!m)
       continue;

@@ -18,9 +18,11 @@
 /* Per object, why it is invalid (NULL: valid); NULL when all are valid
  * (or out of memory). Sets session_controller_sessions_invalid. dialect:
  * Cube's, as probed: under E2B a spec.workspace is refused (E2B has no
- * host mounts). */
+ * host mounts); dialect_unanswered (the last probe got no answer): it
+ * waits, refused for now with a reason that says so. */
 char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
-                          size_t n, cube_dialect dialect);
+                          size_t n, cube_dialect dialect,
+                          bool dialect_unanswered);
 void loop_free_invalid(char **why, size_t n);
 
 /* The namespaces of the objects the list skipped; *all: every orphan is

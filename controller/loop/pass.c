@@ -139,7 +139,8 @@ static sc_err plan_pass(pass *ps)
     &r->orphans_done, ps->cube_now, r->o.plan.brake_window_ms);
   in.recent_reclaims = act_ledger_count(&r->reclaims_done, ps->cube_now,
                                         r->o.plan.brake_window_ms);
-  invalid = loop_check_objects(r->o.lg, r->o.m, ss, n, r->dialect);
+  invalid = loop_check_objects(r->o.lg, r->o.m, ss, n, r->dialect,
+                               r->probe_failed);
   in.invalid = (const char *const *)invalid;
   if(!r->scratch) /* NULL (out of memory): one per call instead */
     r->scratch = plan_scratch_new();
@@ -361,8 +362,13 @@ void loop_start_full(reconciler *r)
   sc_errbuf eb;
   if(loop_shard_wait(r))
     return; /* the first membership answer starts it (shard_loop.c) */
+  if(!r->probed) {
+    r->full_pending = true; /* the first probe's answer starts it */
+    return;
+  }
   if(!(ps = pass_new(r, true)))
     return;
+  loop_probe_dialect(r); /* again, while the dialect is not known */
   r->full_pending = false;
   r->full = ps;
   eb.msg[0] = '\0';

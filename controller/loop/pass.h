@@ -90,6 +90,11 @@ struct reconciler {
   bool cube_key_refused; /* Cube answered 401/403 to every recent call */
   char last_fail_why[SC_ERRBUF_SIZE + 80]; /* the last full pass's failure */
   cube_dialect dialect;
+  bool probing;        /* a dialect probe is in flight (reconciler.c) */
+  bool probed;         /* the first probe has answered: full passes wait
+                          for it, so the first plan knows the dialect */
+  bool probe_failed;   /* the last probe got no answer (Cube down): asked
+                          again at each full pass; workspaces wait */
   char identity[96];    /* status.createIntent.by: replica#random */
   recorder rec;        /* events (kube store); none by default */
   bool follower;       /* leader election: not the leader, do not act */
@@ -122,6 +127,9 @@ struct reconciler {
 
 /* pass.c */
 void loop_start_full(reconciler *r);
+/* the Cube dialect probe: at start, then again while the last one got no
+ * answer (none while one is in flight; reconciler.c) */
+void loop_probe_dialect(reconciler *r);
 /* the watch saw key ADDED (watch.c): its first pass may skip the lists */
 void loop_note_fresh(reconciler *r, const char *key);
 void loop_start_single(reconciler *r, const char *key);

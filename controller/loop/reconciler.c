@@ -113,6 +113,10 @@ sc_err reconciler_declare_metrics(metrics *m)
 static void on_probe(const cube_result *res, void *ud)
 {
   reconciler *r = ud;
+  bool first = !r->probed;
+  r->probing = false;
+  r->probed = true;
+  r->probe_failed = res->err != SC_OK;
   r->dialect = res->dialect;
   if(res->err)
     log_kv(r->o.lg, LOG_WARN, "cube probe failed", "error", res->message,
@@ -122,6 +126,21 @@ static void on_probe(const cube_result *res, void *ud)
            cube_dialect_name(res->dialect), "detail",
            res->detail ? res->detail : "", "peer",
            cube_client_peer(r->o.cube), NULL);
+  if(first)
+    loop_pump(r); /* the full pass that waited for it */
+}
+
+/* Ask Cube's dialect (at start, and at each full pass while the last
+ * probe got no answer: Cube down at start is not the last word, and the
+ * E2B refusal of spec.workspace needs it, loop/input.c). An answer that
+ * cannot tell (an empty Cube-dialect fleet says "unknown") is final: the
+ * E2B dialect always identifies itself by its headers. */
+void loop_probe_dialect(reconciler *r)
+{
+  if(r->probing || (r->probed && !r->probe_failed))
+    return;
+  r->probing = true;
+  cube_probe(r->o.cube, on_probe, r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -227,7 +246,7 @@ sc_err reconciler_start(reconciler *r, sc_errbuf *eb)
   rs.tv_sec = r->o.resync_ms / 1000;
   rs.tv_usec = (r->o.resync_ms % 1000) * 1000;
   (void)eb;
-  cube_probe(r->o.cube, on_probe, r);
+  loop_probe_dialect(r);
   event_add(r->heartbeat, &hb);
   if(!r->o.once) {
     event_add(r->resync, &rs);

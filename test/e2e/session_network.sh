@@ -170,4 +170,21 @@ check "e2b: a workspace is refused (InvalidSpec)" wait_eq 10 InvalidSpec reason
 check "e2b: the message says why" sh -c \
   "'$BINDIR/sessionctl' --store '$STORE' get sessions ws-a -n tenant-a -o json | jq -r '.status.conditions[] | select(.type==\"Ready\") | .message' | grep -q '^spec.workspace: the sandbox service speaks the E2B dialect'"
 check "e2b: no sandbox made" test "$(sim_live_for ws-a)" = 0
+kill "$CTL_PID" 2>/dev/null; wait "$CTL_PID" 2>/dev/null
+
+# --- Cube down when the controller starts: its dialect probe fails, and
+# is asked again at the next full pass, so the E2B refusal still holds
+# once Cube is up (before, the dialect stayed unknown for good and a
+# workspace session was created without its mount)
+dead=$SIM
+kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
+STORE="sqlite:$T/e2b-late.db"
+start_controller c3
+check "cube down: the probe fails" wait_until 10 grep -q 'msg="cube probe failed"' "$T/c3.log"
+start_cubesim --dialect e2b --listen "${dead#http://}"
+check "cube up again on the same address" test "$SIM" = "$dead"
+ctl apply -f "$T/a.yaml" >/dev/null || fail "apply ws-a (e2b, late)"
+check "cube up: the dialect probed again" wait_until 10 grep -q 'msg="cube dialect".*dialect=e2b' "$T/c3.log"
+check "cube up: the workspace is refused (InvalidSpec)" wait_eq 10 InvalidSpec reason
+check "cube up: no sandbox made" test "$(sim_live_for ws-a)" = 0
 finish
