@@ -194,5 +194,5 @@ while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
   [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
   sleep 0.2
 done
-say "D. after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound 4 resyncs + a pass; load $(load))"
+say "D. after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
 stop_all c1 c3
