@@ -251,10 +251,27 @@ void session_free(session *s)
 {
   if(!s)
     return;
+  if(s->refs_) { /* another holder keeps it */
+    s->refs_--;
+    return;
+  }
   sf_free(&sf_meta, &s->meta);
   sf_free(&sf_spec, &s->spec);
   sf_free(&sf_status, &s->status);
   free(s);
+}
+
+session *session_ref(const session *s)
+{
+  session *m = (session *)s; /* the shared rule: nobody writes into it */
+  if(m)
+    m->refs_++;
+  return m;
+}
+
+bool session_shared(const session *s)
+{
+  return s && s->refs_ > 0;
 }
 
 session *session_dup(const session *s)

@@ -11,6 +11,8 @@
  *  - session_new() returns a zeroed session owned by the caller.
  *  - session_free(NULL) is a no-op.
  *  - session_dup() returns a deep copy owned by the caller.
+ *  - session_ref() shares one: every holder frees it once, and a shared
+ *    session is read-only for all of them (see session_ref below).
  *  - Functions taking `const session *` never keep a pointer into it.
  */
 #ifndef SC_SESSION_H
@@ -225,11 +227,25 @@ typedef struct session {
   session_metadata meta;
   session_spec spec;
   session_status status;
+  unsigned refs_;           /* private: references beyond the first
+                               (session_ref); 0 = one owner */
 } session;
 
 session *session_new(void);
+/* Drops one reference: the last one frees the session. */
 void session_free(session *s);
 session *session_dup(const session *s);
+/* Shared, read-only sessions. session_ref() returns s itself with one
+ * more reference (NULL for NULL); each holder calls session_free() once.
+ * A session with more than one holder is read-only for all of them: no
+ * field may change while session_shared() says true (copy it with
+ * session_dup() to change it). A store hands out shared sessions only
+ * when asked (store_list_opts.shared, the controller's pass); everything
+ * else still owns what it gets. Not thread-safe (the process is one
+ * thread). Cost: a shared session saves a deep copy (about 30 small
+ * allocations) per holder; the price is this rule. */
+session *session_ref(const session *s);
+bool session_shared(const session *s);
 
 /* Deep-copy helpers for the parts the stores and the planner move around. */
 sc_err session_spec_copy(session_spec *dst, const session_spec *src);

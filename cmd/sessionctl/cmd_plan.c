@@ -296,7 +296,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
   ctl_args p;
   int id, rc;
   store *st = NULL;
-  store_list_opts lo = {NULL, true};
+  store_list_opts lo = {NULL, true, false};
   struct event_base *base = NULL;
   cube_client *cube = NULL;
   cube_client_opts co;

@@ -358,7 +358,7 @@ static void on_full_list(store_reply *rep, void *ud)
 void loop_start_full(reconciler *r)
 {
   pass *ps;
-  store_list_opts lo = {NULL, true};
+  store_list_opts lo = {NULL, true, true}; /* the pass only reads */
   sc_errbuf eb;
   if(loop_shard_wait(r))
     return; /* the first membership answer starts it (shard_loop.c) */

@@ -383,7 +383,7 @@ sc_err kstore_watch_start(store *st, const char *from_revision,
   else {
     /* "from now": the list's version */
     store_list_result r;
-    store_list_opts lo = {NULL, false};
+    store_list_opts lo = {NULL, false, false};
     sc_err err;
     memset(&r, 0, sizeof(r));
     err = kstore_list(st, &lo, &r, eb);

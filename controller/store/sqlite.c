@@ -140,8 +140,8 @@ static sc_err kv_from_json(const char *txt, sc_kvlist *out)
 /* --- rows --- */
 
 sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
-                         session **out, char *why, size_t whylen,
-                         sc_errbuf *eb)
+                         bool share, session **out, char *why,
+                         size_t whylen, sc_errbuf *eb)
 {
   session *o;
   char rev[STORE_REV_LEN];
@@ -152,13 +152,14 @@ sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
   int64_t revision = sqlite3_column_int64(q, 4);
   uint64_t content = sq_row_content(s, q);
   *out = NULL;
-  /* unchanged since it was decoded: a copy, no JSON */
+  /* unchanged since it was decoded: a copy (or the object itself, to a
+   * reader that shares), no JSON */
   hit = sq_cache_get(s, (const char *)sqlite3_column_text(q, 0),
                      (const char *)sqlite3_column_text(q, 1),
                      (const char *)sqlite3_column_text(q, 2), revision,
                      content);
   if(hit) {
-    *out = session_dup(hit);
+    *out = fill && share ? session_ref(hit) : session_dup(hit);
     if(!*out)
       return sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory reading an "
                      "object", s->label);
@@ -226,7 +227,7 @@ out:
     return err;
   }
   if(fill && s->lists)
-    sq_cache_put(s, o, revision, content);
+    sq_cache_put(s, o, revision, content, share);
   *out = o;
   return SC_OK;
 }

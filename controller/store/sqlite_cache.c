@@ -128,7 +128,7 @@ void sq_cache_drop(sq_store *s, const char *ns, const char *name)
 }
 
 void sq_cache_put(sq_store *s, const session *o, int64_t revision,
-                  uint64_t content)
+                  uint64_t content, bool share)
 {
   sq_centry *e;
   if(!s->cache)
@@ -136,7 +136,7 @@ void sq_cache_put(sq_store *s, const session *o, int64_t revision,
   sq_cache_drop(s, o->meta.namespace_, o->meta.name);
   e = calloc(1, sizeof(*e));
   if(e)
-    e->obj = session_dup(o);
+    e->obj = share ? session_ref(o) : session_dup(o);
   if(!e || !e->obj) { /* out of memory: not cached, decoded next time */
     centry_free(e);
     return;

@@ -41,7 +41,7 @@ static sc_err load_why(sq_store *s, const char *ns, const char *name,
   sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(q);
   if(rc == SQLITE_ROW)
-    err = sq_row_to_session(s, q, false, out, why, whylen, eb);
+    err = sq_row_to_session(s, q, false, false, out, why, whylen, eb);
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
   sq_release(s, q);
@@ -231,7 +231,8 @@ sc_err sq_list(store *base, const store_list_opts *opts,
       alloc = na;
     }
     why[0] = '\0';
-    err = sq_row_to_session(s, q, true, &o, why, sizeof(why), eb);
+    err = sq_row_to_session(s, q, true, opts->shared, &o, why,
+                            sizeof(why), eb);
     if(err && why[0]) {
       /* another tool wrote a row we cannot read: skipped and reported,
        * the others listed (store.h, "Objects that do not decode") */

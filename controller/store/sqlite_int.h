@@ -147,10 +147,12 @@ sc_err sq_step_meta(sq_store *s, sqlite3_stmt *q, const char *what,
 
 /* --- sqlite_cache.c: the decode cache ---
  *
- * Ownership: the cache owns its objects. sq_cache_get() lends one (valid
- * until the next call that changes the cache); a caller hands out only
- * copies (session_dup), so every session the store returns stays the
- * caller's, as store.h says. sq_cache_put() stores a copy of o. */
+ * Ownership: the cache holds one reference to each of its objects.
+ * sq_cache_get() lends one (valid until the next call that changes the
+ * cache); a caller hands out a copy (session_dup) or, to a list asked
+ * with store_list_opts.shared, a reference (session_ref): shared objects
+ * are read-only for everyone, the cache included. sq_cache_put() keeps a
+ * copy of o, or o itself (a reference) when share. */
 sc_err sq_cache_init(sq_store *s);
 void sq_cache_free(sq_store *s);
 void sq_cache_clear(sq_store *s);
@@ -164,7 +166,7 @@ const session *sq_cache_get(sq_store *s, const char *ns, const char *name,
                             const char *uid, int64_t revision,
                             uint64_t content);
 void sq_cache_put(sq_store *s, const session *o, int64_t revision,
-                  uint64_t content);
+                  uint64_t content, bool share);
 void sq_cache_drop(sq_store *s, const char *ns, const char *name);
 /* A list of every row: entries the list did not see (rows deleted or
  * purged, by any process) leave the cache at its end. */
@@ -178,10 +180,12 @@ void sq_cache_sweep_end(sq_store *s);
  * decoded, else decoded, and cached when fill (lists: a get or a write's
  * read of a row it is about to change would only pay for a copy) and the
  * store has listed before (a process that lists once, as sessionctl
- * does, pays for no copies). A row that does not decode: an
+ * does, pays for no copies). share (fill only: a list asked with
+ * store_list_opts.shared): *out may be the cache's own object, shared
+ * (session_ref), instead of a copy. A row that does not decode: an
  * error in eb, and (why not NULL) the reason alone. */
 sc_err sq_row_to_session(sq_store *s, sqlite3_stmt *q, bool fill,
-                         session **out, char *why, size_t whylen,
+                         bool share, session **out, char *why, size_t whylen,
                          sc_errbuf *eb);
 
 /* The text columns of an objects row and the history entry of o. */

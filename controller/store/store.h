@@ -17,7 +17,9 @@
  * only when the spec changes.
  *
  * Ownership: store_open() gives the caller a store to store_close() (NULL
- * accepted). Sessions returned are the caller's (session_free()). Sessions
+ * accepted). Sessions returned are the caller's (session_free()); a list
+ * asked with store_list_opts.shared may return shared, read-only ones
+ * (session_ref()), still the caller's to free once. Sessions
  * passed in are only read. Event objects are valid only during the
  * callback; copy what you keep (session_dup()). store_close() also stops
  * and frees every watch still running; never call it from a watch
@@ -158,6 +160,10 @@ sc_err store_served_by_get(store *st, store_served_by *out, sc_errbuf *eb);
 typedef struct store_list_opts {
   const char *namespace_;   /* NULL = all namespaces */
   bool include_deleted;     /* also tombstones (deletion_timestamp != 0) */
+  bool shared;              /* the caller only reads the items: a store
+                               may hand out shared sessions (session_ref;
+                               the SQLite store's decode cache), each still
+                               freed once by store_list_result_free */
 } store_list_opts;
 
 /* Objects that do not decode. One object the store holds but cannot

@@ -33,7 +33,11 @@
 #        after the timed ones, DIR/perf-N.data, at BENCH_SCALE_PERF_FREQ
 #        (499) samples a second; BENCH_SCALE_APPLY=files: the -f per file
 #        way even when apply takes a directory (dir: always -f DIR; auto);
-#        KEEP_TMP=1 keeps the logs)
+#        BENCH_SCALE_AB=PATH: after the settled step, that other
+#        session-controller binary and ours, alternating for
+#        BENCH_SCALE_AB_ROUNDS (2) rounds on the same converged store:
+#        settled pass median, CPU a pass and peak RSS of each, side by
+#        side in one run; KEEP_TMP=1 keeps the logs)
 # A failed step is reported with the tail of the log concerned and ends
 # that N; the next N is still run and
 # the exit status is 1. Every process it starts is stopped by PID.
@@ -50,6 +54,9 @@ TMO=${BENCH_SCALE_TIMEOUT:-1800}
 PERF_DIR=${BENCH_SCALE_PERF:-}
 PERF_FREQ=${BENCH_SCALE_PERF_FREQ:-499}
 APPLY_MODE=${BENCH_SCALE_APPLY:-auto}
+AB_BIN=${BENCH_SCALE_AB:-}
+AB_ROUNDS=${BENCH_SCALE_AB_ROUNDS:-2}
+CTLBIN=""
 
 say() { echo "scale: $*"; }
 die() { echo "scale: $*" >&2; exit 2; }
@@ -146,7 +153,7 @@ start_sim() {
 start_ctl() {
   l=$1; db=$2; shift 2
   LOG="$T/$l.log"
-  "$B/session-controller" --store "sqlite:$db" --cube-url "$SIM" \
+  "${CTLBIN:-$B/session-controller}" --store "sqlite:$db" --cube-url "$SIM" \
     --metrics-addr 127.0.0.1:0 --replica "scale-$l" --create-store \
     --cube-qps 0 "$@" 2>"$LOG" &
   CTL_PID=$!
@@ -327,6 +334,33 @@ run_n() {
     say "N=$n: perf data in $PERF_DIR/perf-$n.data (perf report -i ... --no-children)"
   fi
   stop "$CTL_PID"
+
+  # ------------------------------------------------------------ side by side
+  if [ -n "$AB_BIN" ]; then
+    # the same converged store and cubesim, the two binaries alternating
+    # round by round (so a drift of the machine's load hits both)
+    r=1
+    while [ $r -le "$AB_ROUNDS" ]; do
+      for side in new old; do
+        [ "$side" = new ] && CTLBIN=$B/session-controller || CTLBIN=$AB_BIN
+        start_ctl "ab$n-$side$r" "$DB" --resync "$RESYNC" --log-level debug ||
+          { fail "$n" "side by side" "$side controller did not start" "$LOG"; CTLBIN=""; return 1; }
+        wait_passes 2 "$TMO" || { fail "$n" "side by side" "$side: no settled pass" "$LOG"; CTLBIN=""; return 1; }
+        k0=$(full_passes); l0=$(wc -l <"$LOG"); a0=$(cpu_ticks "$CTL_PID")
+        wait_passes $((k0 + NPASS)) "$TMO" || { fail "$n" "side by side" "$side: passes not done" "$LOG"; CTLBIN=""; return 1; }
+        a1=$(cpu_ticks "$CTL_PID")
+        md=$(tail -n +"$((l0 + 1))" "$LOG" | grep 'full pass done' |
+          sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' | awk '{print $1 * 1000}' | sort -n |
+          awk '{a[NR]=$1} END {if (NR) printf "median %d ms (min %d, max %d)", a[int((NR+1)/2)], a[1], a[NR]; else print "none"}')
+        cpp=$(awk -v t="$((a1 - a0))" -v hz="$HZ" -v k="$NPASS" 'BEGIN {printf "%.0f", t * 1000 / hz / k}')
+        say "N=$n: side by side, round $r, $side ($CTLBIN): $md; CPU $cpp ms a pass; peak RSS $(hwm_mb "$CTL_PID") MB"
+        row "$n" "side by side r$r: $side" "$md; CPU $cpp ms/pass; peak RSS $(hwm_mb "$CTL_PID") MB"
+        stop "$CTL_PID"
+      done
+      r=$((r + 1))
+    done
+    CTLBIN=""
+  fi
 
   # ------------------------------------------------------------ idle
   say "N=$n: idle at the default --resync, ${IDLE_S}s"

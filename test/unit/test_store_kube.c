@@ -527,7 +527,7 @@ static sc_err list_either(store *st, struct event_base *b, int pass,
                           const char *ns, store_list_result *out, char *msg,
                           size_t msglen)
 {
-  store_list_opts lo = {ns, true};
+  store_list_opts lo = {ns, true, false};
   sc_errbuf eb;
   sc_err err;
   memset(out, 0, sizeof(*out));
@@ -1091,7 +1091,7 @@ TEST(hostile_server_clear_errors_sync_and_async)
   memset(&status, 0, sizeof(status));
   status.phase = SESSION_PHASE_RUNNING;
   for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    store_list_opts lo = {cases[i].ns, true};
+    store_list_opts lo = {cases[i].ns, true, false};
     store_list_result lr = {0};
     session *s = NULL;
     areply a;

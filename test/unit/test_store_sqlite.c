@@ -176,7 +176,7 @@ static const char *listed_sandbox(const store_list_result *r,
   return NULL;
 }
 
-static const store_list_opts all_opts = {NULL, true};
+static const store_list_opts all_opts = {NULL, true, false};
 
 /* a first list: the decode cache fills from a store's second list on */
 static sc_err prime(store *st)
@@ -385,6 +385,57 @@ TEST(decode_cache_serves_unchanged_rows)
   tmp_clean(&t);
 }
 
+
+/* A list asked with shared hands out the cache's own objects (one
+ * decode, no copy), each freed once by its holder; a write replaces the
+ * cache's entry and leaves the holder's object as it was; a list without
+ * shared still gets copies of its own. */
+TEST(decode_cache_shared_list_hands_out_references)
+{
+  static const char *const names[] = {"a", "b"};
+  store_list_opts shared = {NULL, true, true};
+  store_list_result r1, r2, r3, own;
+  sc_errbuf eb;
+  tmp t;
+  store *st;
+  size_t i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 2));
+  CHECK_OK(write_status(st, "a", "sb-a"));
+  CHECK_OK(prime(st));
+  CHECK_OK(store_list(st, &shared, &r1, &eb)); /* decoded, cached */
+  CHECK_INT(sq_cache_count(sq(st)), 2);
+  CHECK_OK(store_list(st, &shared, &r2, &eb)); /* the same objects */
+  CHECK_INT(r2.n, 2);
+  for(i = 0; i < 2; i++) {
+    CHECK(r1.items[i] == r2.items[i]);
+    CHECK(session_shared(r1.items[i]));
+  }
+  CHECK_OK(store_list(st, &all_opts, &own, &eb)); /* copies */
+  for(i = 0; i < 2; i++) {
+    CHECK(own.items[i] != r1.items[i]);
+    CHECK(!session_shared(own.items[i]));
+  }
+  store_list_result_free(&own);
+  /* the row changes: a new object in the cache, r1's stays intact */
+  CHECK_OK(write_status(st, "a", "sb-new"));
+  CHECK_OK(store_list(st, &shared, &r3, &eb));
+  CHECK_STR(listed_sandbox(&r3, "a"), "sb-new");
+  CHECK_STR(listed_sandbox(&r1, "a"), "sb-a");
+  CHECK(r3.items[0] != r1.items[0]);
+  CHECK(r3.items[1] == r1.items[1]); /* b did not change */
+  store_list_result_free(&r1);
+  store_list_result_free(&r2);
+  CHECK_STR(listed_sandbox(&r3, "a"), "sb-new");
+  /* the cache closes with references out: the holder's stays valid */
+  store_close(st);
+  CHECK_STR(listed_sandbox(&r3, "b"), "");
+  CHECK(!session_shared(r3.items[0]));
+  store_list_result_free(&r3);
+  tmp_clean(&t);
+}
 TEST(decode_cache_changed_row_decoded_again)
 {
   static const char *const names[] = {"a", "b"};
@@ -431,7 +482,7 @@ TEST(decode_cache_deleted_row_leaves)
 {
   static const char *const names[] = {"a", "b", "c"};
   store_list_result r;
-  store_list_opts live = {NULL, false};
+  store_list_opts live = {NULL, false, false};
   sc_errbuf eb;
   session *got = NULL;
   tmp t;
@@ -922,6 +973,7 @@ TEST_LIST = {
   T(stmt_cache_reused_after_busy),
   T(stmt_cache_finalized_at_close),
   T(decode_cache_serves_unchanged_rows),
+  T(decode_cache_shared_list_hands_out_references),
   T(decode_cache_changed_row_decoded_again),
   T(decode_cache_deleted_row_leaves),
   T(decode_cache_new_uid_not_stale),
