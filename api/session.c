@@ -252,7 +252,8 @@ void session_free(session *s)
   if(!s)
     return;
   if(s->refs_) { /* another holder keeps it */
-    s->refs_--;
+    if(!--s->refs_)
+      s->valid_ = false; /* one owner again: it may change now */
     return;
   }
   sf_free(&sf_meta, &s->meta);

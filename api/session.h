@@ -229,6 +229,9 @@ typedef struct session {
   session_status status;
   unsigned refs_;           /* private: references beyond the first
                                (session_ref); 0 = one owner */
+  bool valid_;              /* private: session_invalid_reason() found
+                               nothing while it was shared (read-only,
+                               so it stays valid: a memo) */
 } session;
 
 session *session_new(void);

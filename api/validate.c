@@ -234,7 +234,14 @@ char *session_invalid_reason(const session *s)
 {
   char **errs = NULL, *out = NULL;
   size_t n = 0, i;
-  sc_err err = validate(s, true, &errs, &n);
+  sc_err err;
+  /* a shared session cannot change (api/session.h): valid once, valid
+   * while shared; the pass checks every object every pass */
+  if(session_shared(s) && s->valid_)
+    return NULL;
+  err = validate(s, true, &errs, &n);
+  if(!err && !n && session_shared(s))
+    ((session *)s)->valid_ = true; /* a private memo, not the object */
   if(err == SC_ERR_NOMEM && !n)
     return strdup("out of memory while validating");
   if(n) {

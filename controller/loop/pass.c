@@ -57,6 +57,30 @@ static void pass_fail(pass *ps, const char *msg, int64_t retry_after_ms)
 /* ------------------------------------------------------------------ */
 /* the end of a session's turn, the end of the run */
 
+/* session_controller_reconcile_total, counted in runs of one result: a
+ * settled pass ends 100,000 sessions "ok", one metrics call instead of
+ * one each (the label lookup was about 2 % of such a pass) */
+static void flush_results(pass *ps)
+{
+  char l[48];
+  if(ps->res_n > 0) {
+    snprintf(l, sizeof(l), "result=\"%s\"", ps->res_name);
+    metrics_add(ps->r->o.m, "session_controller_reconcile_total", l,
+                ps->res_n);
+  }
+  ps->res_n = 0;
+  ps->res_name[0] = '\0';
+}
+
+static void count_result(pass *ps, const char *result)
+{
+  if(ps->res_n > 0 && strcmp(ps->res_name, result))
+    flush_results(ps);
+  if(!ps->res_n)
+    snprintf(ps->res_name, sizeof(ps->res_name), "%s", result);
+  ps->res_n++;
+}
+
 static void on_session_end(act_run *run, size_t si, const char *result,
                            bool conflict)
 {
@@ -64,16 +88,20 @@ static void on_session_end(act_run *run, size_t si, const char *result,
   reconciler *r = ps->r;
   const plan_session *pl = &ps->p->sessions[si];
   const act_sess *sa = &run->sess[si];
-  char key[300], l[40];
+  char key[300];
   loop_result res = {LOOP_REQUEUE, 0};
-  snprintf(key, sizeof(key), "%s/%s", pl->s->meta.namespace_,
-           pl->s->meta.name);
-  snprintf(l, sizeof(l), "result=\"%s\"", result);
-  metrics_add(r->o.m, "session_controller_reconcile_total", l, 1);
+  count_result(ps, result);
   if(!conflict)
     res = loop_result_of(sa->failed, sa->retry_after_ms, pl->next_due,
                          ps->cube_now);
-  else if(!ps->full && !pl->s->status.sandbox_id)
+  /* done, and the queue holds nothing for any key: nothing to forget (a
+   * settled pass ends every session so; the key and the lookup were about
+   * 5 % of it) */
+  if(!conflict && res.kind == LOOP_DONE && !queue_tracked(r->q))
+    return;
+  snprintf(key, sizeof(key), "%s/%s", pl->s->meta.namespace_,
+           pl->s->meta.name);
+  if(conflict && !ps->full && !pl->s->status.sandbox_id)
     /* a new session's claim lost to another replica: when that one has
      * linked its sandbox by the look again, nothing is left to do */
     note_claim_wait(r, key);
@@ -293,6 +321,7 @@ static void pass_finish(pass *ps)
   reconciler *r = ps->r;
   double secs = (double)(sctime_mono_ms() - ps->t0) / 1000.0;
   ps->phase = PH_DONE;
+  flush_results(ps);
   loop_check_cube_key(r);
   if(ps->full)
     full_finish(r, ps, secs);

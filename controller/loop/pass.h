@@ -63,6 +63,8 @@ typedef struct pass {
   plan *p;
   bool skipped_lists;    /* a new session's pass: no Cube list (pass.c) */
   bool acting;           /* run is initialised */
+  char res_name[24];     /* reconcile_total: the result being counted */
+  double res_n;          /* and how many sessions ended with it so far */
   act_run run;           /* the executor's run of p */
 } pass;
 

@@ -326,6 +326,11 @@ size_t queue_len(const work_queue *q)
   return q->nready;
 }
 
+size_t queue_tracked(const work_queue *q)
+{
+  return q ? sc_hmap_count(q->items) : 0;
+}
+
 size_t queue_delayed(const work_queue *q)
 {
   return q->ndelayed;

@@ -61,5 +61,8 @@ void queue_done(work_queue *q, const char *key);
 size_t queue_len(const work_queue *q);       /* ready items */
 size_t queue_delayed(const work_queue *q);   /* delayed items */
 size_t queue_processing(const work_queue *q);
+/* Keys the queue holds anything for (ready, delayed, processing, or a
+ * failure count): 0 means queue_forget() has nothing to do for any key. */
+size_t queue_tracked(const work_queue *q);
 
 #endif

@@ -17,6 +17,12 @@ passes_ge() { v=$(metric "$1" session_controller_pass_duration_seconds_count); [
 count_phase() { ctl get sessions -o json 2>/dev/null | jq --arg p "$1" '[.items[] | select(.status.phase == $p)] | length'; }
 versions() { ctl get sessions -o json | jq -c '[.items[] | [.metadata.name, .metadata.resourceVersion]] | sort'; }
 proofs() { ctl get sessions -o json | jq '[.items[] | select(.status.sandboxProof and .status.endAt)] | length'; }
+ok_per_pass() {
+  curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" | awk -v n="$2" '
+    /^session_controller_pass_duration_seconds_count / { p = $2 }
+    /^session_controller_reconcile_total\{/ && index($0, "result=\"ok\"") { ok = $2 }
+    END { exit !(p > 0 && ok == n * p) }'
+}
 
 for dialect in cube e2b; do
   rm -f "$T/sessions.db"*
@@ -40,6 +46,9 @@ for dialect in cube e2b; do
   start_controller "b-$dialect" --resync 1s
   check "$dialect: B's two passes" wait_until 20 passes_ge "b-$dialect" 2
   check "$dialect: no status written by them" test "$(versions)" = "$v0"
+  # every full pass ends each of the 40 sessions once, counted in
+  # reconcile_total (in runs of one result: one scrape holds both)
+  check "$dialect: reconcile_total{ok} = 40 a full pass" ok_per_pass "b-$dialect" 40
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
 done
 finish

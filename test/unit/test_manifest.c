@@ -940,7 +940,36 @@ TEST(duplicates_are_found_among_many)
   }
 }
 
+
+/* A shared session (read-only) found valid is not validated again; the
+ * memo goes when it has one owner again (it may change then), and a
+ * shared invalid one is reported every time. */
+TEST(shared_session_validity_memo)
+{
+  session *s = valid_session(), *ref;
+  char *why;
+  ref = session_ref(s);
+  CHECK(ref == s && session_shared(s));
+  CHECK(!session_invalid_reason(s));
+  CHECK(s->valid_);
+  session_free(ref); /* one owner again */
+  CHECK(!session_shared(s) && !s->valid_);
+  set_str(&s->spec.template_id, NULL); /* the owner changes it */
+  why = session_invalid_reason(s);
+  CHECK(why);
+  free(why);
+  ref = session_ref(s);
+  why = session_invalid_reason(s); /* shared and invalid: said again */
+  CHECK(why && !s->valid_);
+  free(why);
+  why = session_invalid_reason(s);
+  CHECK(why);
+  free(why);
+  session_free(ref);
+  session_free(s);
+}
 TEST_LIST = {T(bad_manifests_give_exact_errors),
+             T(shared_session_validity_memo),
              T(good_manifests_decode_to_expected_json),
              T(defaults_are_applied),
              T(full_fields_are_read),
