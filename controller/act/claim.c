@@ -271,6 +271,9 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     return;
   }
   err = create_metadata(env, s, &md);
+  if(err) /* no create: its slot and token back (cube.h: every turn ends
+           * in a create or a cancel) */
+    env->cube->unreserve(env->cube->cl);
   if(!err) {
     req.template_id = s->spec.template_id;
     req.timeout_s = a->timeout_s;

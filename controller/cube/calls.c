@@ -379,6 +379,8 @@ static sc_err create_call(cube_client *c, const cube_create_req *req,
 {
   cube_call *k = cube_call_new(c, CUBE_OP_CREATE, cb, ud);
   char *body;
+  if(reserved && c->reserved > 0)
+    c->reserved--; /* its slot: it goes first in the queue (cube_pump) */
   if(!k)
     return refused(c, cb);
   k->prepaid = reserved;

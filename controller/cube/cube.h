@@ -270,11 +270,16 @@ typedef struct cube_create_req {
  * (err SC_OK) once a create would have been sent, so the caller can do
  * what must come right before it (the create claim, act/claim.c) and then
  * send it with cube_create_reserved(), ahead of the queue, the token
- * already taken. A reservation holds no in-flight slot. */
+ * already taken. A reservation holds an in-flight slot from its turn
+ * until its create is sent or cube_reserve_cancel() gives it back: at
+ * most max_inflight claims are out ahead of their creates, so 100,000
+ * creates at once hold 128 requests in memory, not 100,000, and no claim
+ * waits behind a queue of creates past its TTL. Every turn ends in
+ * exactly one cube_create_reserved() or cube_reserve_cancel(). */
 sc_err cube_reserve(cube_client *c, cube_cb cb, void *ud);
 /* The create of a cube_reserve() will not be sent (its claim was lost):
  * its token goes back to the bucket, so a replica that loses a claim race
- * does not pay for the winner's create. */
+ * does not pay for the winner's create, and its slot to the queue. */
 void cube_reserve_cancel(cube_client *c);
 /* cube_create after a cube_reserve(): ahead of the queue, no token. */
 sc_err cube_create_reserved(cube_client *c, const cube_create_req *req,

@@ -94,6 +94,9 @@ struct cube_client {
   cube_call *done_head, *done_tail; /* finished without a transfer */
   cube_call *all;                   /* every live call */
   int inflight;
+  int reserved;               /* reserves granted whose create was neither
+                                 sent (create_call) nor cancelled: each
+                                 holds an in-flight slot */
   size_t pending;
   unsigned auth_failures;     /* answers in a row that were 401 or 403 */
   long auth_status;           /* the last of them */

@@ -52,13 +52,17 @@ static bool take_token(cube_client *c, bool force)
 void cube_reserve_cancel(cube_client *c)
 {
   double burst;
-  if(!c || c->qps <= 0)
+  if(!c)
     return;
-  burst = c->qps < 1 ? 1 : c->qps;
-  c->tokens += 1.0;
-  if(c->tokens > burst)
-    c->tokens = burst;
-  cube_pump(c); /* the token may start a waiting call */
+  if(c->reserved > 0)
+    c->reserved--; /* the slot back */
+  if(c->qps > 0) {
+    burst = c->qps < 1 ? 1 : c->qps;
+    c->tokens += 1.0;
+    if(c->tokens > burst)
+      c->tokens = burst;
+  }
+  cube_pump(c); /* the slot or the token may start a waiting call */
 }
 
 /* --- curl callbacks --- */
@@ -241,7 +245,8 @@ static sc_err start(cube_call *k)
 /* Start waiting requests while there are slots and tokens. */
 void cube_pump(cube_client *c)
 {
-  while(!c->closing && c->wait_head && c->inflight < c->max_inflight) {
+  while(!c->closing && c->wait_head &&
+        c->inflight + c->reserved < c->max_inflight) {
     cube_call *k;
     sc_err err;
     k = c->wait_head;
@@ -252,7 +257,8 @@ void cube_pump(cube_client *c)
       c->wait_tail = NULL;
     k->next = NULL;
     if(k->op == CUBE_OP_RESERVE) {
-      cube_call_defer(k); /* its turn: no request, no slot held */
+      c->reserved++; /* its turn: no request, the slot held for its create */
+      cube_call_defer(k);
       continue;
     }
     err = start(k);

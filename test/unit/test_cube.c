@@ -2111,6 +2111,62 @@ TEST(max_inflight_respected)
   fx_free(&f);
 }
 
+
+/* A reservation holds an in-flight slot from its turn until its create is
+ * sent or cancelled: with max_inflight 3, 10 reservations get 3 turns, a
+ * cancel or a sent create lets one more in (100,000 creates at once would
+ * otherwise all be claimed and queued at once: the memory of 100,000
+ * requests, and claims older than their TTL by the time they go out). */
+typedef struct turns {
+  int done, failed;
+} turns;
+
+static void on_turn_count(const cube_result *r, void *ud)
+{
+  turns *t = ud;
+  t->done++;
+  if(r->err)
+    t->failed++;
+}
+
+TEST(reserve_holds_an_inflight_slot)
+{
+  fixture f;
+  turns t = {0, 0};
+  counter made = {0};
+  cube_client_opts o;
+  cube_create_req req;
+  int i;
+  cube_client_opts_init(&o);
+  o.max_inflight = 3;
+  CHECK_OK(fx_init(&f, h_ops, &o));
+  for(i = 0; i < 10; i++)
+    CHECK_OK(cube_reserve(f.c, on_turn_count, &t));
+  CHECK(wait_for(f.base, &t.done, 3, 2000));
+  CHECK(!wait_for(f.base, &t.done, 4, 200)); /* no fourth turn */
+  CHECK_INT(t.done, 3);
+  cube_reserve_cancel(f.c); /* one given back: one more turn */
+  CHECK(wait_for(f.base, &t.done, 4, 2000));
+  CHECK(!wait_for(f.base, &t.done, 5, 200));
+  memset(&req, 0, sizeof(req));
+  req.template_id = "t";
+  req.timeout_s = 60;
+  CHECK_OK(cube_create_reserved(f.c, &req, on_count, &made));
+  CHECK(wait_for(f.base, &made.done, 1, 2000)); /* sent at once */
+  CHECK_INT(made.failed, 0);
+  CHECK(wait_for(f.base, &t.done, 5, 2000)); /* and its slot is free */
+  CHECK_INT(t.failed, 0);
+  for(i = 0; i < 3; i++) /* the 3 turns held: cancelled */
+    cube_reserve_cancel(f.c);
+  CHECK(wait_for(f.base, &t.done, 8, 2000));
+  for(i = 0; i < 3; i++)
+    cube_reserve_cancel(f.c);
+  CHECK(wait_for(f.base, &t.done, 10, 2000));
+  for(i = 0; i < 3; i++)
+    cube_reserve_cancel(f.c);
+  CHECK_INT(t.failed, 0);
+  fx_free(&f);
+}
 TEST(qps_bucket_spaces_requests)
 {
   fixture f;
@@ -2826,6 +2882,7 @@ TEST_LIST = {
   T(stalled_body_times_out),
   T(connection_reused),
   T(max_inflight_respected),
+  T(reserve_holds_an_inflight_slot),
   T(qps_bucket_spaces_requests),
   T(free_aborts_each_call_once),
   T(api_key_never_in_messages),
