@@ -6,7 +6,7 @@
  * through save(): bump the revision, write the object row, append the
  * history row, compact the history. See sqlite_int.h and docs/store.md.
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
 
 #include <stdio.h>
@@ -81,10 +81,62 @@ static sc_err load_current(sq_store *s, const char *op, const char *ns,
   return err;
 }
 
+/* --- the meta row of a group's transaction (sqlite_write.h) --- */
+
+sc_err sq_revs_read(sq_store *s, sq_revs *rv, sc_errbuf *eb)
+{
+  sc_err err = sq_read_revision(s, &rv->revision, &rv->compacted, eb);
+  rv->revision0 = rv->revision;
+  rv->compacted0 = rv->compacted;
+  return err;
+}
+
+sc_err sq_revs_write(sq_store *s, const sq_revs *rv, sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err;
+  if(rv->revision == rv->revision0 && rv->compacted == rv->compacted0)
+    return SC_OK;
+  err = sq_prep(s, "UPDATE meta SET revision = ?1, compacted = ?2", &q,
+                "bump revision", eb);
+  if(err)
+    return err;
+  sqlite3_bind_int64(q, 1, rv->revision);
+  sqlite3_bind_int64(q, 2, rv->compacted);
+  return sq_done(s, q, "bump revision", eb);
+}
+
+/* The next revision: from the group's meta row when rv, else bumped in
+ * the meta row itself. */
+static sc_err next_revision(sq_store *s, sq_revs *rv, int64_t *revision,
+                            int64_t *compacted, sc_errbuf *eb)
+{
+  sqlite3_stmt *q = NULL;
+  sc_err err;
+  if(rv) {
+    *revision = ++rv->revision;
+    *compacted = rv->compacted;
+    return SC_OK;
+  }
+  err = sq_prep(s, "UPDATE meta SET revision = revision + 1"
+                   " RETURNING revision, compacted", &q, "bump revision",
+                eb);
+  if(err)
+    return err;
+  err = sq_step_meta(s, q, "bump revision", eb);
+  if(!err) {
+    *revision = sqlite3_column_int64(q, 0);
+    *compacted = sqlite3_column_int64(q, 1);
+  }
+  sq_release(s, q);
+  return err;
+}
+
 /* Compaction: history keeps at least keep revisions; once it holds more
- * than keep+slack, the oldest go and meta.compacted moves up. */
+ * than keep+slack, the oldest go and the compaction mark moves up (in
+ * the meta row, or in rv for the group to write). */
 static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
-                            sc_errbuf *eb)
+                            sq_revs *rv, sc_errbuf *eb)
 {
   sqlite3_stmt *q;
   int64_t to;
@@ -100,6 +152,10 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
   err = sq_done(s, q, "compact history", eb);
   if(err)
     return err;
+  if(rv) {
+    rv->compacted = to;
+    return SC_OK;
+  }
   err = sq_prep(s, "UPDATE meta SET compacted = ?1", &q, "compact history",
                 eb);
   if(err)
@@ -108,63 +164,98 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
   return sq_done(s, q, "compact history", eb);
 }
 
-/* Write o as the new state of its key (inside a write transaction): bump
- * the revision, store the row, append the history event. Sets
- * o->meta.resource_version to the new revision. */
-static sc_err save(sq_store *s, session *o, store_event_type type,
-                   sc_errbuf *eb)
+/* The status column and the history text of o, from one JSON tree: the
+ * status member serialized alone is what session_status_to_json() gives
+ * (the same table, the same flags; test_store_sqlite checks it), so the
+ * status is not encoded twice. */
+#define SQ_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+static sc_err encode_status_whole(const session *o, sq_row_text *t)
 {
+  json_object *j = session_to_json_object(o), *st = NULL;
+  const char *txt;
+  memset(t, 0, sizeof(*t));
+  if(!j)
+    return SC_ERR_NOMEM;
+  if(json_object_object_get_ex(j, "status", &st))
+    txt = json_object_to_json_string_ext(st, SQ_JSON_FLAGS);
+  else
+    txt = "{}"; /* an empty status is left out of the whole object */
+  t->status = txt ? strdup(txt) : NULL;
+  txt = json_object_to_json_string_ext(j, SQ_JSON_FLAGS);
+  t->whole = txt ? strdup(txt) : NULL;
+  json_object_put(j);
+  return t->status && t->whole ? SC_OK : SC_ERR_NOMEM;
+}
+
+/* Write *op as the new state of its key (inside a write transaction):
+ * the next revision (rv: the group's, else the meta row's), the row,
+ * the history event, compaction. Sets (*op)->meta.resource_version to
+ * the new revision. status_only: only the status changed since the row
+ * was read in this transaction, and only that column (and the revision)
+ * is written. take: the watches may keep *op itself instead of a copy
+ * (*op NULL after; the caller frees what is left). */
+static sc_err save_ex(sq_store *s, session **op, store_event_type type,
+                      sq_revs *rv, bool status_only, bool take,
+                      sc_errbuf *eb)
+{
+  session *o = *op;
   sqlite3_stmt *q = NULL;
   sq_row_text t;
-  char rev[STORE_REV_LEN], *rv;
+  char rev[STORE_REV_LEN], *rvs;
   int64_t revision, compacted;
   sc_err err;
 
-  err = sq_prep(s, "UPDATE meta SET revision = revision + 1"
-                   " RETURNING revision, compacted", &q, "bump revision",
-                eb);
+  memset(&t, 0, sizeof(t));
+  err = next_revision(s, rv, &revision, &compacted, eb);
   if(err)
     return err;
-  err = sq_step_meta(s, q, "bump revision", eb);
-  if(err) {
-    sq_release(s, q);
-    return err;
-  }
-  revision = sqlite3_column_int64(q, 0);
-  compacted = sqlite3_column_int64(q, 1);
-  sq_release(s, q);
-  q = NULL;
-
   store_rev_format(revision, rev);
-  rv = strdup(rev);
-  if(!rv)
+  rvs = strdup(rev);
+  if(!rvs)
     return SC_ERR_NOMEM;
   free(o->meta.resource_version);
-  o->meta.resource_version = rv;
+  o->meta.resource_version = rvs;
 
-  if(sq_row_encode(o, &t)) {
+  if(status_only ? encode_status_whole(o, &t) : sq_row_encode(o, &t)) {
     err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory encoding %s/%s",
                   s->label, o->meta.namespace_, o->meta.name);
     goto out;
   }
 
-  err = sq_prep(s, "INSERT OR REPLACE INTO objects(" OBJ_COLS ")"
-                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                &q, "write object", eb);
-  if(err)
-    goto out;
-  sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 3, o->meta.uid, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(q, 4, o->meta.generation);
-  sqlite3_bind_int64(q, 5, revision);
-  sqlite3_bind_int64(q, 6, o->meta.creation_timestamp);
-  sqlite3_bind_int64(q, 7, o->meta.deletion_timestamp);
-  sqlite3_bind_text(q, 8, t.labels, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 9, t.annotations, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 10, t.spec, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 11, t.status, -1, SQLITE_STATIC);
+  if(status_only) {
+    err = sq_prep(s, "UPDATE objects SET revision = ?3, status = ?4"
+                     " WHERE namespace = ?1 AND name = ?2", &q,
+                  "write object", eb);
+    if(err)
+      goto out;
+    sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, revision);
+    sqlite3_bind_text(q, 4, t.status, -1, SQLITE_STATIC);
+  }
+  else {
+    err = sq_prep(s, "INSERT OR REPLACE INTO objects(" OBJ_COLS ")"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                  &q, "write object", eb);
+    if(err)
+      goto out;
+    sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, o->meta.uid, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, o->meta.generation);
+    sqlite3_bind_int64(q, 5, revision);
+    sqlite3_bind_int64(q, 6, o->meta.creation_timestamp);
+    sqlite3_bind_int64(q, 7, o->meta.deletion_timestamp);
+    sqlite3_bind_text(q, 8, t.labels, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 9, t.annotations, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 10, t.spec, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 11, t.status, -1, SQLITE_STATIC);
+  }
   err = sq_done(s, q, "write object", eb);
+  if(!err && status_only && sqlite3_changes(s->db) != 1)
+    /* the row was read in this very transaction */
+    err = sc_errf(eb, SC_ERR_INTERNAL, "%s: write object %s/%s: the row "
+                  "is gone", s->label, o->meta.namespace_, o->meta.name);
   if(err)
     goto out;
 
@@ -180,12 +271,22 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
   sqlite3_bind_text(q, 5, t.whole, -1, SQLITE_STATIC);
   err = sq_done(s, q, "append history", eb);
   if(!err)
-    err = maybe_compact(s, revision, compacted, eb);
-  if(!err)
+    err = maybe_compact(s, revision, compacted, rv, eb);
+  if(!err && take)
+    sq_own_note_take(s, revision, &t.whole, op);
+  else if(!err)
     sq_own_note(s, revision, &t.whole, o);
 out:
   sq_row_text_free(&t);
   return err;
+}
+
+/* Write o as the new state of its key (inside a write transaction of
+ * its own): the whole row, the meta row bumped. */
+static sc_err save(sq_store *s, session *o, store_event_type type,
+                   sc_errbuf *eb)
+{
+  return save_ex(s, &o, type, NULL, false, false, eb);
 }
 
 /* --- reads --- */
@@ -426,12 +527,14 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   return update_end(s, err, "update spec", cur, new_version, eb);
 }
 
-/* The compare-and-set of a status inside the caller's write transaction;
- * *cur (freed by the caller) is the object as it stands after it. */
-static sc_err status_in_tx(sq_store *s, const char *ns, const char *name,
-                           const char *expected_version,
+/* The compare-and-set of a status inside the caller's write transaction
+ * (rv: a group's, or NULL); *cur (freed by the caller) is the object as
+ * it stands after it, or NULL once the watches took it (*new_version
+ * has its version then). */
+static sc_err status_in_tx(sq_store *s, sq_revs *rv, const char *ns,
+                           const char *name, const char *expected_version,
                            const session_status *status, session **cur,
-                           sc_errbuf *eb)
+                           bool take, char **new_version, sc_errbuf *eb)
 {
   sc_err err = load_current(s, "update status", ns, name, expected_version,
                             cur, eb);
@@ -440,7 +543,20 @@ static sc_err status_in_tx(sq_store *s, const char *ns, const char *name,
     if(session_status_copy(&(*cur)->status, status))
       err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
     else
-      err = save(s, *cur, STORE_EVENT_MODIFIED, eb);
+      err = save_ex(s, cur, STORE_EVENT_MODIFIED, rv, true, take && rv,
+                    eb);
+  }
+  if(!err && new_version) {
+    /* (*cur may have gone to the watches: the version is the one saved) */
+    char rev[STORE_REV_LEN];
+    if(!*cur) {
+      store_rev_format(rv->revision, rev);
+      *new_version = strdup(rev);
+    }
+    else
+      *new_version = strdup((*cur)->meta.resource_version);
+    if(!*new_version)
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
   }
   return err;
 }
@@ -451,13 +567,20 @@ sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
                           sc_errbuf *eb)
 {
   session *cur = NULL;
-  sc_err err = status_in_tx(s, ns, name, expected_version, status, &cur,
-                            eb);
-  if(!err) {
-    *new_version = strdup(cur->meta.resource_version);
-    if(!*new_version)
-      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
-  }
+  sc_err err = status_in_tx(s, NULL, ns, name, expected_version, status,
+                            &cur, false, new_version, eb);
+  session_free(cur);
+  return err;
+}
+
+sc_err sq_status_write_group(sq_store *s, sq_revs *rv, const char *ns,
+                             const char *name, const char *expected_version,
+                             const session_status *status,
+                             char **new_version, sc_errbuf *eb)
+{
+  session *cur = NULL;
+  sc_err err = status_in_tx(s, rv, ns, name, expected_version, status,
+                            &cur, true, new_version, eb);
   session_free(cur);
   return err;
 }
@@ -474,7 +597,8 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "update status", eb);
   if(err)
     return err;
-  err = status_in_tx(s, ns, name, expected_version, status, &cur, eb);
+  err = status_in_tx(s, NULL, ns, name, expected_version, status, &cur,
+                     false, NULL, eb);
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 

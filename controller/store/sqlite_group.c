@@ -24,7 +24,7 @@
  * answers still come from the loop. Closing the store writes what is
  * queued and drops the answers (store.h: abandoned).
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,27 +63,35 @@ static void set_result(sq_qwrite *w, sc_err err, const char *msg)
   }
 }
 
-/* One transaction for the writes [from, to) of the queue. */
+/* One transaction for the writes [from, to) of the queue. The meta row
+ * is read once after BEGIN and written once before COMMIT (sq_revs): a
+ * write rolled back to its savepoint gives its revision back. */
 static void write_group(sq_store *s, size_t from, size_t to)
 {
   sc_errbuf eb;
   sc_err err;
+  sq_revs rv;
   size_t i, k;
   eb.msg[0] = '\0';
+  memset(&rv, 0, sizeof(rv));
   err = sq_tx_begin(s, "update status", &eb);
+  if(!err)
+    err = sq_revs_read(s, &rv, &eb);
   for(i = from; i < to && !err; i++) {
     sq_qwrite *w = &s->q[i];
+    sq_revs before = rv;
     sc_errbuf web;
     sc_err werr;
     web.msg[0] = '\0';
     werr = sq_run(s, "SAVEPOINT sq_write", "update status", &web);
     if(!werr) {
-      werr = sq_status_write_tx(s, w->ns, w->name, w->expected, &w->status,
-                                &w->new_version, &web);
+      werr = sq_status_write_group(s, &rv, w->ns, w->name, w->expected,
+                                   &w->status, &w->new_version, &web);
       if(werr && !sqlite3_get_autocommit(s->db)) {
         sc_errbuf ignored;
         (void)sq_run(s, "ROLLBACK TO sq_write", "update status", &ignored);
         sq_cache_clear(s); /* what it read may have been its own write */
+        rv = before;
       }
       if(!sqlite3_get_autocommit(s->db)) {
         sc_errbuf ignored;
@@ -101,6 +109,8 @@ static void write_group(sq_store *s, size_t from, size_t to)
       break;
     }
   }
+  if(!err)
+    err = sq_revs_write(s, &rv, &eb);
   if(!err) {
     err = sq_tx_end(s, SC_OK, "update status", &eb);
     if(!err)
@@ -163,6 +173,13 @@ sc_err sq_update_status_async(store *base, const char *ns, const char *name,
   struct timeval now = {0, 0};
   sq_qwrite *w;
   if(!s->qev) {
+    /* every page a write of a group changes is journaled for its
+     * savepoint (SQLite's sub-journal): in a temporary file that is a
+     * pwrite per page, four or five a write; in memory, a copy */
+    sc_err err = sq_exec(s, "PRAGMA temp_store = MEMORY",
+                         "keep the savepoint journal in memory", eb);
+    if(err)
+      return err;
     s->qev = evtimer_new(s->evbase, on_group, s);
     if(!s->qev)
       return sc_errf(eb, SC_ERR_NOMEM, "out of memory");

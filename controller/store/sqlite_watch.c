@@ -5,7 +5,7 @@
  * a hole, a store behind the watch or history compacted past it ends the
  * watch with SC_ERR_EXPIRED (relist). See sqlite_int.h and docs/store.md.
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
 
 #include <stdint.h>
@@ -128,35 +128,53 @@ static bool ascii_only(const char *s)
   return true;
 }
 
-void sq_own_note(sq_store *s, int64_t revision, char **whole,
-                 const session *o)
+/* Room for one more own write (the oldest goes when full); false: none
+ * this time (out of memory, or a watch may be lending the oldest). */
+static bool own_room(sq_store *s)
 {
-  sq_own *e;
   sq_watch *w;
-  if(!s->watches || !*whole || !ascii_only(*whole))
-    return;
   if(s->n_own == SQ_OWN_MAX) { /* the oldest goes: it will be decoded */
     for(w = s->watches; w; w = w->next)
       if(w->delivering)
-        return; /* it may be lending the oldest: this one is decoded */
+        return false; /* it may be lending the oldest: this one is decoded */
     free(s->own[0].whole);
     session_free(s->own[0].obj);
     memmove(s->own, s->own + 1, (s->n_own - 1) * sizeof(*s->own));
     s->n_own--;
   }
-  if(!s->own) {
+  if(!s->own)
     s->own = malloc(SQ_OWN_MAX * sizeof(*s->own));
-    if(!s->own)
-      return;
-  }
-  e = &s->own[s->n_own];
-  e->obj = session_dup(o);
-  if(!e->obj)
-    return; /* out of memory: decoded instead */
+  return s->own != NULL;
+}
+
+static void own_add(sq_store *s, int64_t revision, char **whole,
+                    session *obj)
+{
+  sq_own *e = &s->own[s->n_own++];
+  e->obj = obj;
   e->revision = revision;
   e->whole = *whole;
   *whole = NULL;
-  s->n_own++;
+}
+
+void sq_own_note(sq_store *s, int64_t revision, char **whole,
+                 const session *o)
+{
+  session *d;
+  if(!s->watches || !*whole || !ascii_only(*whole) || !own_room(s))
+    return;
+  d = session_dup(o);
+  if(d) /* out of memory: decoded instead */
+    own_add(s, revision, whole, d);
+}
+
+void sq_own_note_take(sq_store *s, int64_t revision, char **whole,
+                      session **o)
+{
+  if(!s->watches || !*whole || !*o || !ascii_only(*whole) || !own_room(s))
+    return;
+  own_add(s, revision, whole, *o);
+  *o = NULL;
 }
 
 void sq_own_free(sq_store *s)
