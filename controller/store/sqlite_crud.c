@@ -8,26 +8,28 @@
  */
 #include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
+#include "lib/dynbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Read ns/name; *out NULL (and SC_OK) when there is no row. */
+/* Read ns/name; *out NULL (and SC_OK) when there is no row. spec_text
+ * (may be NULL): the row's spec column too (the caller frees it). */
 static sc_err load_why(sq_store *s, const char *ns, const char *name,
-                       session **out, char *why, size_t whylen,
-                       sc_errbuf *eb);
+                       session **out, char **spec_text, char *why,
+                       size_t whylen, sc_errbuf *eb);
 
 static sc_err load(sq_store *s, const char *ns, const char *name,
                    session **out, sc_errbuf *eb)
 {
-  return load_why(s, ns, name, out, NULL, 0, eb);
+  return load_why(s, ns, name, out, NULL, NULL, 0, eb);
 }
 
 /* the same; a row that does not decode says why (no prefix) */
 static sc_err load_why(sq_store *s, const char *ns, const char *name,
-                       session **out, char *why, size_t whylen,
-                       sc_errbuf *eb)
+                       session **out, char **spec_text, char *why,
+                       size_t whylen, sc_errbuf *eb)
 {
   sqlite3_stmt *q;
   sc_err err;
@@ -40,8 +42,11 @@ static sc_err load_why(sq_store *s, const char *ns, const char *name,
   sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
   sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(q);
-  if(rc == SQLITE_ROW)
+  if(rc == SQLITE_ROW) {
     err = sq_row_to_session(s, q, false, out, why, whylen, eb);
+    if(!err && spec_text && sq_dup_col(q, 9, spec_text)) /* OBJ_COLS */
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  }
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
   sq_release(s, q);
@@ -71,9 +76,9 @@ static sc_err check_version(sq_store *s, const session *cur, const char *op,
  * is not its resourceVersion. */
 static sc_err load_current(sq_store *s, const char *op, const char *ns,
                            const char *name, const char *expected,
-                           session **cur, sc_errbuf *eb)
+                           session **cur, char **spec_text, sc_errbuf *eb)
 {
-  sc_err err = load(s, ns, name, cur, eb);
+  sc_err err = load_why(s, ns, name, cur, spec_text, NULL, 0, eb);
   if(!err && !*cur)
     err = not_found(s, op, ns, name, eb);
   if(!err && expected)
@@ -164,38 +169,66 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
   return sq_done(s, q, "compact history", eb);
 }
 
-/* The status column and the history text of o, from one JSON tree: the
- * status member serialized alone is what session_status_to_json() gives
- * (the same table, the same flags; test_store_sqlite checks it), so the
- * status is not encoded twice. */
+/* The status column and the history text of o after a status-only
+ * change, without encoding the spec again: the history text is spliced
+ * from the metadata (encoded alone), spec_text (the row's spec column,
+ * as read in this transaction: valid JSON, it decoded) and the status,
+ * in session_to_json()'s order; with the spec column as this program
+ * writes it, the bytes are session_to_json()'s (test_store_sqlite checks
+ * both). */
 #define SQ_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-static sc_err encode_status_whole(const session *o, sq_row_text *t)
+static sc_err encode_status_whole(const session *o, const char *spec_text,
+                                  sq_row_text *t)
 {
-  json_object *j = session_to_json_object(o), *st = NULL;
-  const char *txt;
+  session m;
+  json_object *j, *meta = NULL;
+  const char *mtxt = NULL;
+  dynbuf b;
+  sc_err err;
   memset(t, 0, sizeof(*t));
-  if(!j)
-    return SC_ERR_NOMEM;
-  if(json_object_object_get_ex(j, "status", &st))
-    txt = json_object_to_json_string_ext(st, SQ_JSON_FLAGS);
-  else
-    txt = "{}"; /* an empty status is left out of the whole object */
-  t->status = txt ? strdup(txt) : NULL;
-  txt = json_object_to_json_string_ext(j, SQ_JSON_FLAGS);
-  t->whole = txt ? strdup(txt) : NULL;
+  err = session_status_to_json(&o->status, &t->status);
+  if(err)
+    return err;
+  memset(&m, 0, sizeof(m));
+  m.meta = o->meta; /* borrowed: only read */
+  j = session_to_json_object(&m);
+  if(j && json_object_object_get_ex(j, "metadata", &meta))
+    mtxt = json_object_to_json_string_ext(meta, SQ_JSON_FLAGS);
+  dynbuf_init(&b, STORE_OBJECT_MAX * 2);
+  err = mtxt ? SC_OK : SC_ERR_NOMEM;
+  if(!err)
+    err = dynbuf_addstr(&b, "{\"apiVersion\":\"" SESSION_API_VERSION
+                            "\",\"kind\":\"" SESSION_KIND "\",\"metadata\":");
+  if(!err)
+    err = dynbuf_addstr(&b, mtxt);
+  if(!err)
+    err = dynbuf_addstr(&b, ",\"spec\":");
+  if(!err)
+    err = dynbuf_addstr(&b, spec_text);
+  /* an empty status is left out of the whole object */
+  if(!err && strcmp(t->status, "{}")) {
+    err = dynbuf_addstr(&b, ",\"status\":");
+    if(!err)
+      err = dynbuf_addstr(&b, t->status);
+  }
+  if(!err)
+    err = dynbuf_addstr(&b, "}");
+  if(!err && !(t->whole = dynbuf_take(&b)))
+    err = SC_ERR_NOMEM;
+  dynbuf_free(&b);
   json_object_put(j);
-  return t->status && t->whole ? SC_OK : SC_ERR_NOMEM;
+  return err;
 }
 
 /* Write *op as the new state of its key (inside a write transaction):
  * the next revision (rv: the group's, else the meta row's), the row,
  * the history event, compaction. Sets (*op)->meta.resource_version to
- * the new revision. status_only: only the status changed since the row
- * was read in this transaction, and only that column (and the revision)
- * is written. take: the watches may keep *op itself instead of a copy
+ * the new revision. status_only (the row's spec column as read in this
+ * transaction, or NULL): only the status changed since then, and only
+ * that column (and the revision) is written. take: the watches may keep *op itself instead of a copy
  * (*op NULL after; the caller frees what is left). */
 static sc_err save_ex(sq_store *s, session **op, store_event_type type,
-                      sq_revs *rv, bool status_only, bool take,
+                      sq_revs *rv, const char *status_only, bool take,
                       sc_errbuf *eb)
 {
   session *o = *op;
@@ -216,7 +249,8 @@ static sc_err save_ex(sq_store *s, session **op, store_event_type type,
   free(o->meta.resource_version);
   o->meta.resource_version = rvs;
 
-  if(status_only ? encode_status_whole(o, &t) : sq_row_encode(o, &t)) {
+  if(status_only ? encode_status_whole(o, status_only, &t)
+                  : sq_row_encode(o, &t)) {
     err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory encoding %s/%s",
                   s->label, o->meta.namespace_, o->meta.name);
     goto out;
@@ -286,7 +320,7 @@ out:
 static sc_err save(sq_store *s, session *o, store_event_type type,
                    sc_errbuf *eb)
 {
-  return save_ex(s, &o, type, NULL, false, false, eb);
+  return save_ex(s, &o, type, NULL, NULL, false, eb);
 }
 
 /* --- reads --- */
@@ -381,7 +415,7 @@ sc_err sq_get(store *base, const char *ns, const char *name,
   sc_err err;
   sq_group_flush(s);
   why[0] = '\0';
-  err = load_why(s, ns, name, out, why, sizeof(why), eb);
+  err = load_why(s, ns, name, out, NULL, why, sizeof(why), eb);
   if(err && why[0]) /* reported as any skipped row; the get fails */
     (void)store_skip_report(base, NULL, "get", ns, name, NULL, why, NULL);
   if(!err && !*out)
@@ -509,7 +543,7 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "update spec", eb);
   if(err)
     return err;
-  err = load_current(s, "update spec", ns, name, expected_version, &cur,
+  err = load_current(s, "update spec", ns, name, expected_version, &cur, NULL,
                      eb);
   if(!err && cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_NOT_FOUND,
@@ -536,16 +570,18 @@ static sc_err status_in_tx(sq_store *s, sq_revs *rv, const char *ns,
                            const session_status *status, session **cur,
                            bool take, char **new_version, sc_errbuf *eb)
 {
+  char *spec_text = NULL;
   sc_err err = load_current(s, "update status", ns, name, expected_version,
-                            cur, eb);
+                            cur, &spec_text, eb);
   if(!err && !session_status_equal(&(*cur)->status, status)) {
     session_status_clear(&(*cur)->status);
     if(session_status_copy(&(*cur)->status, status))
       err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
     else
-      err = save_ex(s, cur, STORE_EVENT_MODIFIED, rv, true, take && rv,
-                    eb);
+      err = save_ex(s, cur, STORE_EVENT_MODIFIED, rv, spec_text,
+                    take && rv, eb);
   }
+  free(spec_text);
   if(!err && new_version) {
     /* (*cur may have gone to the watches: the version is the one saved) */
     char rev[STORE_REV_LEN];
@@ -612,7 +648,7 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "delete", eb);
   if(err)
     return err;
-  err = load_current(s, "delete", ns, name, NULL, &cur, eb);
+  err = load_current(s, "delete", ns, name, NULL, &cur, NULL, eb);
   if(!err && !cur->meta.deletion_timestamp) {
     cur->meta.deletion_timestamp = sctime_wall_ms();
     err = save(s, cur, STORE_EVENT_DELETED, eb);
@@ -632,7 +668,7 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "purge", eb);
   if(err)
     return err;
-  err = load_current(s, "purge", ns, name, expected_version, &cur, eb);
+  err = load_current(s, "purge", ns, name, expected_version, &cur, NULL, eb);
   if(!err && !cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_INVALID,
                   "%s: purge %s/%s: the session is not deleted", s->label,
@@ -681,7 +717,7 @@ sc_err sq_set_annotation(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "set annotation", eb);
   if(err)
     return err;
-  err = load_current(s, "set annotation", ns, name, expected_version, &cur,
+  err = load_current(s, "set annotation", ns, name, expected_version, &cur, NULL,
                      eb);
   if(!err && cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_NOT_FOUND,

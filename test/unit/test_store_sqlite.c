@@ -876,6 +876,24 @@ static void column_of(const char *path, const char *col, const char *name,
   sqlite3_close(db);
 }
 
+/* the history text of revision rev as stored ("" when none) */
+static void history_raw(const char *path, long long rev, char *out,
+                        size_t len)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  out[0] = '\0';
+  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+     sqlite3_prepare_v2(db, "SELECT object FROM history WHERE revision = ?1",
+                        -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, rev);
+    if(sqlite3_step(q) == SQLITE_ROW)
+      snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 /* A group writes the meta row once (not once a write) and a status write
  * only the status column (the spec and the labels stay the bytes they
  * were); the revisions stay contiguous around a write that lost its
@@ -964,6 +982,33 @@ TEST(group_commit_meta_once_status_column_only)
     CHECK_STR(sn.json[i], want);
   }
   CHECK_INT(sn.revs[2], rev);
+  /* the spliced history text: the bytes session_to_json() gives */
+  {
+    session *d = NULL;
+    char *dj = NULL;
+    CHECK_OK(store_get(st, "ns", "d", &d, &eb));
+    CHECK_OK(session_to_json(d, &dj));
+    history_raw(t.path, rev, col, sizeof(col));
+    CHECK_STR(col, dj);
+    free(dj);
+    session_free(d);
+    /* an empty status (a synchronous write): "{}", left out of the whole */
+    memset(&ss, 0, sizeof(ss));
+    CHECK_OK(store_update_status(st, "ns", "d", a[3].new_version, &ss, &dj,
+                                 &eb));
+    column_of(t.path, "status", "d", col, sizeof(col));
+    CHECK_STR(col, "{}");
+    CHECK_OK(store_get(st, "ns", "d", &d, &eb));
+    CHECK_STR(d->meta.resource_version, dj);
+    free(dj);
+    CHECK_OK(session_to_json(d, &dj));
+    CHECK(!strstr(dj, "\"status\""));
+    history_raw(t.path, strtoll(d->meta.resource_version, NULL, 10), col,
+                sizeof(col));
+    CHECK_STR(col, dj);
+    free(dj);
+    session_free(d);
+  }
   CHECK_OK(sq_pragma_int(sq(st), "PRAGMA temp_store", &temp_store, &eb));
   CHECK_INT(temp_store, 2); /* MEMORY */
   store_watch_stop(w);
