@@ -8,7 +8,6 @@
  */
 #include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
-#include "lib/dynbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,11 +179,16 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
 static sc_err encode_status_whole(const session *o, const char *spec_text,
                                   sq_row_text *t)
 {
+  static const char head[] = "{\"apiVersion\":\"" SESSION_API_VERSION
+                             "\",\"kind\":\"" SESSION_KIND
+                             "\",\"metadata\":";
+  static const char spec_key[] = ",\"spec\":", status_key[] = ",\"status\":";
   session m;
   json_object *j, *meta = NULL;
   const char *mtxt = NULL;
-  dynbuf b;
+  size_t lm, ls, lt, n;
   sc_err err;
+  char *p;
   memset(t, 0, sizeof(*t));
   err = session_status_to_json(&o->status, &t->status);
   if(err)
@@ -194,30 +198,37 @@ static sc_err encode_status_whole(const session *o, const char *spec_text,
   j = session_to_json_object(&m);
   if(j && json_object_object_get_ex(j, "metadata", &meta))
     mtxt = json_object_to_json_string_ext(meta, SQ_JSON_FLAGS);
-  dynbuf_init(&b, STORE_OBJECT_MAX * 2);
-  err = mtxt ? SC_OK : SC_ERR_NOMEM;
-  if(!err)
-    err = dynbuf_addstr(&b, "{\"apiVersion\":\"" SESSION_API_VERSION
-                            "\",\"kind\":\"" SESSION_KIND "\",\"metadata\":");
-  if(!err)
-    err = dynbuf_addstr(&b, mtxt);
-  if(!err)
-    err = dynbuf_addstr(&b, ",\"spec\":");
-  if(!err)
-    err = dynbuf_addstr(&b, spec_text);
-  /* an empty status is left out of the whole object */
-  if(!err && strcmp(t->status, "{}")) {
-    err = dynbuf_addstr(&b, ",\"status\":");
-    if(!err)
-      err = dynbuf_addstr(&b, t->status);
+  if(!mtxt) {
+    json_object_put(j);
+    return SC_ERR_NOMEM;
   }
-  if(!err)
-    err = dynbuf_addstr(&b, "}");
-  if(!err && !(t->whole = dynbuf_take(&b)))
-    err = SC_ERR_NOMEM;
-  dynbuf_free(&b);
+  lm = strlen(mtxt);
+  ls = strlen(spec_text);
+  /* an empty status is left out of the whole object */
+  lt = strcmp(t->status, "{}") ? strlen(t->status) : 0;
+  n = sizeof(head) - 1 + lm + sizeof(spec_key) - 1 + ls +
+      (lt ? sizeof(status_key) - 1 + lt : 0) + 1;
+  p = t->whole = malloc(n + 1);
+  if(p) {
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    memcpy(p, mtxt, lm);
+    p += lm;
+    memcpy(p, spec_key, sizeof(spec_key) - 1);
+    p += sizeof(spec_key) - 1;
+    memcpy(p, spec_text, ls);
+    p += ls;
+    if(lt) {
+      memcpy(p, status_key, sizeof(status_key) - 1);
+      p += sizeof(status_key) - 1;
+      memcpy(p, t->status, lt);
+      p += lt;
+    }
+    *p++ = '}';
+    *p = '\0';
+  }
   json_object_put(j);
-  return err;
+  return t->whole ? SC_OK : SC_ERR_NOMEM;
 }
 
 /* Write *op as the new state of its key (inside a write transaction):

@@ -3,9 +3,12 @@
  * their group commit (docs/store.md, "Group commit").
  *
  * store_update_status_async() queues the write (its arguments copied)
- * and schedules one event on the store's loop. When it fires, every
- * write queued by then goes into one BEGIN IMMEDIATE transaction (at
- * most SQ_GROUP_MAX a transaction), each under a SAVEPOINT of its own:
+ * and schedules one event on the store's loop. When it fires, the writes
+ * queued by then go into one BEGIN IMMEDIATE transaction (at most
+ * SQ_GROUP_MAX; a longer queue goes on in the next turn of the loop, one
+ * transaction a turn, so that the watch, Cube's answers and what the
+ * first answers start are not held up behind thousands of writes), each
+ * under a SAVEPOINT of its own:
  * its compare-and-set is checked against its own expected version, and a
  * write that fails (CONFLICT, NOT_FOUND, out of memory) is rolled back
  * to its savepoint alone, leaving the others in. Then one COMMIT, and
@@ -134,20 +137,37 @@ void sq_group_flush(sq_store *s)
   }
 }
 
-/* the loop's turn: write the queue, then answer each write */
+/* the loop's turn: write one transaction of the queue (a longer queue
+ * goes on in the next turn), then answer every write written so far */
 static void on_group(evutil_socket_t fd, short what, void *arg)
 {
   sq_store *s = arg;
+  struct timeval now = {0, 0};
   sq_qwrite *q;
   size_t n, i;
   (void)fd;
   (void)what;
-  sq_group_flush(s);
-  /* taken whole: a callback may queue new writes (the next turn's) */
-  q = s->q;
-  n = s->n_q;
-  s->q = NULL;
-  s->n_q = s->n_written = s->cap_q = 0;
+  if(s->n_written < s->n_q) {
+    size_t to = s->n_q - s->n_written > SQ_GROUP_MAX
+                  ? s->n_written + SQ_GROUP_MAX
+                  : s->n_q;
+    write_group(s, s->n_written, to);
+    s->n_written = to;
+  }
+  /* the written ones taken out: a callback may queue new writes */
+  n = s->n_written;
+  q = n ? malloc(n * sizeof(*q)) : NULL;
+  if(n && !q) {
+    evtimer_add(s->qev, &now); /* out of memory: answered next turn */
+    return;
+  }
+  if(n)
+    memcpy(q, s->q, n * sizeof(*q));
+  memmove(s->q, s->q + n, (s->n_q - n) * sizeof(*s->q));
+  s->n_q -= n;
+  s->n_written = 0;
+  if(s->n_q)
+    evtimer_add(s->qev, &now); /* the rest: the next turn */
   s->n_answering = n;
   for(i = 0; i < n; i++) {
     store_reply rep;

@@ -836,6 +836,62 @@ TEST(watch_hands_out_own_writes_undecoded)
   tmp_clean(&t);
 }
 
+/* A queue longer than one transaction (512) is written one transaction
+ * a turn of the loop: the first 512 are answered before the rest is
+ * written (the watch and Cube's answers are not held up behind them). */
+#define LONGQ 600
+TEST(group_commit_one_transaction_a_turn)
+{
+  struct event_base *b = event_base_new();
+  session *objs[LONGQ];
+  store_list_result r;
+  session_status ss;
+  static answer a[LONGQ];
+  sc_errbuf eb;
+  uint64_t groups;
+  tmp t;
+  store *st;
+  int i;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  for(i = 0; i < LONGQ; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "s%03d", i);
+    objs[i] = mk("ns", name);
+  }
+  CHECK_OK(store_apply(st, objs, LONGQ, NULL, &eb));
+  for(i = 0; i < LONGQ; i++)
+    session_free(objs[i]);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT((long long)r.n, LONGQ);
+  memset(a, 0, sizeof(a));
+  groups = sq(st)->group_commits;
+  for(i = 0; i < LONGQ; i++) {
+    status_running(&ss, "sb");
+    CHECK_OK(store_update_status_async(st, "ns", r.items[i]->meta.name,
+                                       r.items[i]->meta.resource_version, &ss,
+                                       on_answer, &a[i], &eb));
+    session_status_clear(&ss);
+  }
+  store_list_result_free(&r);
+  event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  CHECK_INT((long long)(sq(st)->group_commits - groups), 1);
+  CHECK_INT(answered(a, LONGQ), 512);
+  CHECK_INT((int)store_async_inflight(st), LONGQ - 512);
+  run_until(b, a, LONGQ);
+  CHECK_INT(answered(a, LONGQ), LONGQ);
+  CHECK_INT((long long)(sq(st)->group_commits - groups), 2);
+  for(i = 0; i < LONGQ; i++) {
+    CHECK_INT(a[i].err, SC_OK);
+    free(a[i].new_version);
+  }
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
 /* --- the group's writes: what they run --- */
 
 typedef struct stmt_count {
@@ -1117,6 +1173,7 @@ TEST_LIST = {
   T(group_commit_close_writes_the_queue),
   T(watch_hands_out_own_writes_undecoded),
   T(group_commit_meta_once_status_column_only),
+  T(group_commit_one_transaction_a_turn),
   T(apply_duplicate_found_among_20000),
   T(manifest_duplicate_found_among_20000_files),
   {0},
