@@ -573,22 +573,30 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
 }
 
 /* The compare-and-set of a status inside the caller's write transaction
- * (rv: a group's, or NULL); *cur (freed by the caller) is the object as
+ * (rv: a group's, or NULL); move (or NULL): the status, taken over when
+ * it is written (left empty) instead of status copied; *cur (freed by the caller) is the object as
  * it stands after it, or NULL once the watches took it (*new_version
  * has its version then). */
 static sc_err status_in_tx(sq_store *s, sq_revs *rv, const char *ns,
                            const char *name, const char *expected_version,
-                           const session_status *status, session **cur,
-                           bool take, char **new_version, sc_errbuf *eb)
+                           const session_status *status,
+                           session_status *move, session **cur, bool take,
+                           char **new_version, sc_errbuf *eb)
 {
   char *spec_text = NULL;
   sc_err err = load_current(s, "update status", ns, name, expected_version,
                             cur, &spec_text, eb);
+  if(move)
+    status = move;
   if(!err && !session_status_equal(&(*cur)->status, status)) {
     session_status_clear(&(*cur)->status);
-    if(session_status_copy(&(*cur)->status, status))
+    if(move) { /* the queue's copy, taken over */
+      (*cur)->status = *move;
+      memset(move, 0, sizeof(*move));
+    }
+    else if(session_status_copy(&(*cur)->status, status))
       err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
-    else
+    if(!err)
       err = save_ex(s, cur, STORE_EVENT_MODIFIED, rv, spec_text,
                     take && rv, eb);
   }
@@ -615,18 +623,18 @@ sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
 {
   session *cur = NULL;
   sc_err err = status_in_tx(s, NULL, ns, name, expected_version, status,
-                            &cur, false, new_version, eb);
+                            NULL, &cur, false, new_version, eb);
   session_free(cur);
   return err;
 }
 
 sc_err sq_status_write_group(sq_store *s, sq_revs *rv, const char *ns,
                              const char *name, const char *expected_version,
-                             const session_status *status,
-                             char **new_version, sc_errbuf *eb)
+                             session_status *status, char **new_version,
+                             sc_errbuf *eb)
 {
   session *cur = NULL;
-  sc_err err = status_in_tx(s, rv, ns, name, expected_version, status,
+  sc_err err = status_in_tx(s, rv, ns, name, expected_version, NULL, status,
                             &cur, true, new_version, eb);
   session_free(cur);
   return err;
@@ -644,8 +652,8 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "update status", eb);
   if(err)
     return err;
-  err = status_in_tx(s, NULL, ns, name, expected_version, status, &cur,
-                     false, NULL, eb);
+  err = status_in_tx(s, NULL, ns, name, expected_version, status, NULL,
+                     &cur, false, NULL, eb);
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 

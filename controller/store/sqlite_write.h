@@ -30,11 +30,13 @@ sc_err sq_revs_write(sq_store *s, const sq_revs *rv, sc_errbuf *eb);
 
 /* One status compare-and-set of a group (inside its transaction): the
  * row's status column and its history entry are written, the other
- * columns stay as they are. *new_version (the caller's) on SC_OK. */
+ * columns stay as they are. *status (the queue's copy) is taken over
+ * when it is written (left empty). *new_version (the caller's) on
+ * SC_OK. */
 sc_err sq_status_write_group(sq_store *s, sq_revs *rv, const char *ns,
                              const char *name, const char *expected_version,
-                             const session_status *status,
-                             char **new_version, sc_errbuf *eb);
+                             session_status *status, char **new_version,
+                             sc_errbuf *eb);
 
 /* sq_own_note() without the copy: the object written as revision, taken
  * (*o NULL after) when a watch will be given it; else left to the
