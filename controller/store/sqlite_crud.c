@@ -6,28 +6,29 @@
  * through save(): bump the revision, write the object row, append the
  * history row, compact the history. See sqlite_int.h and docs/store.md.
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Read ns/name; *out NULL (and SC_OK) when there is no row. */
+/* Read ns/name; *out NULL (and SC_OK) when there is no row. spec_text
+ * (may be NULL): the row's spec column too (the caller frees it). */
 static sc_err load_why(sq_store *s, const char *ns, const char *name,
-                       session **out, char *why, size_t whylen,
-                       sc_errbuf *eb);
+                       session **out, char **spec_text, char *why,
+                       size_t whylen, sc_errbuf *eb);
 
 static sc_err load(sq_store *s, const char *ns, const char *name,
                    session **out, sc_errbuf *eb)
 {
-  return load_why(s, ns, name, out, NULL, 0, eb);
+  return load_why(s, ns, name, out, NULL, NULL, 0, eb);
 }
 
 /* the same; a row that does not decode says why (no prefix) */
 static sc_err load_why(sq_store *s, const char *ns, const char *name,
-                       session **out, char *why, size_t whylen,
-                       sc_errbuf *eb)
+                       session **out, char **spec_text, char *why,
+                       size_t whylen, sc_errbuf *eb)
 {
   sqlite3_stmt *q;
   sc_err err;
@@ -40,8 +41,11 @@ static sc_err load_why(sq_store *s, const char *ns, const char *name,
   sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
   sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(q);
-  if(rc == SQLITE_ROW)
+  if(rc == SQLITE_ROW) {
     err = sq_row_to_session(s, q, false, false, out, why, whylen, eb);
+    if(!err && spec_text && sq_dup_col(q, 9, spec_text)) /* OBJ_COLS */
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+  }
   else if(rc != SQLITE_DONE)
     err = sq_fail(s, rc, "read", eb);
   sq_release(s, q);
@@ -71,9 +75,9 @@ static sc_err check_version(sq_store *s, const session *cur, const char *op,
  * is not its resourceVersion. */
 static sc_err load_current(sq_store *s, const char *op, const char *ns,
                            const char *name, const char *expected,
-                           session **cur, sc_errbuf *eb)
+                           session **cur, char **spec_text, sc_errbuf *eb)
 {
-  sc_err err = load(s, ns, name, cur, eb);
+  sc_err err = load_why(s, ns, name, cur, spec_text, NULL, 0, eb);
   if(!err && !*cur)
     err = not_found(s, op, ns, name, eb);
   if(!err && expected)
@@ -81,10 +85,62 @@ static sc_err load_current(sq_store *s, const char *op, const char *ns,
   return err;
 }
 
+/* --- the meta row of a group's transaction (sqlite_write.h) --- */
+
+sc_err sq_revs_read(sq_store *s, sq_revs *rv, sc_errbuf *eb)
+{
+  sc_err err = sq_read_revision(s, &rv->revision, &rv->compacted, eb);
+  rv->revision0 = rv->revision;
+  rv->compacted0 = rv->compacted;
+  return err;
+}
+
+sc_err sq_revs_write(sq_store *s, const sq_revs *rv, sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err;
+  if(rv->revision == rv->revision0 && rv->compacted == rv->compacted0)
+    return SC_OK;
+  err = sq_prep(s, "UPDATE meta SET revision = ?1, compacted = ?2", &q,
+                "bump revision", eb);
+  if(err)
+    return err;
+  sqlite3_bind_int64(q, 1, rv->revision);
+  sqlite3_bind_int64(q, 2, rv->compacted);
+  return sq_done(s, q, "bump revision", eb);
+}
+
+/* The next revision: from the group's meta row when rv, else bumped in
+ * the meta row itself. */
+static sc_err next_revision(sq_store *s, sq_revs *rv, int64_t *revision,
+                            int64_t *compacted, sc_errbuf *eb)
+{
+  sqlite3_stmt *q = NULL;
+  sc_err err;
+  if(rv) {
+    *revision = ++rv->revision;
+    *compacted = rv->compacted;
+    return SC_OK;
+  }
+  err = sq_prep(s, "UPDATE meta SET revision = revision + 1"
+                   " RETURNING revision, compacted", &q, "bump revision",
+                eb);
+  if(err)
+    return err;
+  err = sq_step_meta(s, q, "bump revision", eb);
+  if(!err) {
+    *revision = sqlite3_column_int64(q, 0);
+    *compacted = sqlite3_column_int64(q, 1);
+  }
+  sq_release(s, q);
+  return err;
+}
+
 /* Compaction: history keeps at least keep revisions; once it holds more
- * than keep+slack, the oldest go and meta.compacted moves up. */
+ * than keep+slack, the oldest go and the compaction mark moves up (in
+ * the meta row, or in rv for the group to write). */
 static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
-                            sc_errbuf *eb)
+                            sq_revs *rv, sc_errbuf *eb)
 {
   sqlite3_stmt *q;
   int64_t to;
@@ -100,6 +156,10 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
   err = sq_done(s, q, "compact history", eb);
   if(err)
     return err;
+  if(rv) {
+    rv->compacted = to;
+    return SC_OK;
+  }
   err = sq_prep(s, "UPDATE meta SET compacted = ?1", &q, "compact history",
                 eb);
   if(err)
@@ -108,63 +168,139 @@ static sc_err maybe_compact(sq_store *s, int64_t rev, int64_t compacted,
   return sq_done(s, q, "compact history", eb);
 }
 
-/* Write o as the new state of its key (inside a write transaction): bump
- * the revision, store the row, append the history event. Sets
- * o->meta.resource_version to the new revision. */
-static sc_err save(sq_store *s, session *o, store_event_type type,
-                   sc_errbuf *eb)
+/* The status column and the history text of o after a status-only
+ * change, without encoding the spec again: the history text is spliced
+ * from the metadata (encoded alone), spec_text (the row's spec column,
+ * as read in this transaction: valid JSON, it decoded) and the status,
+ * in session_to_json()'s order; with the spec column as this program
+ * writes it, the bytes are session_to_json()'s (test_store_sqlite checks
+ * both). */
+#define SQ_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+static sc_err encode_status_whole(const session *o, const char *spec_text,
+                                  sq_row_text *t)
 {
+  static const char head[] = "{\"apiVersion\":\"" SESSION_API_VERSION
+                             "\",\"kind\":\"" SESSION_KIND
+                             "\",\"metadata\":";
+  static const char spec_key[] = ",\"spec\":", status_key[] = ",\"status\":";
+  session m;
+  json_object *j, *meta = NULL;
+  const char *mtxt = NULL;
+  size_t lm, ls, lt, n;
+  sc_err err;
+  char *p;
+  memset(t, 0, sizeof(*t));
+  err = session_status_to_json(&o->status, &t->status);
+  if(err)
+    return err;
+  memset(&m, 0, sizeof(m));
+  m.meta = o->meta; /* borrowed: only read */
+  j = session_to_json_object(&m);
+  if(j && json_object_object_get_ex(j, "metadata", &meta))
+    mtxt = json_object_to_json_string_ext(meta, SQ_JSON_FLAGS);
+  if(!mtxt) {
+    json_object_put(j);
+    return SC_ERR_NOMEM;
+  }
+  lm = strlen(mtxt);
+  ls = strlen(spec_text);
+  /* an empty status is left out of the whole object */
+  lt = strcmp(t->status, "{}") ? strlen(t->status) : 0;
+  n = sizeof(head) - 1 + lm + sizeof(spec_key) - 1 + ls +
+      (lt ? sizeof(status_key) - 1 + lt : 0) + 1;
+  p = t->whole = malloc(n + 1);
+  if(p) {
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    memcpy(p, mtxt, lm);
+    p += lm;
+    memcpy(p, spec_key, sizeof(spec_key) - 1);
+    p += sizeof(spec_key) - 1;
+    memcpy(p, spec_text, ls);
+    p += ls;
+    if(lt) {
+      memcpy(p, status_key, sizeof(status_key) - 1);
+      p += sizeof(status_key) - 1;
+      memcpy(p, t->status, lt);
+      p += lt;
+    }
+    *p++ = '}';
+    *p = '\0';
+  }
+  json_object_put(j);
+  return t->whole ? SC_OK : SC_ERR_NOMEM;
+}
+
+/* Write *op as the new state of its key (inside a write transaction):
+ * the next revision (rv: the group's, else the meta row's), the row,
+ * the history event, compaction. Sets (*op)->meta.resource_version to
+ * the new revision. status_only (the row's spec column as read in this
+ * transaction, or NULL): only the status changed since then, and only
+ * that column (and the revision) is written. take: the watches may keep *op itself instead of a copy
+ * (*op NULL after; the caller frees what is left). */
+static sc_err save_ex(sq_store *s, session **op, store_event_type type,
+                      sq_revs *rv, const char *status_only, bool take,
+                      sc_errbuf *eb)
+{
+  session *o = *op;
   sqlite3_stmt *q = NULL;
   sq_row_text t;
-  char rev[STORE_REV_LEN], *rv;
+  char rev[STORE_REV_LEN], *rvs;
   int64_t revision, compacted;
   sc_err err;
 
-  err = sq_prep(s, "UPDATE meta SET revision = revision + 1"
-                   " RETURNING revision, compacted", &q, "bump revision",
-                eb);
+  memset(&t, 0, sizeof(t));
+  err = next_revision(s, rv, &revision, &compacted, eb);
   if(err)
     return err;
-  err = sq_step_meta(s, q, "bump revision", eb);
-  if(err) {
-    sq_release(s, q);
-    return err;
-  }
-  revision = sqlite3_column_int64(q, 0);
-  compacted = sqlite3_column_int64(q, 1);
-  sq_release(s, q);
-  q = NULL;
-
   store_rev_format(revision, rev);
-  rv = strdup(rev);
-  if(!rv)
+  rvs = strdup(rev);
+  if(!rvs)
     return SC_ERR_NOMEM;
   free(o->meta.resource_version);
-  o->meta.resource_version = rv;
+  o->meta.resource_version = rvs;
 
-  if(sq_row_encode(o, &t)) {
+  if(status_only ? encode_status_whole(o, status_only, &t)
+                  : sq_row_encode(o, &t)) {
     err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory encoding %s/%s",
                   s->label, o->meta.namespace_, o->meta.name);
     goto out;
   }
 
-  err = sq_prep(s, "INSERT OR REPLACE INTO objects(" OBJ_COLS ")"
-                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                &q, "write object", eb);
-  if(err)
-    goto out;
-  sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 3, o->meta.uid, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(q, 4, o->meta.generation);
-  sqlite3_bind_int64(q, 5, revision);
-  sqlite3_bind_int64(q, 6, o->meta.creation_timestamp);
-  sqlite3_bind_int64(q, 7, o->meta.deletion_timestamp);
-  sqlite3_bind_text(q, 8, t.labels, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 9, t.annotations, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 10, t.spec, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 11, t.status, -1, SQLITE_STATIC);
+  if(status_only) {
+    err = sq_prep(s, "UPDATE objects SET revision = ?3, status = ?4"
+                     " WHERE namespace = ?1 AND name = ?2", &q,
+                  "write object", eb);
+    if(err)
+      goto out;
+    sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, revision);
+    sqlite3_bind_text(q, 4, t.status, -1, SQLITE_STATIC);
+  }
+  else {
+    err = sq_prep(s, "INSERT OR REPLACE INTO objects(" OBJ_COLS ")"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                  &q, "write object", eb);
+    if(err)
+      goto out;
+    sqlite3_bind_text(q, 1, o->meta.namespace_, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, o->meta.name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, o->meta.uid, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, o->meta.generation);
+    sqlite3_bind_int64(q, 5, revision);
+    sqlite3_bind_int64(q, 6, o->meta.creation_timestamp);
+    sqlite3_bind_int64(q, 7, o->meta.deletion_timestamp);
+    sqlite3_bind_text(q, 8, t.labels, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 9, t.annotations, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 10, t.spec, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 11, t.status, -1, SQLITE_STATIC);
+  }
   err = sq_done(s, q, "write object", eb);
+  if(!err && status_only && sqlite3_changes(s->db) != 1)
+    /* the row was read in this very transaction */
+    err = sc_errf(eb, SC_ERR_INTERNAL, "%s: write object %s/%s: the row "
+                  "is gone", s->label, o->meta.namespace_, o->meta.name);
   if(err)
     goto out;
 
@@ -180,12 +316,22 @@ static sc_err save(sq_store *s, session *o, store_event_type type,
   sqlite3_bind_text(q, 5, t.whole, -1, SQLITE_STATIC);
   err = sq_done(s, q, "append history", eb);
   if(!err)
-    err = maybe_compact(s, revision, compacted, eb);
-  if(!err)
+    err = maybe_compact(s, revision, compacted, rv, eb);
+  if(!err && take)
+    sq_own_note_take(s, revision, &t.whole, op);
+  else if(!err)
     sq_own_note(s, revision, &t.whole, o);
 out:
   sq_row_text_free(&t);
   return err;
+}
+
+/* Write o as the new state of its key (inside a write transaction of
+ * its own): the whole row, the meta row bumped. */
+static sc_err save(sq_store *s, session *o, store_event_type type,
+                   sc_errbuf *eb)
+{
+  return save_ex(s, &o, type, NULL, NULL, false, eb);
 }
 
 /* --- reads --- */
@@ -281,7 +427,7 @@ sc_err sq_get(store *base, const char *ns, const char *name,
   sc_err err;
   sq_group_flush(s);
   why[0] = '\0';
-  err = load_why(s, ns, name, out, why, sizeof(why), eb);
+  err = load_why(s, ns, name, out, NULL, why, sizeof(why), eb);
   if(err && why[0]) /* reported as any skipped row; the get fails */
     (void)store_skip_report(base, NULL, "get", ns, name, NULL, why, NULL);
   if(!err && !*out)
@@ -409,7 +555,7 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "update spec", eb);
   if(err)
     return err;
-  err = load_current(s, "update spec", ns, name, expected_version, &cur,
+  err = load_current(s, "update spec", ns, name, expected_version, &cur, NULL,
                      eb);
   if(!err && cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_NOT_FOUND,
@@ -427,21 +573,46 @@ sc_err sq_update_spec(store *base, const char *ns, const char *name,
   return update_end(s, err, "update spec", cur, new_version, eb);
 }
 
-/* The compare-and-set of a status inside the caller's write transaction;
- * *cur (freed by the caller) is the object as it stands after it. */
-static sc_err status_in_tx(sq_store *s, const char *ns, const char *name,
-                           const char *expected_version,
-                           const session_status *status, session **cur,
-                           sc_errbuf *eb)
+/* The compare-and-set of a status inside the caller's write transaction
+ * (rv: a group's, or NULL); move (or NULL): the status, taken over when
+ * it is written (left empty) instead of status copied; *cur (freed by the caller) is the object as
+ * it stands after it, or NULL once the watches took it (*new_version
+ * has its version then). */
+static sc_err status_in_tx(sq_store *s, sq_revs *rv, const char *ns,
+                           const char *name, const char *expected_version,
+                           const session_status *status,
+                           session_status *move, session **cur, bool take,
+                           char **new_version, sc_errbuf *eb)
 {
+  char *spec_text = NULL;
   sc_err err = load_current(s, "update status", ns, name, expected_version,
-                            cur, eb);
+                            cur, &spec_text, eb);
+  if(move)
+    status = move;
   if(!err && !session_status_equal(&(*cur)->status, status)) {
     session_status_clear(&(*cur)->status);
-    if(session_status_copy(&(*cur)->status, status))
+    if(move) { /* the queue's copy, taken over */
+      (*cur)->status = *move;
+      memset(move, 0, sizeof(*move));
+    }
+    else if(session_status_copy(&(*cur)->status, status))
       err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
+    if(!err)
+      err = save_ex(s, cur, STORE_EVENT_MODIFIED, rv, spec_text,
+                    take && rv, eb);
+  }
+  free(spec_text);
+  if(!err && new_version) {
+    /* (*cur may have gone to the watches: the version is the one saved) */
+    char rev[STORE_REV_LEN];
+    if(!*cur) {
+      store_rev_format(rv->revision, rev);
+      *new_version = strdup(rev);
+    }
     else
-      err = save(s, *cur, STORE_EVENT_MODIFIED, eb);
+      *new_version = strdup((*cur)->meta.resource_version);
+    if(!*new_version)
+      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
   }
   return err;
 }
@@ -452,13 +623,20 @@ sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
                           sc_errbuf *eb)
 {
   session *cur = NULL;
-  sc_err err = status_in_tx(s, ns, name, expected_version, status, &cur,
-                            eb);
-  if(!err) {
-    *new_version = strdup(cur->meta.resource_version);
-    if(!*new_version)
-      err = sc_errf(eb, SC_ERR_NOMEM, "%s: out of memory", s->label);
-  }
+  sc_err err = status_in_tx(s, NULL, ns, name, expected_version, status,
+                            NULL, &cur, false, new_version, eb);
+  session_free(cur);
+  return err;
+}
+
+sc_err sq_status_write_group(sq_store *s, sq_revs *rv, const char *ns,
+                             const char *name, const char *expected_version,
+                             session_status *status, char **new_version,
+                             sc_errbuf *eb)
+{
+  session *cur = NULL;
+  sc_err err = status_in_tx(s, rv, ns, name, expected_version, NULL, status,
+                            &cur, true, new_version, eb);
   session_free(cur);
   return err;
 }
@@ -475,7 +653,8 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "update status", eb);
   if(err)
     return err;
-  err = status_in_tx(s, ns, name, expected_version, status, &cur, eb);
+  err = status_in_tx(s, NULL, ns, name, expected_version, status, NULL,
+                     &cur, false, NULL, eb);
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 
@@ -489,7 +668,7 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "delete", eb);
   if(err)
     return err;
-  err = load_current(s, "delete", ns, name, NULL, &cur, eb);
+  err = load_current(s, "delete", ns, name, NULL, &cur, NULL, eb);
   if(!err && !cur->meta.deletion_timestamp) {
     cur->meta.deletion_timestamp = sctime_wall_ms();
     err = save(s, cur, STORE_EVENT_DELETED, eb);
@@ -509,7 +688,7 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "purge", eb);
   if(err)
     return err;
-  err = load_current(s, "purge", ns, name, expected_version, &cur, eb);
+  err = load_current(s, "purge", ns, name, expected_version, &cur, NULL, eb);
   if(!err && !cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_INVALID,
                   "%s: purge %s/%s: the session is not deleted", s->label,
@@ -558,7 +737,7 @@ sc_err sq_set_annotation(store *base, const char *ns, const char *name,
   err = sq_tx_begin(s, "set annotation", eb);
   if(err)
     return err;
-  err = load_current(s, "set annotation", ns, name, expected_version, &cur,
+  err = load_current(s, "set annotation", ns, name, expected_version, &cur, NULL,
                      eb);
   if(!err && cur->meta.deletion_timestamp)
     err = sc_errf(eb, SC_ERR_NOT_FOUND,

@@ -3,9 +3,12 @@
  * their group commit (docs/store.md, "Group commit").
  *
  * store_update_status_async() queues the write (its arguments copied)
- * and schedules one event on the store's loop. When it fires, every
- * write queued by then goes into one BEGIN IMMEDIATE transaction (at
- * most SQ_GROUP_MAX a transaction), each under a SAVEPOINT of its own:
+ * and schedules one event on the store's loop. When it fires, the writes
+ * queued by then go into one BEGIN IMMEDIATE transaction (at most
+ * SQ_GROUP_MAX; a longer queue goes on in the next turn of the loop, one
+ * transaction a turn, so that the watch, Cube's answers and what the
+ * first answers start are not held up behind thousands of writes), each
+ * under a SAVEPOINT of its own:
  * its compare-and-set is checked against its own expected version, and a
  * write that fails (CONFLICT, NOT_FOUND, out of memory) is rolled back
  * to its savepoint alone, leaving the others in. Then one COMMIT, and
@@ -24,7 +27,7 @@
  * answers still come from the loop. Closing the store writes what is
  * queued and drops the answers (store.h: abandoned).
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,27 +66,35 @@ static void set_result(sq_qwrite *w, sc_err err, const char *msg)
   }
 }
 
-/* One transaction for the writes [from, to) of the queue. */
+/* One transaction for the writes [from, to) of the queue. The meta row
+ * is read once after BEGIN and written once before COMMIT (sq_revs): a
+ * write rolled back to its savepoint gives its revision back. */
 static void write_group(sq_store *s, size_t from, size_t to)
 {
   sc_errbuf eb;
   sc_err err;
+  sq_revs rv;
   size_t i, k;
   eb.msg[0] = '\0';
+  memset(&rv, 0, sizeof(rv));
   err = sq_tx_begin(s, "update status", &eb);
+  if(!err)
+    err = sq_revs_read(s, &rv, &eb);
   for(i = from; i < to && !err; i++) {
     sq_qwrite *w = &s->q[i];
+    sq_revs before = rv;
     sc_errbuf web;
     sc_err werr;
     web.msg[0] = '\0';
     werr = sq_run(s, "SAVEPOINT sq_write", "update status", &web);
     if(!werr) {
-      werr = sq_status_write_tx(s, w->ns, w->name, w->expected, &w->status,
-                                &w->new_version, &web);
+      werr = sq_status_write_group(s, &rv, w->ns, w->name, w->expected,
+                                   &w->status, &w->new_version, &web);
       if(werr && !sqlite3_get_autocommit(s->db)) {
         sc_errbuf ignored;
         (void)sq_run(s, "ROLLBACK TO sq_write", "update status", &ignored);
         sq_cache_clear(s); /* what it read may have been its own write */
+        rv = before;
       }
       if(!sqlite3_get_autocommit(s->db)) {
         sc_errbuf ignored;
@@ -101,6 +112,8 @@ static void write_group(sq_store *s, size_t from, size_t to)
       break;
     }
   }
+  if(!err)
+    err = sq_revs_write(s, &rv, &eb);
   if(!err) {
     err = sq_tx_end(s, SC_OK, "update status", &eb);
     if(!err)
@@ -124,20 +137,37 @@ void sq_group_flush(sq_store *s)
   }
 }
 
-/* the loop's turn: write the queue, then answer each write */
+/* the loop's turn: write one transaction of the queue (a longer queue
+ * goes on in the next turn), then answer every write written so far */
 static void on_group(evutil_socket_t fd, short what, void *arg)
 {
   sq_store *s = arg;
+  struct timeval now = {0, 0};
   sq_qwrite *q;
   size_t n, i;
   (void)fd;
   (void)what;
-  sq_group_flush(s);
-  /* taken whole: a callback may queue new writes (the next turn's) */
-  q = s->q;
-  n = s->n_q;
-  s->q = NULL;
-  s->n_q = s->n_written = s->cap_q = 0;
+  if(s->n_written < s->n_q) {
+    size_t to = s->n_q - s->n_written > SQ_GROUP_MAX
+                  ? s->n_written + SQ_GROUP_MAX
+                  : s->n_q;
+    write_group(s, s->n_written, to);
+    s->n_written = to;
+  }
+  /* the written ones taken out: a callback may queue new writes */
+  n = s->n_written;
+  q = n ? malloc(n * sizeof(*q)) : NULL;
+  if(n && !q) {
+    evtimer_add(s->qev, &now); /* out of memory: answered next turn */
+    return;
+  }
+  if(n)
+    memcpy(q, s->q, n * sizeof(*q));
+  memmove(s->q, s->q + n, (s->n_q - n) * sizeof(*s->q));
+  s->n_q -= n;
+  s->n_written = 0;
+  if(s->n_q)
+    evtimer_add(s->qev, &now); /* the rest: the next turn */
   s->n_answering = n;
   for(i = 0; i < n; i++) {
     store_reply rep;
@@ -163,6 +193,13 @@ sc_err sq_update_status_async(store *base, const char *ns, const char *name,
   struct timeval now = {0, 0};
   sq_qwrite *w;
   if(!s->qev) {
+    /* every page a write of a group changes is journaled for its
+     * savepoint (SQLite's sub-journal): in a temporary file that is a
+     * pwrite per page, four or five a write; in memory, a copy */
+    sc_err err = sq_exec(s, "PRAGMA temp_store = MEMORY",
+                         "keep the savepoint journal in memory", eb);
+    if(err)
+      return err;
     s->qev = evtimer_new(s->evbase, on_group, s);
     if(!s->qev)
       return sc_errf(eb, SC_ERR_NOMEM, "out of memory");

@@ -5,7 +5,7 @@
  * a hole, a store behind the watch or history compacted past it ends the
  * watch with SC_ERR_EXPIRED (relist). See sqlite_int.h and docs/store.md.
  */
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite_write.h"
 #include "api/session_json.h"
 
 #include <stdint.h>
@@ -36,7 +36,8 @@ typedef struct hist_row {
   int64_t revision;
   store_event_type type;
   bool type_ok;
-  char *object;
+  char *object;              /* NULL when mine */
+  const session *mine;       /* this process's own write (own_find) */
 } hist_row;
 
 static void rows_free(hist_row *rows, size_t n)
@@ -60,6 +61,9 @@ static bool parse_type(const char *t, store_event_type *out)
   return false;
 }
 
+static const session *own_find(sq_store *s, int64_t rev, const char *text,
+                               size_t *hint);
+
 /* Read the counters and, when there is something after pos that history
  * still holds, up to SQ_WATCH_BATCH rows: one snapshot. */
 static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
@@ -67,6 +71,7 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
                          sc_errbuf *eb)
 {
   sqlite3_stmt *q = NULL;
+  size_t hint = 0;
   sc_err err;
   int rc;
   *rows = NULL;
@@ -94,12 +99,19 @@ static sc_err read_batch(sq_store *s, int64_t pos, int64_t *rev,
   }
   while((rc = sqlite3_step(q)) == SQLITE_ROW && *n < SQ_WATCH_BATCH) {
     hist_row *r = &(*rows)[*n];
+    const char *text = (const char *)sqlite3_column_text(q, 2);
     r->revision = sqlite3_column_int64(q, 0);
     r->type_ok = parse_type((const char *)sqlite3_column_text(q, 1),
                             &r->type);
-    err = sq_dup_col(q, 2, &r->object);
-    if(err)
-      goto out;
+    /* this process's own write: matched here, the text not copied (the
+     * own writes stay as they are until the rows are delivered) */
+    r->mine = r->type_ok && text ? own_find(s, r->revision, text, &hint)
+                                 : NULL;
+    if(!r->mine) {
+      err = sq_dup_col(q, 2, &r->object);
+      if(err)
+        goto out;
+    }
     (*n)++;
   }
   if(rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -128,35 +140,53 @@ static bool ascii_only(const char *s)
   return true;
 }
 
-void sq_own_note(sq_store *s, int64_t revision, char **whole,
-                 const session *o)
+/* Room for one more own write (the oldest goes when full); false: none
+ * this time (out of memory, or a watch may be lending the oldest). */
+static bool own_room(sq_store *s)
 {
-  sq_own *e;
   sq_watch *w;
-  if(!s->watches || !*whole || !ascii_only(*whole))
-    return;
   if(s->n_own == SQ_OWN_MAX) { /* the oldest goes: it will be decoded */
     for(w = s->watches; w; w = w->next)
       if(w->delivering)
-        return; /* it may be lending the oldest: this one is decoded */
+        return false; /* it may be lending the oldest: this one is decoded */
     free(s->own[0].whole);
     session_free(s->own[0].obj);
     memmove(s->own, s->own + 1, (s->n_own - 1) * sizeof(*s->own));
     s->n_own--;
   }
-  if(!s->own) {
+  if(!s->own)
     s->own = malloc(SQ_OWN_MAX * sizeof(*s->own));
-    if(!s->own)
-      return;
-  }
-  e = &s->own[s->n_own];
-  e->obj = session_dup(o);
-  if(!e->obj)
-    return; /* out of memory: decoded instead */
+  return s->own != NULL;
+}
+
+static void own_add(sq_store *s, int64_t revision, char **whole,
+                    session *obj)
+{
+  sq_own *e = &s->own[s->n_own++];
+  e->obj = obj;
   e->revision = revision;
   e->whole = *whole;
   *whole = NULL;
-  s->n_own++;
+}
+
+void sq_own_note(sq_store *s, int64_t revision, char **whole,
+                 const session *o)
+{
+  session *d;
+  if(!s->watches || !*whole || !ascii_only(*whole) || !own_room(s))
+    return;
+  d = session_dup(o);
+  if(d) /* out of memory: decoded instead */
+    own_add(s, revision, whole, d);
+}
+
+void sq_own_note_take(sq_store *s, int64_t revision, char **whole,
+                      session **o)
+{
+  if(!s->watches || !*whole || !*o || !ascii_only(*whole) || !own_room(s))
+    return;
+  own_add(s, revision, whole, *o);
+  *o = NULL;
 }
 
 void sq_own_free(sq_store *s)
@@ -173,14 +203,33 @@ void sq_own_free(sq_store *s)
 
 /* The object this process wrote as revision rev with this very history
  * text, or NULL. (A rolled-back write's revision is given again to
- * another write: the text tells them apart.) */
-static const session *own_find(sq_store *s, int64_t rev, const char *text)
+ * another write: the text tells them apart.) The rows of a batch come in
+ * revision order, and so do the own writes mostly: the search starts
+ * where the last match was (*hint), and from the start when it finds
+ * nothing there, so a batch costs one pass over the own writes, not one
+ * pass a row. */
+static const session *own_scan(const sq_store *s, size_t from, int64_t rev,
+                               const char *text, size_t *at)
 {
   size_t i;
-  for(i = 0; i < s->n_own && s->own[i].revision <= rev; i++)
-    if(s->own[i].revision == rev && !strcmp(s->own[i].whole, text))
+  for(i = from; i < s->n_own && s->own[i].revision <= rev; i++)
+    if(s->own[i].revision == rev && !strcmp(s->own[i].whole, text)) {
+      *at = i;
       return s->own[i].obj;
+    }
   return NULL;
+}
+
+static const session *own_find(sq_store *s, int64_t rev, const char *text,
+                               size_t *hint)
+{
+  size_t at = 0;
+  const session *o = own_scan(s, *hint, rev, text, &at);
+  if(!o && *hint)
+    o = own_scan(s, 0, rev, text, &at);
+  if(o)
+    *hint = at + 1;
+  return o;
 }
 
 /* Forget the own writes every watch has passed. */
@@ -307,7 +356,7 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
     }
     w->pos = r->revision;
     /* this process's own write: the object it encoded, not decoded */
-    mine = r->type_ok ? own_find(s, r->revision, r->object) : NULL;
+    mine = r->mine;
     if(mine) {
       s->own_hits++;
       err = SC_OK;

@@ -887,6 +887,248 @@ TEST(watch_hands_out_own_writes_undecoded)
   tmp_clean(&t);
 }
 
+/* A queue longer than one transaction (512) is written one transaction
+ * a turn of the loop: the first 512 are answered before the rest is
+ * written (the watch and Cube's answers are not held up behind them). */
+#define LONGQ 600
+TEST(group_commit_one_transaction_a_turn)
+{
+  struct event_base *b = event_base_new();
+  session *objs[LONGQ];
+  store_list_result r;
+  session_status ss;
+  static answer a[LONGQ];
+  sc_errbuf eb;
+  uint64_t groups;
+  tmp t;
+  store *st;
+  int i;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  for(i = 0; i < LONGQ; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "s%03d", i);
+    objs[i] = mk("ns", name);
+  }
+  CHECK_OK(store_apply(st, objs, LONGQ, NULL, &eb));
+  for(i = 0; i < LONGQ; i++)
+    session_free(objs[i]);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT((long long)r.n, LONGQ);
+  memset(a, 0, sizeof(a));
+  groups = sq(st)->group_commits;
+  for(i = 0; i < LONGQ; i++) {
+    status_running(&ss, "sb");
+    CHECK_OK(store_update_status_async(st, "ns", r.items[i]->meta.name,
+                                       r.items[i]->meta.resource_version, &ss,
+                                       on_answer, &a[i], &eb));
+    session_status_clear(&ss);
+  }
+  store_list_result_free(&r);
+  event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+  CHECK_INT((long long)(sq(st)->group_commits - groups), 1);
+  CHECK_INT(answered(a, LONGQ), 512);
+  CHECK_INT((int)store_async_inflight(st), LONGQ - 512);
+  run_until(b, a, LONGQ);
+  CHECK_INT(answered(a, LONGQ), LONGQ);
+  CHECK_INT((long long)(sq(st)->group_commits - groups), 2);
+  for(i = 0; i < LONGQ; i++) {
+    CHECK_INT(a[i].err, SC_OK);
+    free(a[i].new_version);
+  }
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
+/* --- the group's writes: what they run --- */
+
+typedef struct stmt_count {
+  int meta_updates;          /* statements writing the meta row */
+  int whole_rows;            /* INSERT OR REPLACE of a whole object row */
+} stmt_count;
+
+static int on_trace(unsigned what, void *ud, void *p, void *x)
+{
+  stmt_count *c = ud;
+  const char *sql = sqlite3_sql((sqlite3_stmt *)p);
+  (void)what;
+  (void)x;
+  if(sql && !strncmp(sql, "UPDATE meta", 11))
+    c->meta_updates++;
+  if(sql && !strncmp(sql, "INSERT OR REPLACE INTO objects", 30))
+    c->whole_rows++;
+  return 0;
+}
+
+/* the text of column col of ns/name's row ("" when none) */
+static void column_of(const char *path, const char *col, const char *name,
+                      char *out, size_t len)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  char sql[200];
+  out[0] = '\0';
+  snprintf(sql, sizeof(sql), "SELECT %s FROM objects WHERE namespace = 'ns'"
+           " AND name = ?1", col);
+  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+     sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    if(sqlite3_step(q) == SQLITE_ROW)
+      snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+/* the history text of revision rev as stored ("" when none) */
+static void history_raw(const char *path, long long rev, char *out,
+                        size_t len)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  out[0] = '\0';
+  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+     sqlite3_prepare_v2(db, "SELECT object FROM history WHERE revision = ?1",
+                        -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, rev);
+    if(sqlite3_step(q) == SQLITE_ROW)
+      snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+/* A group writes the meta row once (not once a write) and a status write
+ * only the status column (the spec and the labels stay the bytes they
+ * were); the revisions stay contiguous around a write that lost its
+ * compare-and-set, the status column is what session_status_to_json()
+ * gives, every history entry decodes to what the watch handed out, and
+ * the savepoints' journal is in memory. */
+TEST(group_commit_meta_once_status_column_only)
+{
+  static const char *const names[] = {"a", "b", "c", "d"};
+  struct event_base *b = event_base_new();
+  store_watch *w = NULL;
+  session_status ss;
+  session_condition cond;
+  stmt_count cnt;
+  answer a[4];
+  sc_errbuf eb;
+  char *v[4], spec0[512], spec1[512], col[1024], want[512], *enc = NULL;
+  int64_t rev = 0, temp_store = 0;
+  seen sn;
+  tmp t;
+  store *st;
+  int i;
+  CHECK(b);
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, b);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 4));
+  for(i = 0; i < 4; i++)
+    v[i] = version_of(st, names[i]);
+  column_of(t.path, "spec", "a", spec0, sizeof(spec0));
+  CHECK(spec0[0]);
+  memset(&sn, 0, sizeof(sn));
+  CHECK_OK(store_watch_start(st, NULL, on_event, NULL, &sn, &w, &eb));
+  memset(a, 0, sizeof(a));
+  memset(&cnt, 0, sizeof(cnt));
+  sqlite3_trace_v2(sq(st)->db, SQLITE_TRACE_STMT, on_trace, &cnt);
+  /* a, c and d right; b stale (a conflict, in the middle) */
+  for(i = 0; i < 4; i++) {
+    status_running(&ss, names[i]);
+    memset(&cond, 0, sizeof(cond));
+    cond.type = "Ready";
+    cond.status = "True";
+    cond.reason = "SandboxRunning";
+    cond.message = "a/b \"quoted\"";
+    cond.last_transition_time = 1764600000000LL;
+    ss.end_at = 1764600900123LL;
+    CHECK_OK(session_status_set_condition(&ss, &cond));
+    CHECK_OK(store_update_status_async(st, "ns", names[i], i == 1 ? "1" : v[i],
+                                       &ss, on_answer, &a[i], &eb));
+    if(i == 3)
+      CHECK_OK(session_status_to_json(&ss, &enc));
+    session_status_clear(&ss);
+  }
+  run_until(b, a, 4);
+  sqlite3_trace_v2(sq(st)->db, 0, NULL, NULL);
+  CHECK_INT(a[0].err, SC_OK);
+  CHECK_INT(a[1].err, SC_ERR_CONFLICT);
+  CHECK_INT(a[2].err, SC_OK);
+  CHECK_INT(a[3].err, SC_OK);
+  CHECK_INT(cnt.meta_updates, 1);
+  CHECK_INT(cnt.whole_rows, 0);
+  /* contiguous: a, c, d took the next three revisions */
+  CHECK_INT(strtoll(a[2].new_version, NULL, 10),
+            strtoll(a[0].new_version, NULL, 10) + 1);
+  CHECK_INT(strtoll(a[3].new_version, NULL, 10),
+            strtoll(a[0].new_version, NULL, 10) + 2);
+  CHECK_OK(sq_read_revision(sq(st), &rev, NULL, &eb));
+  CHECK_INT(rev, strtoll(a[3].new_version, NULL, 10));
+  column_of(t.path, "spec", "a", spec1, sizeof(spec1));
+  CHECK_STR(spec1, spec0);
+  column_of(t.path, "status", "d", col, sizeof(col));
+  CHECK(enc);
+  CHECK_STR(col, enc);
+  column_of(t.path, "revision", "d", col, sizeof(col));
+  CHECK_STR(col, a[3].new_version);
+  /* the watch: three events, each the object its history row holds */
+  for(i = 0; i < 400 && sn.n < 3; i++) {
+    struct timeval tv = {0, 5000};
+    event_base_loopexit(b, &tv);
+    event_base_dispatch(b);
+  }
+  CHECK_INT(sn.n, 3);
+  for(i = 0; i < 3; i++) {
+    history_json(t.path, sn.revs[i], want, sizeof(want));
+    CHECK(want[0]);
+    CHECK_STR(sn.json[i], want);
+  }
+  CHECK_INT(sn.revs[2], rev);
+  /* the spliced history text: the bytes session_to_json() gives */
+  {
+    session *d = NULL;
+    char *dj = NULL;
+    CHECK_OK(store_get(st, "ns", "d", &d, &eb));
+    CHECK_OK(session_to_json(d, &dj));
+    history_raw(t.path, rev, col, sizeof(col));
+    CHECK_STR(col, dj);
+    free(dj);
+    session_free(d);
+    /* an empty status (a synchronous write): "{}", left out of the whole */
+    memset(&ss, 0, sizeof(ss));
+    CHECK_OK(store_update_status(st, "ns", "d", a[3].new_version, &ss, &dj,
+                                 &eb));
+    column_of(t.path, "status", "d", col, sizeof(col));
+    CHECK_STR(col, "{}");
+    CHECK_OK(store_get(st, "ns", "d", &d, &eb));
+    CHECK_STR(d->meta.resource_version, dj);
+    free(dj);
+    CHECK_OK(session_to_json(d, &dj));
+    CHECK(!strstr(dj, "\"status\""));
+    history_raw(t.path, strtoll(d->meta.resource_version, NULL, 10), col,
+                sizeof(col));
+    CHECK_STR(col, dj);
+    free(dj);
+    session_free(d);
+  }
+  CHECK_OK(sq_pragma_int(sq(st), "PRAGMA temp_store", &temp_store, &eb));
+  CHECK_INT(temp_store, 2); /* MEMORY */
+  store_watch_stop(w);
+  for(i = 0; i < 4; i++) {
+    free(v[i]);
+    free(a[i].new_version);
+  }
+  free(enc);
+  store_close(st);
+  event_base_free(b);
+  tmp_clean(&t);
+}
+
 /* --- apply: the same key twice among many --- */
 
 #define MANY 20000
@@ -982,6 +1224,8 @@ TEST_LIST = {
   T(group_commit_busy_fails_each_none_written),
   T(group_commit_close_writes_the_queue),
   T(watch_hands_out_own_writes_undecoded),
+  T(group_commit_meta_once_status_column_only),
+  T(group_commit_one_transaction_a_turn),
   T(apply_duplicate_found_among_20000),
   T(manifest_duplicate_found_among_20000_files),
   {0},
