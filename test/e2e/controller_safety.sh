@@ -118,7 +118,8 @@ for d in $ONLY; do
   linked() { ctl get sessions -o json | jq '[.items[] | select(.status.sandboxID != null)] | length'; }
   check "$d: 30 sessions by 3 replicas: 30 sandboxes" wait_eq 20 30 live_running
   check "$d: all 30 linked" wait_eq 10 30 linked
-  wait_passes 2 "c1-$d" "c2-$d" "c3-$d"
+  # a sleep: a duplicate would come of a claim waited out (a time)
+  sleep 2
   check "$d: exactly 30 creates in Cube's audit (no duplicate made)" \
     test "$(sim_audit | jq -s '[.[] | select(.event=="create" and .status==201)] | length')" = 30
   check "$d: no claim left behind" \
@@ -203,7 +204,8 @@ for d in $ONLY; do
   start_controller "lost-$d"; p1=$CTL_PID
   creates() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
   linked_lost() { v=$(sess_field lost default .status.sandboxID); [ -n "$v" ] && [ "$v" != null ] && echo 1; }
-  wait_passes 4 "lost-$d"
+  # a sleep: a retry storm would come of the requeues (their backoff)
+  sleep 4
   check "$d: lists short, create replies lost: one create, not a retry storm" test "$(creates)" = 1
   sim_faults '{"spec": ""}'
   check "$d: the lost create's sandbox is then found by its tags and linked" wait_eq 10 1 linked_lost
@@ -253,7 +255,8 @@ for d in $ONLY; do
   start_controller "f-$d"
   apply_n f 10 Active 15m
   check "$d: under faults every session gets one sandbox" wait_eq 30 10 live_total
-  wait_passes 3 "f-$d"
+  # a sleep: a wrong delete could come of a retry (its backoff)
+  sleep 3
   check "$d: under faults nothing was deleted" test "$(deletes_in_audit)" = 0
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
 
