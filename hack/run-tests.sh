@@ -6,28 +6,30 @@
 #
 # Environment: BINDIR (the binaries under test), TEST_FILTER (run only the
 # programs whose path contains it), TEST_VALGRIND=1 (unit tests under
-# valgrind --leak-check=full --error-exitcode=1).
+# valgrind --leak-check=full --error-exitcode=1), TEST_JOBS=N (run N e2e
+# scripts at a time, default 1: each script has its own temporary
+# directory and binds port 0, but some assert timings and a second script
+# beside them loads the machine; the output stays one block per script,
+# in the same order, each printed once it has ended).
 set -u
 testdir=${1:-}
 e2edir=${2:-}
+jobs=${TEST_JOBS:-1}
+case "$jobs" in ''|*[!0-9]*|0) echo "TEST_JOBS: '$jobs' is not a count of 1 or more" >&2; exit 2 ;; esac
 total_pass=0
 total_fail=0
 failed_progs=""
 log=$(mktemp)
 times=$(mktemp)
-trap 'rm -f "$log" "$times"' EXIT
+pdir=""
+trap 'rm -f "$log" "$times"; [ -z "$pdir" ] || rm -rf "$pdir"' EXIT
 
-run_one() {
-  prog=$1; shift
-  case "$prog" in *"${TEST_FILTER:-}"*) ;; *) return ;; esac
-  printf '== %s\n' "$prog"
-  t0=$(date +%s)
-  "$@" >"$log" 2>&1
-  rc=$?
-  t1=$(date +%s)
-  cat "$log"
-  printf '%s %s\n' "$((t1 - t0))" "$prog" >>"$times"
-  line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+# account PROG LOG RC SECONDS: print LOG and add its counts to the totals
+account() {
+  prog=$1; alog=$2; rc=$3
+  cat "$alog"
+  printf '%s %s\n' "$4" "$prog" >>"$times"
+  line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$alog" | tail -n 1)
   if [ -n "$line" ]; then
     p=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/')
     f=$(echo "$line" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/')
@@ -44,6 +46,62 @@ run_one() {
   fi
 }
 
+run_one() {
+  prog=$1; shift
+  case "$prog" in *"${TEST_FILTER:-}"*) ;; *) return ;; esac
+  printf '== %s\n' "$prog"
+  t0=$(date +%s)
+  "$@" >"$log" 2>&1
+  rc=$?
+  t1=$(date +%s)
+  account "$prog" "$log" "$rc" "$((t1 - t0))"
+}
+
+# worker LIST: take the next unclaimed script of LIST (mkdir is the lock),
+# run it, leave its output in $pdir/N.log and "RC SECONDS" in $pdir/N.done
+worker() {
+  n=0
+  while IFS= read -r s; do
+    n=$((n + 1))
+    mkdir "$pdir/claim.$n" 2>/dev/null || continue
+    t0=$(date +%s)
+    sh "$s" </dev/null >"$pdir/$n.log" 2>&1 &
+    echo $! >"$pdir/claim.$n/pid"
+    wait $!
+    rc=$?
+    rm -f "$pdir/claim.$n/pid"
+    t1=$(date +%s)
+    echo "$rc $((t1 - t0))" >"$pdir/$n.tmp" && mv "$pdir/$n.tmp" "$pdir/$n.done"
+  done <"$1"
+}
+
+# run_e2e_jobs SCRIPT...: the scripts TEST_JOBS at a time, reported in order
+run_e2e_jobs() {
+  pdir=$(mktemp -d)
+  for s in "$@"; do
+    case "$s" in *"${TEST_FILTER:-}"*) echo "$s" ;; esac
+  done >"$pdir/list"
+  # an interrupt stops the workers, then the running scripts (each stops
+  # its daemons)
+  wpids=""
+  trap 'kill $wpids 2>/dev/null; for f in "$pdir"/claim.*/pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done; exit 1' INT TERM
+  w=0
+  while [ $w -lt "$jobs" ]; do
+    worker "$pdir/list" &
+    wpids="$wpids $!"
+    w=$((w + 1))
+  done
+  n=0
+  while IFS= read -r s; do
+    n=$((n + 1))
+    printf '== %s\n' "$s"
+    while [ ! -f "$pdir/$n.done" ]; do sleep 0.2; done
+    read -r rc secs <"$pdir/$n.done"
+    account "$s" "$pdir/$n.log" "$rc" "$secs"
+  done <"$pdir/list"
+  wait
+}
+
 if [ -n "$testdir" ] && [ -d "$testdir" ]; then
   for t in $(find "$testdir" -type f -perm -u+x -name 'test_*' | sort); do
     if [ "${TEST_VALGRIND:-0}" = 1 ]; then
@@ -54,9 +112,14 @@ if [ -n "$testdir" ] && [ -d "$testdir" ]; then
   done
 fi
 if [ -n "$e2edir" ] && [ -d "$e2edir" ]; then
-  for s in $(find "$e2edir" -maxdepth 1 -type f -name '*.sh' | sort); do
-    run_one "$s" sh "$s"
-  done
+  if [ "$jobs" -gt 1 ]; then
+    # shellcheck disable=SC2046 # paths without spaces, as in the loop below
+    run_e2e_jobs $(find "$e2edir" -maxdepth 1 -type f -name '*.sh' | sort)
+  else
+    for s in $(find "$e2edir" -maxdepth 1 -type f -name '*.sh' | sort); do
+      run_one "$s" sh "$s"
+    done
+  fi
 fi
 # the wall time of the slowest programs (the CI run has a 20 minute budget)
 echo "slowest (s):"

@@ -32,14 +32,14 @@ YAML
   # --- Cube's idle pause is left alone
   sim_advance 960
   check "$d: Cube paused it when idle" wait_eq 5 paused sim_state_of s1
-  sleep 3
+  wait_passes 3 "ctl-$d"
   check "$d: idle pause left alone (no resume)" test "$(sim_state_of s1)" = paused
   check "$d: no connect call from the controller" test "$(sim_audit | jq -s --arg id "$id" '[.[] | select(.sandboxID==$id and ((.path // "")|test("connect|resume")))] | length')" = 0
   check "$d: phase Paused" wait_eq 5 Paused sess_field s1 tenant-a .status.phase
 
   # --- user traffic auto-resumes; no second sandbox
   check "$d: traffic auto-resumes" test "$(sim_traffic "$id")" = 200
-  sleep 2
+  wait_passes 2 "ctl-$d"
   check "$d: still one sandbox" test "$(sim_live_for s1)" = 1
 
   # --- idleTimeout change reaches Cube
@@ -61,12 +61,12 @@ YAML
   sim_advance 1300
   check "$d: idle-paused again" wait_eq 5 paused sim_state_of s1
   sim_advance 1800
-  sleep 3
+  wait_passes 3 "ctl-$d"
   check "$d: not reclaimed before reclaimAfter" test "$(sim_state_of s1)" = paused
   sim_advance 1900
   check "$d: reclaimed after reclaimAfter" wait_eq 10 0 sim_live_for s1
   check "$d: phase Reclaimed" wait_eq 5 Reclaimed sess_field s1 tenant-a .status.phase
-  sleep 2
+  wait_passes 2 "ctl-$d"
   check "$d: no new sandbox after a reclaim" test "$(sim_live_for s1)" = 0
   ctl wake s1 -n tenant-a >/dev/null
   check "$d: wake re-creates" wait_eq 10 1 sim_live_for s1
@@ -97,10 +97,15 @@ spec: {template: shell, state: Running, idleTimeout: 1m}
 YAML
   ctl apply -f "$T/s3.yaml" >/dev/null
   check "$d: Running session created" wait_eq 10 running sim_state_of s3
+  # each step of Cube's clock is seen by a pass begun after it, its
+  # actions (the connect) done before the next step: the clock moves just
+  # after a pass ends (a full pass waits for its actions), and the next
+  # pass begins a resync later
+  wait_passes 1 "ctl-$d"
   i=0
   while [ $i -lt 8 ]; do
     sim_advance 20
-    sleep 1.5
+    wait_passes 1 "ctl-$d"
     i=$((i + 1))
   done
   id3=$(sim_truth | jq -r '[.[] | select(.state!="deleted" and .metadata["lea.session_id"]=="s3")][0].sandboxID')
@@ -114,6 +119,8 @@ YAML
   wait "$SIM_PID" 2>/dev/null
 }
 
-[ -n "${ONLY:-}" ] && [ "$ONLY" != cube ] || run_dialect cube
-[ -n "${ONLY:-}" ] && [ "$ONLY" != e2b ] || run_dialect e2b
+# the two dialects at once, each in a run of its own (e2e_split,
+# lib/common.sh; ONLY=cube or ONLY=e2b runs one)
+e2e_split ONLY cube e2b
+run_dialect "$ONLY"
 finish

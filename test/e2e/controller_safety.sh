@@ -24,19 +24,22 @@ apply_n() { # apply_n PREFIX N [STATE] [IDLE]
   ctl apply -f "$T/many.yaml" >/dev/null
 }
 
-for d in cube e2b; do
+# the two dialects at once, each in a run of its own (e2e_split,
+# lib/common.sh; ONLY=cube or ONLY=e2b runs one)
+e2e_split ONLY cube e2b
+for d in $ONLY; do
   rm -f "$T/sessions.db"*
   # --- orphans: running ones left alone; paused ones only after the grace
   start_cubesim --dialect "$d"
   start_controller "orph-$d" --orphan-grace 10m --audit-log "$T/audit-$d.jsonl"
   g=$(sim_create ghost 600)
   sim_advance 300
-  sleep 2.5
+  wait_passes 3 "orph-$d"
   check "$d: running orphan left alone" test "$(sim_state_id "$g")" = running
   sim_advance 360   # idle-paused at 600 s
   check "$d: orphan idle-paused" wait_eq 5 paused sim_state_id "$g"
   sim_advance 300
-  sleep 2.5
+  wait_passes 3 "orph-$d"
   check "$d: paused orphan kept within the grace" test "$(sim_state_id "$g")" = paused
   sim_advance 360
   check "$d: paused orphan deleted after the grace" wait_eq 10 deleted sim_state_id "$g"
@@ -48,7 +51,7 @@ for d in cube e2b; do
   start_cubesim --dialect "$d"
   apply_n dry 3
   start_controller "dry-$d" --dry-run
-  sleep 3
+  wait_passes 3 "dry-$d"
   check "$d: dry-run makes no mutating call" test "$(sim_audit | wc -l)" = 0
   check "$d: dry-run logs the creates it would do" test "$(grep -c 'dry-run: not calling Cube.*action=create' "$T/dry-$d.log")" -ge 3
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
@@ -66,7 +69,7 @@ for d in cube e2b; do
   sim_advance 120    # all idle-paused
   sim_advance 1200   # past the orphan grace
   start_controller "g2-$d"
-  sleep 3
+  wait_passes 3 "g2-$d"
   check "$d: guard keeps all 15 sandboxes" test "$(live_total)" = 15
   check "$d: guard trip logged" grep -q 'delete guard tripped' "$T/g2-$d.log"
   p=$(metrics_port "g2-$d")
@@ -91,7 +94,7 @@ for d in cube e2b; do
   check "$d: the oldest sandbox wins" test "$(sim_state_id "$a")" = running
   check "$d: the younger one is deleted" test "$(sim_state_id "$b")" = deleted
   check "$d: status links the winner" wait_eq 5 "$a" sess_field dup1 default .status.sandboxID
-  sleep 2
+  wait_passes 2 "r1-$d" "r2-$d"
   check "$d: still one sandbox after both replicas ran" test "$(sim_live_for dup1)" = 1
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$SIM_PID"
 
@@ -103,7 +106,7 @@ for d in cube e2b; do
   start_controller "c1-$d"; p1=$CTL_PID
   start_controller "c2-$d"; p2=$CTL_PID
   start_controller "c3-$d"; p3=$CTL_PID
-  sleep 1
+  wait_passes 1 "c1-$d" "c2-$d" "c3-$d"
   i=0
   : >"$T/many.yaml"
   while [ $i -lt 30 ]; do
@@ -115,6 +118,7 @@ for d in cube e2b; do
   linked() { ctl get sessions -o json | jq '[.items[] | select(.status.sandboxID != null)] | length'; }
   check "$d: 30 sessions by 3 replicas: 30 sandboxes" wait_eq 20 30 live_running
   check "$d: all 30 linked" wait_eq 10 30 linked
+  # a sleep: a duplicate would come of a claim waited out (a time)
   sleep 2
   check "$d: exactly 30 creates in Cube's audit (no duplicate made)" \
     test "$(sim_audit | jq -s '[.[] | select(.event=="create" and .status==201)] | length')" = 30
@@ -123,7 +127,7 @@ for d in cube e2b; do
   stop_pid "$p1"; stop_pid "$p2"; stop_pid "$p3"; stop_pid "$SIM_PID"
 
   # --- a plan gone stale: the reclaim of zz waits behind 20 creates (qps
-  # 1); meanwhile reclaimAfter is raised. The delete's intent is a
+  # 4: 5 s); meanwhile reclaimAfter is raised. The delete's intent is a
   # compare-and-set on the version the plan read: it loses, and the delete
   # is skipped (rules 3 and 11, the store's side).
   rm -f "$T/sessions.db"*
@@ -134,16 +138,23 @@ for d in cube e2b; do
   sim_advance 3700
   check "$d: zz's sandbox paused for over an hour" test "$(sim_state_id "$z")" = paused
   apply_n a 20
-  start_controller "stale-$d" --cube-qps 1 --audit-log "$T/stale-$d.jsonl"; p1=$CTL_PID
-  sleep 3
+  start_controller "stale-$d" --cube-qps 4 --audit-log "$T/stale-$d.jsonl"; p1=$CTL_PID
+  # the plan holds the reclaim and its run has started its creates (the
+  # links it adopted are written before them)
+  creates_ge() { [ "$(sim_audit | jq -s '[.[] | select(.event=="create")] | length')" -ge "$1" ]; }
+  wait_until 10 grep -q 'msg=action .*action=delete session=default/zz' "$T/stale-$d.log"
+  wait_until 10 creates_ge 2 # zz's own (made behind our back) and a first
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, reclaimAfter: 24h}\n' | ctl apply -f - >/dev/null
+  check "$d: reclaimAfter raised while the planned reclaim still waited" \
+    sh -c "grep -q 'msg=action .*action=delete session=default/zz' '$T/stale-$d.log' && ! grep -q '$z' '$T/stale-$d.jsonl' 2>/dev/null"
   # the stale plan is never carried out: either its intent loses its
   # compare-and-set (an audit line "skipped ... changed since the plan"),
   # or the plan is dropped before (its early link write lost to a newer
   # look); in no case a DELETE of zz's sandbox
   not_skipped() { jq -s '[.[] | select(.sandboxID=="'"$z"'" and .outcome!="skipped")] | length' "$T/stale-$d.jsonl" 2>/dev/null || echo 0; }
   check "$d: the 20 creates behind which the reclaim waited are done" wait_eq 40 21 live_total
-  sleep 2
+  # the reclaim comes next: its audit line (any outcome) says it ended
+  wait_until 10 grep -q "$z" "$T/stale-$d.jsonl"
   check "$d: the stale reclaim was not carried out (no DELETE of zz's sandbox)" \
     test "$(sim_audit | jq -s '[.[] | select(.event=="delete" and .sandboxID=="'"$z"'")] | length')" = 0
   check "$d: no audit line for it but a skip" test "$(not_skipped)" = 0
@@ -152,33 +163,34 @@ for d in cube e2b; do
 
   # --- link first: zz's sandbox (tags only, no status link: its creator
   # died) is adopted; the link is written before zz's pause, which waits
-  # behind 20 creates at qps 1 (a late link can be lost with the tags)
+  # behind 20 creates at qps 4 (5 s; a late link can be lost with the tags)
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, state: Paused}\n' | ctl apply -f - >/dev/null
   z=$(sim_create zz 600 default "$(uid_of zz)")
   apply_n a 20
-  start_controller "link-$d" --cube-qps 1; p1=$CTL_PID
+  start_controller "link-$d" --cube-qps 4; p1=$CTL_PID
   check "$d: adopted sandbox linked early" wait_eq 5 "$z" sess_field zz default .status.sandboxID
   check "$d: ... while its pause still waits" test "$(sim_state_id "$z")" = running
   check "$d: ... then paused" wait_eq 40 paused sim_state_id "$z"
   stop_pid "$p1"; stop_pid "$SIM_PID"
 
   # --- set-timeout only on a sandbox just seen running: zz's timeout change
-  # waits behind 20 creates (qps 1) while zz idle-pauses; Cube would move
+  # waits behind 20 creates (qps 4: 5 s) while zz idle-pauses; Cube would move
   # a paused sandbox's endAt (its reclaim clock) with a new timeout
   rm -f "$T/sessions.db"*
   start_cubesim --dialect "$d"
   printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: zz}\nspec: {template: shell, idleTimeout: 30m}\n' | ctl apply -f - >/dev/null
   z=$(sim_create zz 600 default "$(uid_of zz)")
   apply_n a 20
-  start_controller "tmo-$d" --cube-qps 1; p1=$CTL_PID
+  start_controller "tmo-$d" --cube-qps 4; p1=$CTL_PID
   wait_eq 5 "$z" sess_field zz default .status.sandboxID >/dev/null
   sim_advance 700
   check "$d: zz idle-paused before its set-timeout ran" wait_eq 5 paused sim_state_id "$z"
   created() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
   wait_eq 40 21 created >/dev/null
-  sleep 3
+  # zz's set-timeout comes next: wait for its end (done or failed)
+  wait_until 10 grep -Eq 'msg="action (done|failed)" .*action=set-timeout session=default/zz' "$T/tmo-$d.log"
   check "$d: no timeout set on the paused sandbox" test \
     "$(sim_audit | jq -s --arg id "$z" '[.[] | select(.sandboxID==$id and .event=="timeout")] | length')" = 0
   stop_pid "$p1"; stop_pid "$SIM_PID"
@@ -192,6 +204,7 @@ for d in cube e2b; do
   start_controller "lost-$d"; p1=$CTL_PID
   creates() { sim_audit | jq -s '[.[] | select(.event=="create")] | length'; }
   linked_lost() { v=$(sess_field lost default .status.sandboxID); [ -n "$v" ] && [ "$v" != null ] && echo 1; }
+  # a sleep: a retry storm would come of the requeues (their backoff)
   sleep 4
   check "$d: lists short, create replies lost: one create, not a retry storm" test "$(creates)" = 1
   sim_faults '{"spec": ""}'
@@ -228,7 +241,7 @@ for d in cube e2b; do
   check "$d: md1 set Paused" ctl apply -f "$T/md1.yaml"
   check "$d: md1 paused (its tags dropped)" wait_eq 10 1 count_state paused
   check "$d: Cube lost the tags" test "$(sim_truth | jq '[.[] | select(.state=="paused")][0].metadata | length')" = 0
-  sleep 3
+  wait_passes 3 "md-$d"
   check "$d: no second sandbox after tags were lost" test "$(live_total)" = 1
   sed -i '/  state: Paused/d' "$T/md1.yaml"
   check "$d: md1 set Active" ctl apply -f "$T/md1.yaml"
@@ -242,6 +255,7 @@ for d in cube e2b; do
   start_controller "f-$d"
   apply_n f 10 Active 15m
   check "$d: under faults every session gets one sandbox" wait_eq 30 10 live_total
+  # a sleep: a wrong delete could come of a retry (its backoff)
   sleep 3
   check "$d: under faults nothing was deleted" test "$(deletes_in_audit)" = 0
   stop_pid "$CTL_PID"; stop_pid "$SIM_PID"
@@ -262,7 +276,7 @@ for d in cube e2b; do
       PIDS="$PIDS $fpid"
       check "$d/$skew: created" wait_eq 10 1 sim_live_for fk1
       sim_advance 120
-      sleep 3
+      wait_passes 3 "fk-$d"
       check "$d/$skew: not reclaimed early by a skewed local clock" test "$(sim_live_for fk1)" = 1
       sim_advance 3700
       check "$d/$skew: reclaimed by Cube's clock" wait_eq 10 0 sim_live_for fk1

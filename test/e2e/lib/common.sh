@@ -175,3 +175,78 @@ sim_sandbox() {
     "{\"templateID\":\"shell\",\"timeout\":${4:-600},\"autoPause\":true,\"autoResume\":{\"enabled\":true},\"lifecycle\":{\"onTimeout\":\"pause\",\"autoResume\":true},\"metadata\":{\"lea.session_id\":\"$1\",\"lea.tenant_id\":\"${5:-default}\",\"lea.managed-by\":\"$2\"$uidtag}}" |
     jq -r .sandboxID
 }
+
+# passes NAME: the full passes controller NAME (its log $T/NAME.log) has
+# completed, failed ones too; 0 before it serves /metrics
+passes() {
+  pp=""
+  [ ! -f "$T/$1.log" ] || pp=$(metrics_port "$1")
+  pv=""
+  [ -z "$pp" ] || pv=$(curl -sf "http://127.0.0.1:$pp/metrics" |
+    sed -n 's/^session_controller_pass_duration_seconds_count //p')
+  echo "${pv:-0}"
+}
+
+# wait_passes N NAME...: wait until each controller NAME has completed N
+# more full passes (the first may have begun just before the call), at
+# most N+10 s: what a check that nothing happened waits for (at --resync
+# 1s it ends sooner than "sleep N", and under load it still sees N
+# passes). A timeout counts as a failure (fail) naming the controller.
+wait_passes() {
+  wp_n=$1; shift
+  wp_want=""
+  for wp_c in "$@"; do wp_want="$wp_want $wp_c=$(( $(passes "$wp_c") + wp_n ))"; done
+  wp_i=0
+  wp_limit=$(( (wp_n + 10) * 10 ))
+  while [ $wp_i -lt $wp_limit ]; do
+    wp_short=""
+    for wp_w in $wp_want; do
+      [ "$(passes "${wp_w%=*}")" -ge "${wp_w##*=}" ] || { wp_short=${wp_w%=*}; break; }
+    done
+    [ -n "$wp_short" ] || return 0
+    sleep 0.1; wp_i=$((wp_i + 1))
+  done
+  fail "wait_passes $wp_n $*" "$wp_short made $(passes "$wp_short") passes, not the $wp_n more awaited"
+  return 1
+}
+
+# e2e_split VAR VALUE...: run this script once for each VALUE at once,
+# with VAR=VALUE in its environment (each run has its own $T, daemons and
+# ports), then print each run's output in turn and finish with their
+# summed counts. With VAR already set it returns at once: the caller runs
+# that one part. E2E_SERIAL=1 runs the parts one after another.
+e2e_split() {
+  sp_var=$1; shift
+  eval "sp_set=\${$sp_var:-}"
+  [ -z "$sp_set" ] || return 0
+  sp_pids=""
+  for sp_v in "$@"; do
+    env "$sp_var=$sp_v" sh "$0" >"$T/part-$sp_v.out" 2>&1 &
+    sp_pid=$!
+    PIDS="$PIDS $sp_pid"
+    if [ "${E2E_SERIAL:-0}" = 1 ]; then wait "$sp_pid"; echo $? >"$T/part-$sp_v.rc"
+    else sp_pids="$sp_pids $sp_v=$sp_pid"; fi
+  done
+  for sp_w in $sp_pids; do
+    wait "${sp_w##*=}"; echo $? >"$T/part-${sp_w%=*}.rc"
+  done
+  for sp_v in "$@"; do
+    echo "--- $sp_var=$sp_v"
+    cat "$T/part-$sp_v.out"
+    sp_rc=$(cat "$T/part-$sp_v.rc")
+    # its count line; the logs a failed run dumps come after it
+    sp_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/part-$sp_v.out" | tail -n 1)
+    sp_f=0
+    if [ -n "$sp_line" ]; then
+      PASS=$((PASS + ${sp_line%% *}))
+      sp_f=${sp_line#* passed, }; sp_f=${sp_f%% *}
+      FAIL=$((FAIL + sp_f))
+      [ "$sp_rc" = 0 ] || [ "$sp_f" -ne 0 ] ||
+        fail "$sp_var=$sp_v: exit $sp_rc with no failure counted"
+    else
+      fail "$sp_var=$sp_v: no count line (exit $sp_rc)"
+    fi
+  done
+  finish
+  exit
+}
