@@ -617,18 +617,6 @@ static sc_err status_in_tx(sq_store *s, sq_revs *rv, const char *ns,
   return err;
 }
 
-sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
-                          const char *expected_version,
-                          const session_status *status, char **new_version,
-                          sc_errbuf *eb)
-{
-  session *cur = NULL;
-  sc_err err = status_in_tx(s, NULL, ns, name, expected_version, status,
-                            NULL, &cur, false, new_version, eb);
-  session_free(cur);
-  return err;
-}
-
 sc_err sq_status_write_group(sq_store *s, sq_revs *rv, const char *ns,
                              const char *name, const char *expected_version,
                              session_status *status, char **new_version,

@@ -234,12 +234,6 @@ size_t sq_async_inflight(const store *base);
 void sq_group_flush(sq_store *s);
 /* The store's close: write what is queued, drop the answers. */
 void sq_group_close(sq_store *s);
-/* sqlite_crud.c: one status compare-and-set inside the caller's write
- * transaction; *new_version (the caller's) on SC_OK. */
-sc_err sq_status_write_tx(sq_store *s, const char *ns, const char *name,
-                          const char *expected_version,
-                          const session_status *status, char **new_version,
-                          sc_errbuf *eb);
 
 /* sqlite_watch.c */
 sc_err sq_watch_start(store *base, const char *from_revision,
