@@ -199,8 +199,15 @@ static void on_list(const cube_result *res, void *ud)
   obs_run *run = call->run;
   observation *o = run->o;
   size_t nreq = list_requests(res);
-  char l[64];
-  observe_count_call(run->m, CUBE_OP_LIST, res, call->t0);
+  char l[96];
+  /* every page is a request to Cube (and to its rate limit): counted so */
+  snprintf(l, sizeof(l), "op=\"%s\",code=\"%ld\"", cube_op_name(CUBE_OP_LIST),
+           res->http_status);
+  metrics_add(run->m, "session_controller_cube_requests_total", l,
+              (double)nreq);
+  snprintf(l, sizeof(l), "op=\"%s\"", cube_op_name(CUBE_OP_LIST));
+  metrics_observe(run->m, "session_controller_cube_request_duration_seconds",
+                  l, (double)(sctime_mono_ms() - call->t0) / 1000.0);
   o->list_requests[call->state] += nreq;
   snprintf(l, sizeof(l), "kind=\"%s\",state=\"%s\"", call->kind,
            call->state ? "paused" : "running");

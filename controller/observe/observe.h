@@ -72,11 +72,13 @@ sc_err observe_start_lists(cube_client *c, metrics *m, logger *lg,
 void observation_free(observation *obs);
 
 /* Count one Cube call in session_controller_cube_requests_total and its
- * latency histogram. */
-/* Every list is also counted in session_controller_cube_list_requests_total
- * {kind, state}, by its HTTP requests: kind "whole" (a full pass, our
- * tag only), "tenant" (a full pass by tenant), "session" (a single pass:
- * the filter names a session). */
+ * latency histogram. The lists of an observation are counted by the
+ * observation, by their HTTP requests (each page, each page asked again,
+ * a failed request), in session_controller_cube_requests_total{op="list"}
+ * (the latency once, the whole list's) and in
+ * session_controller_cube_list_requests_total{kind, state}: kind "whole"
+ * (a full pass, our tag only), "tenant" (a full pass, one owned tenant),
+ * "session" (a single pass: the filter names a session). */
 void observe_count_call(metrics *m, cube_op op, const cube_result *res,
                         int64_t t0_mono_ms);
 

@@ -3,14 +3,19 @@
 # Measures, never asserts.
 #
 # SHARDS_N (10000) converged sessions over SHARDS_TENANTS (100) tenants on
-# one SQLite store, cubesim at real clock speed, no injected latency. Then,
-# each for SHARDS_WINDOW seconds (30) after the replicas settled, with
-# --resync SHARDS_RESYNC (5s):
+# one SQLite store, cubesim (dialect SHARDS_DIALECT: cube, e2b, or both,
+# one after the other; default cube) at real clock speed, no injected
+# latency. Then, each for SHARDS_WINDOW seconds (30) after the replicas
+# settled, with --resync SHARDS_RESYNC (5s):
 #   A. 1 replica, --shards off
 #   B. 3 replicas, --shards off
-#   C. 3 replicas, --shards auto
+#   W. 3 replicas, --shards auto --shard-whole-list-every 0 (each list
+#      whole, as sharding listed before the lists by tenant)
+#   C. 3 replicas, --shards auto (lists by owned tenant where cheaper)
 # per replica: Cube calls a minute (session_controller_cube_requests_total,
-# by op) and CPU (utime+stime from /proc) in s/min and % of a core. Then
+# by op; a list counts each page it took), the list requests by kind
+# (session_controller_cube_list_requests_total: whole, tenant, session)
+# and CPU (utime+stime from /proc) in s/min and % of a core. Then
 # and, in B and C, a burst: SHARDS_BURST (1000) new sessions applied at
 # once; the Cube calls of the three replicas together, by op, until all
 # are running, and the time.
@@ -21,9 +26,18 @@
 # Prints the load average next to each figure.
 #
 # usage: sh test/bench/shards.sh   (BINDIR, SHARDS_N, SHARDS_TENANTS,
-#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST)
+#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST,
+#        SHARDS_DIALECT)
 set -u
 cd "$(dirname "$0")/../.."
+case ${SHARDS_DIALECT:-cube} in
+both)
+  SHARDS_DIALECT=cube sh "$0" || exit 1
+  SHARDS_DIALECT=e2b exec sh "$0" ;;
+cube|e2b) ;;
+*) echo "shards: SHARDS_DIALECT wants cube, e2b or both" >&2; exit 2 ;;
+esac
+DIALECT=${SHARDS_DIALECT:-cube}
 B=${BINDIR:-$(pwd)/bin}
 N=${SHARDS_N:-10000}
 NT=${SHARDS_TENANTS:-100}
@@ -42,13 +56,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-say() { echo "shards: $*"; }
+say() { echo "shards[$DIALECT]: $*"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 now_ms() { date +%s%3N; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 HZ=$(getconf CLK_TCK)
 
-"$B/cubesim" --listen 127.0.0.1:0 --clock-speed 1 >"$T/sim.out" 2>"$T/sim.log" &
+"$B/cubesim" --listen 127.0.0.1:0 --dialect "$DIALECT" --clock-speed 1 >"$T/sim.out" 2>"$T/sim.log" &
 SIM_PID=$!
 PIDS="$PIDS $SIM_PID"
 SIM=""
@@ -117,26 +131,31 @@ window() {
   label=$1; shift
   for n in "$@"; do
     eval "c0_$n=$(msum "$n" session_controller_cube_requests_total)"
+    scrape "$n" | grep '^session_controller_cube_list_requests_total' >"$T/$n.kinds0"
     scrape "$n" | grep '^session_controller_cube_requests_total' >"$T/$n.ops0"
     eval "u0_$n=$(cpu_ticks "$(pid_of "$n")")"
   done
-  w0=$(now_ms); l0=$(load)
+  w0=$(now_ms); la0=$(load)
   sleep "$W"
-  w1=$(now_ms); l1=$(load)
+  w1=$(now_ms); la1=$(load)
   for n in "$@"; do
     c1=$(msum "$n" session_controller_cube_requests_total)
     u1=$(cpu_ticks "$(pid_of "$n")")
     eval "c0=\$c0_$n; u0=\$u0_$n"
+    kinds=$(scrape "$n" | grep '^session_controller_cube_list_requests_total' |
+      awk 'NR == FNR { b[$1] = $2; next }
+           { match($1, /kind="[^"]*"/); k = substr($1, RSTART + 6, RLENGTH - 7); d[k] += $2 - b[$1] }
+           END { for(k in d) if(d[k] > 0) printf("%s=%d ", k, d[k]) }' "$T/$n.kinds0" -)
     ops=$(scrape "$n" | grep '^session_controller_cube_requests_total' |
       awk 'NR == FNR { b[$1] = $2; next }
            { match($1, /op="[^"]*"/); op = substr($1, RSTART + 4, RLENGTH - 5); d[op] += $2 - b[$1] }
            END { for(o in d) if(d[o] > 0) printf("%s=%d ", o, d[o]) }' "$T/$n.ops0" -)
     awk -v l="$label" -v n="$n" -v c="$((c1 - c0))" -v u="$((u1 - u0))" -v hz="$HZ" \
         -v ms="$((w1 - w0))" -v sess="$(msum "$n" session_controller_shard_sessions)" \
-        -v ops="$ops" -v la="$l0 -> $l1" 'BEGIN {
-      printf("shards: %-22s %-4s Cube calls %6.0f/min  CPU %5.2f s/min (%4.1f%% core)  owns %5s  [%s]  load %s\n",
-             l, n, c * 60000 / ms, u / hz * 60000 / ms, u / hz * 100000 / ms,
-             sess == 0 ? "all" : sess, ops, la) }'
+        -v ops="$ops" -v la="$la0 -> $la1" -v kinds="$kinds" -v d="$DIALECT" 'BEGIN {
+      printf("shards[%s]: %-22s %-4s Cube calls %6.0f/min  CPU %5.2f s/min (%4.1f%% core)  owns %5s  [%s| lists %s]  load %s\n",
+             d, l, n, c * 60000 / ms, u / hz * 60000 / ms, u / hz * 100000 / ms,
+             sess == 0 ? "all" : sess, ops, kinds, la) }'
   done
 }
 # burst LABEL PREFIX NAMES...: BURST new sessions at once; the replicas'
@@ -173,6 +192,13 @@ settle b1 b2 b3
 window "B 3 replicas off" b1 b2 b3
 burst "B 3 replicas off" bb b1 b2 b3
 stop_all b1 b2 b3
+
+say "W. 3 replicas, --shards auto, each list whole (--shard-whole-list-every 0)"
+start w1 --shards auto --shard-whole-list-every 0; start w2 --shards auto --shard-whole-list-every 0
+start w3 --shards auto --shard-whole-list-every 0
+settle w1 w2 w3
+window "W 3 auto, whole lists" w1 w2 w3
+stop_all w1 w2 w3
 
 say "C. 3 replicas, --shards auto"
 start c1 --shards auto; start c2 --shards auto; start c3 --shards auto
