@@ -11,18 +11,21 @@
 #   B. 3 replicas, --shards off
 #   W. 3 replicas, --shards auto --shard-whole-list-every 0 (each list
 #      whole, as sharding listed before the lists by tenant)
-#   C. 3 replicas, --shards auto (lists by owned tenant where cheaper)
+#   C. 3 replicas, --shards auto (lists by owned tenant where cheaper);
+#      then a burst: SHARDS_BURST (1000) new sessions applied at once, the
+#      Cube calls of the three together, by op, until all are running,
+#      and the time; then C's window again (now N + BURST sessions: in
+#      e2b a tenant of 110 rows takes 2 pages)
 # per replica: Cube calls a minute (session_controller_cube_requests_total,
 # by op; a list counts each page it took), the list requests by kind
 # (session_controller_cube_list_requests_total: whole, tenant, session)
-# and CPU (utime+stime from /proc) in s/min and % of a core. Then
-# and, in B and C, a burst: SHARDS_BURST (1000) new sessions applied at
-# once; the Cube calls of the three replicas together, by op, until all
-# are running, and the time.
-#   D. kill -9 one of C's three: the time until the survivors own all N
+# and CPU (utime+stime from /proc) in s/min and % of a core.
+#   D. kill -9 one of C's three: the time until the survivors own all the
 #      sessions between them (session_controller_shard_sessions), and the
 #      time until SHARDS_NEW (300) sessions applied right after the kill,
 #      over every tenant, are all running.
+#   DW. the same with three replicas of W (whole lists).
+#   E. 3 replicas, --shards off: the burst, as in C.
 # Prints the load average next to each figure.
 #
 # usage: sh test/bench/shards.sh   (BINDIR, SHARDS_N, SHARDS_TENANTS,
@@ -190,12 +193,11 @@ say "B. 3 replicas, --shards off"
 start b1; start b2; start b3
 settle b1 b2 b3
 window "B 3 replicas off" b1 b2 b3
-burst "B 3 replicas off" bb b1 b2 b3
 stop_all b1 b2 b3
 
+W_ARGS="--shards auto --shard-whole-list-every 0"
 say "W. 3 replicas, --shards auto, each list whole (--shard-whole-list-every 0)"
-start w1 --shards auto --shard-whole-list-every 0; start w2 --shards auto --shard-whole-list-every 0
-start w3 --shards auto --shard-whole-list-every 0
+start w1 $W_ARGS; start w2 $W_ARGS; start w3 $W_ARGS
 settle w1 w2 w3
 window "W 3 auto, whole lists" w1 w2 w3
 stop_all w1 w2 w3
@@ -205,20 +207,41 @@ start c1 --shards auto; start c2 --shards auto; start c3 --shards auto
 settle c1 c2 c3
 window "C 3 replicas auto" c1 c2 c3
 burst "C 3 replicas auto" cb c1 c2 c3
+sleep $(( 2 * ${RS%s} + 1 ))
+window "C after the burst" c1 c2 c3
 
-say "D. kill -9 of c2 (load $(load))"
-owned2() { echo $(( $(msum c1 session_controller_shard_sessions) + $(msum c3 session_controller_shard_sessions) )); }
-kill -9 "$P_c2"; wait "$P_c2" 2>/dev/null
-t0=$(now_ms)
-apply_n n "$NEW"
-ta=$(now_ms)
-want=$((total + NEW))
-got_owned="" got_run=""
-while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
-  [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
-  [ -z "$got_owned" ] && [ "$(owned2)" -ge "$want" ] && got_owned=$(( $(now_ms) - t0 ))
-  [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
-  sleep 0.2
-done
-say "D. after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
+# takeover R1 R2 R3 PREFIX LABEL: kill -9 of R2; the time until R1 and R3
+# own all the sessions, and until NEW sessions applied right after the
+# kill, over every tenant, are all running
+takeover() {
+  say "$5: kill -9 of $2 (load $(load))"
+  owned2() { echo $(( $(msum "$1" session_controller_shard_sessions) + $(msum "$3" session_controller_shard_sessions) )); }
+  kill -9 "$(pid_of "$2")"; wait "$(pid_of "$2")" 2>/dev/null
+  t0=$(now_ms)
+  apply_n "$4" "$NEW"
+  ta=$(now_ms)
+  want=$((total + NEW))
+  total=$want
+  got_owned="" got_run=""
+  while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
+    [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
+    [ -z "$got_owned" ] && [ "$(owned2 "$1" "$2" "$3")" -ge "$want" ] && got_owned=$(( $(now_ms) - t0 ))
+    [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
+    sleep 0.2
+  done
+  say "$5: after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
+}
+takeover c1 c2 c3 n "D. lists by tenant"
 stop_all c1 c3
+
+say "DW. 3 replicas, --shards auto, each list whole"
+start x1 $W_ARGS; start x2 $W_ARGS; start x3 $W_ARGS
+settle x1 x2 x3
+takeover x1 x2 x3 nw "DW. whole lists"
+stop_all x1 x3
+
+say "E. 3 replicas, --shards off: a burst"
+start b1; start b2; start b3
+settle b1 b2 b3
+burst "E 3 replicas off" bb b1 b2 b3
+stop_all b1 b2 b3
