@@ -505,6 +505,7 @@ int main(int argc, char **argv)
   ro.once = cfg.once;
   ro.shards = cfg.shards;
   ro.shard_index = cfg.shard_index;
+  ro.shard_whole_list_ms = cfg.shard_whole_list_ms;
   a.rec = reconciler_new(&ro, &eb);
   if(!a.rec) {
     log_kv(a.lg, LOG_ERROR, "cannot set up the reconciler", "error", eb.msg,

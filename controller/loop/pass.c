@@ -240,15 +240,16 @@ static void on_observed(observation *obs, void *ud)
   act_run_start(&ps->run);
 }
 
-static void start_observe(pass *ps, const sc_kvlist *filter)
+static void start_observe(pass *ps, const sc_kvlist *filter,
+                          const observe_lists *lists)
 {
   size_t n;
   session **ss = pass_sessions(ps, &n);
   ps->phase = PH_OBSERVE;
-  if(observe_start_names(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter,
+  if(observe_start_lists(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter,
                          ps->r->o.plan.adopted_names,
-                         ps->r->o.plan.n_adopted_names, ss, n, on_observed,
-                         ps)) {
+                         ps->r->o.plan.n_adopted_names, lists, ss, n,
+                         on_observed, ps)) {
     pass_fail(ps, "the Cube client refused the calls", -1);
     pass_finish(ps);
   }
@@ -362,6 +363,7 @@ static void on_full_list(store_reply *rep, void *ud)
   pass *ps = ud;
   reconciler *r = ps->r;
   sc_kvlist filter = {0};
+  observe_lists lists;
   if(rep->err) {
     r->store_ok = false;
     log_kv(r->o.lg, LOG_ERROR, "store list failed", "error", rep->message,
@@ -380,7 +382,8 @@ static void on_full_list(store_reply *rep, void *ud)
     pass_finish(ps);
     return;
   }
-  start_observe(ps, &filter);
+  loop_shard_lists(r, &lists); /* whole, or by owned tenant if cheaper */
+  start_observe(ps, &filter, &lists);
   sc_kvlist_clear(&filter);
 }
 
@@ -622,7 +625,7 @@ static void on_single_get(store_reply *rep, void *ud)
     sc_kvlist_clear(&filter);
     return;
   }
-  start_observe(ps, &filter);
+  start_observe(ps, &filter, NULL);
   sc_kvlist_clear(&filter);
 }
 

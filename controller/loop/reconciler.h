@@ -41,6 +41,7 @@ typedef struct reconciler_opts {
   bool once;           /* one full pass, then reconciler_done() is true */
   const char *shards;  /* --shards: "off" (NULL), "auto", N (loop/shard.h) */
   const char *shard_index; /* --shard-index with --shards N; NULL: none */
+  int64_t shard_whole_list_ms; /* sharded: a whole list at least this often (0: always) */
 } reconciler_opts;
 
 reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb);

@@ -1,5 +1,6 @@
 /* shard.c - the tenant hash and the membership view (see shard.h). */
 #include "controller/loop/shard.h"
+#include "lib/hmap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -322,4 +323,267 @@ size_t shard_view_prunable(const shard_view *v, const char **ids,
     k++;
   }
   return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* a pass's frozen ownership */
+
+struct shard_owners {
+  bool all;      /* owns every tenant */
+  char *self;
+  char **live;   /* sorted, as the view's */
+  size_t n_live;
+};
+
+void shard_owners_free(shard_owners *o)
+{
+  size_t i;
+  if(!o)
+    return;
+  for(i = 0; i < o->n_live; i++)
+    free(o->live[i]);
+  free(o->live);
+  free(o->self);
+  free(o);
+}
+
+shard_owners *shard_view_freeze(const shard_view *v)
+{
+  shard_owners *o = calloc(1, sizeof(*o));
+  size_t i;
+  if(!o)
+    return NULL;
+  o->all = !v || v->mode == SHARD_OFF || v->fallback || v->n_live <= 1;
+  if(o->all)
+    return o;
+  o->self = strdup(v->self);
+  o->live = calloc(v->n_live, sizeof(*o->live));
+  if(!o->self || !o->live) {
+    shard_owners_free(o);
+    return NULL;
+  }
+  for(i = 0; i < v->n_live; i++) {
+    if(!(o->live[i] = strdup(v->live[i]))) {
+      shard_owners_free(o);
+      return NULL;
+    }
+    o->n_live++;
+  }
+  return o;
+}
+
+bool shard_owners_owns(const shard_owners *o, const char *tenant)
+{
+  size_t w;
+  if(!o || o->all)
+    return true;
+  w = shard_owner((const char *const *)o->live, o->n_live, tenant);
+  return !strcmp(o->live[w], o->self);
+}
+
+size_t shard_owners_live(const shard_owners *o)
+{
+  return !o || o->all ? 1 : o->n_live;
+}
+
+/* ------------------------------------------------------------------ */
+/* the lists' costs */
+
+typedef struct sl_entry {
+  char *tenant;
+  size_t rows[SHARD_STATES];
+  bool covered[SHARD_STATES]; /* listed by tenant in the pass counting */
+} sl_entry;
+
+struct shard_lists {
+  sc_hmap *idx;          /* hash(tenant) -> index into e, SC_HMAP_IDX */
+  sl_entry *e;
+  size_t n, cap;
+  size_t whole_req[SHARD_STATES]; /* the last whole list's requests */
+  bool counting_by_tenant[SHARD_STATES]; /* the pass being counted */
+};
+
+shard_lists *shard_lists_new(void)
+{
+  shard_lists *sl = calloc(1, sizeof(*sl));
+  if(!sl)
+    return NULL;
+  if(!(sl->idx = sc_hmap_new(0))) {
+    free(sl);
+    return NULL;
+  }
+  return sl;
+}
+
+static void sl_forget_all(shard_lists *sl)
+{
+  size_t i;
+  for(i = 0; i < sl->n; i++)
+    free(sl->e[i].tenant);
+  sl->n = 0;
+  sc_hmap_clear(sl->idx);
+}
+
+void shard_lists_free(shard_lists *sl)
+{
+  if(!sl)
+    return;
+  sl_forget_all(sl);
+  free(sl->e);
+  sc_hmap_free(sl->idx);
+  free(sl);
+}
+
+static bool sl_eq(const void *v, const void *key, void *ud)
+{
+  const shard_lists *sl = ud;
+  return !strcmp(sl->e[SC_HMAP_IDX_OF(v)].tenant, key);
+}
+
+static sl_entry *sl_find(const shard_lists *sl, const char *t)
+{
+  void *v = sc_hmap_get(sl->idx, sc_hash_id(t), sl_eq, t, (void *)sl);
+  return v ? &sl->e[SC_HMAP_IDX_OF(v)] : NULL;
+}
+
+static sl_entry *sl_get(shard_lists *sl, const char *t)
+{
+  sl_entry *e = sl_find(sl, t);
+  if(e)
+    return e;
+  if(sl->n == sl->cap) {
+    size_t nc = sl->cap ? sl->cap * 2 : 64;
+    sl_entry *ne = realloc(sl->e, nc * sizeof(*ne));
+    if(!ne)
+      return NULL;
+    sl->e = ne;
+    sl->cap = nc;
+  }
+  e = &sl->e[sl->n];
+  memset(e, 0, sizeof(*e));
+  if(!(e->tenant = strdup(t)))
+    return NULL;
+  if(sc_hmap_put(sl->idx, sc_hash_id(t), SC_HMAP_IDX(sl->n))) {
+    free(e->tenant);
+    return NULL;
+  }
+  sl->n++;
+  return e;
+}
+
+static size_t pages_of(size_t rows, size_t page_rows)
+{
+  if(!page_rows || rows <= page_rows)
+    return 1; /* an empty answer is a request too */
+  return (rows + page_rows - 1) / page_rows;
+}
+
+void shard_lists_choose(const shard_lists *sl, const char *const *tenants,
+                        size_t n, size_t page_rows, size_t n_names,
+                        bool whole_due, shard_list_choice *out)
+{
+  size_t i;
+  int s;
+  memset(out, 0, sizeof(*out));
+  if(n_names < 1)
+    n_names = 1;
+  for(s = 0; s < SHARD_STATES; s++) {
+    out->est_whole[s] = sl ? sl->whole_req[s] : 0;
+    for(i = 0; i < n; i++) {
+      const sl_entry *e = sl ? sl_find(sl, tenants[i]) : NULL;
+      out->est_tenant[s] += n_names * pages_of(e ? e->rows[s] : 0,
+                                               page_rows);
+    }
+  }
+  if(!sl) {
+    out->why = "out of memory";
+    return;
+  }
+  if(whole_due) {
+    out->why = "a whole list is due (--shard-whole-list-every)";
+    return;
+  }
+  for(i = 0; i < n; i++)
+    if(!*tenants[i]) {
+      out->why = "a session has an empty tenant";
+      return;
+    }
+  for(s = 0; s < SHARD_STATES; s++)
+    out->by_tenant[s] = out->est_whole[s] &&
+                        out->est_tenant[s] < out->est_whole[s];
+  if(out->by_tenant[SHARD_RUNNING] && out->by_tenant[SHARD_PAUSED] && !n) {
+    /* no tenant: no list at all, and no Date to plan by: one whole list,
+     * the cheaper */
+    s = out->est_whole[SHARD_RUNNING] < out->est_whole[SHARD_PAUSED]
+          ? SHARD_RUNNING : SHARD_PAUSED;
+    out->by_tenant[s] = false;
+  }
+  if(!out->est_whole[SHARD_RUNNING] || !out->est_whole[SHARD_PAUSED])
+    out->why = "not listed whole yet";
+  else if(out->by_tenant[SHARD_RUNNING] || out->by_tenant[SHARD_PAUSED])
+    out->why = "fewer requests by tenant";
+  else
+    out->why = "fewer requests whole";
+}
+
+sc_err shard_lists_begin(shard_lists *sl, const bool by_tenant[SHARD_STATES],
+                         const size_t requests[SHARD_STATES],
+                         const char *const *tenants, size_t n)
+{
+  size_t i;
+  int s;
+  if(!sl)
+    return SC_OK;
+  if(!by_tenant[SHARD_RUNNING] && !by_tenant[SHARD_PAUSED])
+    sl_forget_all(sl); /* a tenant gone from Cube leaves the table */
+  for(i = 0; i < sl->n; i++)
+    for(s = 0; s < SHARD_STATES; s++) {
+      sl->e[i].covered[s] = false;
+      if(!by_tenant[s])
+        sl->e[i].rows[s] = 0;
+    }
+  for(s = 0; s < SHARD_STATES; s++) {
+    sl->counting_by_tenant[s] = by_tenant[s];
+    if(!by_tenant[s] && requests[s])
+      sl->whole_req[s] = requests[s];
+  }
+  for(i = 0; i < n; i++) {
+    sl_entry *e;
+    if(!by_tenant[SHARD_RUNNING] && !by_tenant[SHARD_PAUSED])
+      break;
+    if(!(e = sl_get(sl, tenants[i])))
+      return SC_ERR_NOMEM;
+    for(s = 0; s < SHARD_STATES; s++)
+      if(by_tenant[s]) {
+        e->covered[s] = true;
+        e->rows[s] = 0;
+      }
+  }
+  return SC_OK;
+}
+
+sc_err shard_lists_count(shard_lists *sl, int state, const char *tenant)
+{
+  sl_entry *e;
+  const char *t = tenant ? tenant : "";
+  if(!sl || state < 0 || state >= SHARD_STATES)
+    return SC_OK;
+  if(sl->counting_by_tenant[state]) {
+    e = sl_find(sl, t);
+    if(!e || !e->covered[state])
+      return SC_OK; /* not listed by this pass: a GET's answer */
+  }
+  else if(!(e = sl_get(sl, t)))
+    return SC_ERR_NOMEM;
+  e->rows[state]++;
+  return SC_OK;
+}
+
+size_t shard_lists_rows(const shard_lists *sl, int state, const char *tenant)
+{
+  const sl_entry *e;
+  if(!sl || state < 0 || state >= SHARD_STATES)
+    return 0;
+  e = sl_find(sl, tenant ? tenant : "");
+  return e ? e->rows[state] : 0;
 }

@@ -124,4 +124,85 @@ const char *shard_view_member(const shard_view *v, size_t i);
 size_t shard_view_prunable(const shard_view *v, const char **ids,
                            const char **versions, size_t max);
 
+/* ------------------------------------------------------------------ */
+/* One pass's ownership, frozen: the live members and self as they were
+ * when the pass read the store, so that its sessions, its lists and its
+ * sandboxes are all split by the same view however the membership moves
+ * meanwhile. NULL view (or out of memory: NULL result) owns everything. */
+
+typedef struct shard_owners shard_owners;
+
+shard_owners *shard_view_freeze(const shard_view *v);
+void shard_owners_free(shard_owners *o);
+bool shard_owners_owns(const shard_owners *o, const char *tenant);
+/* 1 when owning everything */
+size_t shard_owners_live(const shard_owners *o);
+
+/* ------------------------------------------------------------------ */
+/* What a sharded full pass lists (docs/controller.md, "Sharding"): for
+ * each state, Cube's whole list (our lea.managed-by tag), or one list per
+ * tenant this replica owns a session of (the tag and lea.tenant_id=T:
+ * Cube's metadata filter is an AND of exact matches), whichever costs
+ * fewer requests as the last lists showed.
+ *
+ * The cost of a state's whole list is the requests its last whole list
+ * took; of its lists by tenant, the sum over the owned tenants of the
+ * pages each would take by its row count in the last list that covered
+ * it (a server that pages: max(1, ceil(rows / page_rows)); one that does
+ * not, Cube: 1 each), times the names listed (--adopt-from). A tenant
+ * never seen counts one page. Cube answers a whole list in one request,
+ * so there the whole list stays; E2B pages by 100 rows, so at 10,000
+ * sandboxes a whole list is 100 requests and 33 owned tenants of 100
+ * rows are 33.
+ *
+ * Safety does not rest on the estimate: the lists by tenant cover every
+ * tenant the pass plans sessions of, so its view of those tenants is the
+ * whole list's; what they miss are the sandboxes of tenants with no
+ * session left (a deleted tenant's orphans) and those without a tenant
+ * tag, which only a whole list shows. The caller makes every state whole
+ * at least every --shard-whole-list-every (whole_due). */
+
+enum { SHARD_RUNNING = 0, SHARD_PAUSED = 1, SHARD_STATES = 2 };
+
+typedef struct shard_lists shard_lists;
+
+typedef struct shard_list_choice {
+  bool by_tenant[SHARD_STATES];
+  size_t est_whole[SHARD_STATES];  /* requests; 0: never listed whole */
+  size_t est_tenant[SHARD_STATES]; /* requests of the lists by tenant */
+  const char *why;                 /* a static phrase, for the log */
+} shard_list_choice;
+
+/* NULL when out of memory. */
+shard_lists *shard_lists_new(void);
+void shard_lists_free(shard_lists *sl);
+
+/* Choose for a pass that owns sessions of tenants[0..n-1] (distinct).
+ * page_rows: rows per page of a server that pages (0: it does not);
+ * n_names: the managed-by names listed (at least 1); whole_due: a whole
+ * list is due (each state whole). At least one list is always chosen: with
+ * no tenant, the state whose whole list is cheaper goes whole. A tenant
+ * "" (no tag to filter on) makes both states whole. */
+void shard_lists_choose(const shard_lists *sl, const char *const *tenants,
+                        size_t n, size_t page_rows, size_t n_names,
+                        bool whole_due, shard_list_choice *out);
+
+/* A pass's lists came back, as chosen (by_tenant), in requests[s]
+ * requests per state, by tenant for tenants[0..n-1]: the row counts they
+ * cover are forgotten (every tenant's for a whole state; a pass with both
+ * whole forgets every tenant), then shard_lists_count() each row it
+ * listed. SC_ERR_NOMEM leaves the counts partly forgotten (an estimate
+ * only). */
+sc_err shard_lists_begin(shard_lists *sl, const bool by_tenant[SHARD_STATES],
+                         const size_t requests[SHARD_STATES],
+                         const char *const *tenants, size_t n);
+/* One listed row of state (running: SHARD_RUNNING, pausing or paused:
+ * SHARD_PAUSED) and tenant tag (NULL: none, counted as ""); a row of a
+ * tenant the pass did not list by tenant, in a state it did, is not
+ * counted (a GET's answer). */
+sc_err shard_lists_count(shard_lists *sl, int state, const char *tenant);
+/* The rows last counted for tenant in state (tests, the log). */
+size_t shard_lists_rows(const shard_lists *sl, int state,
+                        const char *tenant);
+
 #endif

@@ -33,11 +33,20 @@ struct loop_shard {
   bool ready;               /* auto: the first answer came */
   bool left;
   char fail_msg[SC_ERRBUF_SIZE]; /* the failure last logged */
-  /* the full pass in flight: the sessions it does not own (for their
-   * links), and both sets of links */
+  /* the full pass in flight: its view frozen (NULL: owns everything),
+   * the sessions it does not own (for their links), both sets of links,
+   * and the tenants it owns sessions of (pointing into its sessions) */
+  shard_owners *owners;
   session **foreign;
   size_t n_foreign;
   sc_hmap *owned_links, *foreign_links;
+  const char **tenants;
+  size_t n_tenants;
+  bool tenants_known;       /* all of them (not out of memory) */
+  /* what the lists cost, from pass to pass (shard.h) */
+  shard_lists *lists;
+  bool whole_seen;          /* a pass listed both states whole ... */
+  int64_t whole_mono;       /* ... at this local monotonic time */
 };
 
 sc_err loop_shard_declare_metrics(metrics *m)
@@ -65,6 +74,14 @@ sc_err loop_shard_declare_metrics(metrics *m)
      "owns every session."},
     {"session_controller_shard_skipped_total", METRIC_COUNTER,
      "Watch events and single passes of sessions other replicas own, dropped."},
+    {"session_controller_shard_lists_by_tenant", METRIC_GAUGE,
+     "1 when the last full pass listed the state one owned tenant at a "
+     "time (cheaper than the whole list), 0 when whole."},
+    {"session_controller_cube_list_requests_total", METRIC_COUNTER,
+     "HTTP requests of Cube lists (each page, each page asked again) by "
+     "kind (whole: a full pass's list of every managed sandbox; tenant: a "
+     "full pass's list of one owned tenant; session: a single pass's) and "
+     "state."},
   };
   size_t i;
   for(i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
@@ -94,6 +111,12 @@ static void drop_pass_state(loop_shard *sh)
   sc_hmap_free(sh->owned_links);
   sc_hmap_free(sh->foreign_links);
   sh->owned_links = sh->foreign_links = NULL;
+  shard_owners_free(sh->owners);
+  sh->owners = NULL;
+  free(sh->tenants);
+  sh->tenants = NULL;
+  sh->n_tenants = 0;
+  sh->tenants_known = false;
 }
 
 sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
@@ -129,7 +152,10 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
   sh->view = shard_view_new(sh->mode, r->identity, n, sh->index);
   if(sh->mode == SHARD_AUTO)
     sh->timer = event_new(r->o.base, -1, EV_PERSIST, on_timer, r);
-  if(!sh->view || (sh->mode == SHARD_AUTO && !sh->timer)) {
+  if(sh->mode != SHARD_OFF)
+    sh->lists = shard_lists_new();
+  if(!sh->view || (sh->mode == SHARD_AUTO && !sh->timer) ||
+     (sh->mode != SHARD_OFF && !sh->lists)) {
     loop_shard_free(sh);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   }
@@ -160,6 +186,7 @@ void loop_shard_free(loop_shard *sh)
     event_free(sh->timer);
   drop_pass_state(sh);
   shard_view_free(sh->view);
+  shard_lists_free(sh->lists);
   free(sh);
 }
 
@@ -447,11 +474,15 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
   if(!sh || sh->mode == SHARD_OFF)
     return;
   drop_pass_state(sh);
+  /* one view for the whole pass: its sessions, its lists, its sandboxes */
+  sh->owners = shard_view_freeze(sh->view);
   sh->foreign = calloc(list->n ? list->n : 1, sizeof(*sh->foreign));
+  sh->tenants = calloc(list->n ? list->n : 1, sizeof(*sh->tenants));
   sh->owned_links = sc_hmap_new(list->n);
   sh->foreign_links = sc_hmap_new(0);
   tenants = sc_hmap_new(0);
-  if(!sh->foreign || !sh->owned_links || !sh->foreign_links || !tenants) {
+  if(!sh->owners || !sh->foreign || !sh->tenants || !sh->owned_links ||
+     !sh->foreign_links || !tenants) {
     /* out of memory: this pass owns everything (safe) */
     drop_pass_state(sh);
     sc_hmap_free(tenants);
@@ -460,12 +491,16 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
   for(i = 0; i < list->n; i++) {
     session *s = list->items[i];
     const char *t = session_eff_tenant_id(s);
-    if(owns_tenant(r, t)) {
+    if(shard_owners_owns(sh->owners, t)) {
       uint64_t h = hash_str(t);
       list->items[k++] = s;
       oom |= add_links(sh->owned_links, s) != SC_OK;
-      if(!sc_hmap_get(tenants, h, eq_str, t, NULL))
-        oom |= sc_hmap_put(tenants, h, (void *)t) != SC_OK;
+      if(!sc_hmap_get(tenants, h, eq_str, t, NULL)) {
+        if(sc_hmap_put(tenants, h, (void *)t))
+          oom = true;
+        else
+          sh->tenants[sh->n_tenants++] = t;
+      }
     }
     else {
       sh->foreign[sh->n_foreign++] = s;
@@ -480,10 +515,83 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
     sc_hmap_free(sh->foreign_links);
     sh->foreign_links = NULL;
   }
+  /* a tenant missing from the set would go unlisted: lists by tenant
+   * only from the whole set */
+  sh->tenants_known = !oom;
   metrics_set(r->o.m, "session_controller_shard_sessions", NULL, (double)k);
   metrics_set(r->o.m, "session_controller_shard_tenants", NULL,
               (double)sc_hmap_count(tenants));
   sc_hmap_free(tenants);
+}
+
+void loop_shard_lists(reconciler *r, observe_lists *out)
+{
+  loop_shard *sh = r->shard;
+  shard_list_choice ch;
+  size_t page_rows, n_names = 1 + r->o.plan.n_adopted_names;
+  int64_t now = sctime_mono_ms(), every = r->o.shard_whole_list_ms;
+  bool all, due;
+  char nt[24], ew[48], et[48];
+  memset(out, 0, sizeof(*out));
+  if(!sh || sh->mode == SHARD_OFF)
+    return; /* every state whole */
+  /* owning every tenant (alone, or blind), or a set of tenants not
+   * known whole: nothing to save, or nothing safe to save */
+  all = !sh->owners || shard_owners_live(sh->owners) <= 1 ||
+        !sh->tenants_known;
+  due = every <= 0 || !sh->whole_seen || now - sh->whole_mono >= every;
+  page_rows = cube_client_dialect(r->o.cube) == CUBE_DIALECT_E2B
+                ? CUBE_PAGE_LIMIT : 0;
+  shard_lists_choose(sh->lists, sh->tenants, sh->n_tenants, page_rows,
+                     n_names, due || all, &ch);
+  if(all) {
+    ch.why = "this pass owns every tenant";
+    ch.by_tenant[SHARD_RUNNING] = ch.by_tenant[SHARD_PAUSED] = false;
+  }
+  out->by_tenant[0] = ch.by_tenant[SHARD_RUNNING];
+  out->by_tenant[1] = ch.by_tenant[SHARD_PAUSED];
+  out->tenants = sh->tenants;
+  out->n_tenants = sh->n_tenants;
+  metrics_set(r->o.m, "session_controller_shard_lists_by_tenant",
+              "state=\"running\"", out->by_tenant[0] ? 1 : 0);
+  metrics_set(r->o.m, "session_controller_shard_lists_by_tenant",
+              "state=\"paused\"", out->by_tenant[1] ? 1 : 0);
+  snprintf(nt, sizeof(nt), "%zu", sh->n_tenants);
+  snprintf(ew, sizeof(ew), "%zu/%zu", ch.est_whole[SHARD_RUNNING],
+           ch.est_whole[SHARD_PAUSED]);
+  snprintf(et, sizeof(et), "%zu/%zu", ch.est_tenant[SHARD_RUNNING],
+           ch.est_tenant[SHARD_PAUSED]);
+  log_kv(r->o.lg, LOG_DEBUG, "sharding: lists of this full pass", "running",
+         out->by_tenant[0] ? "by-tenant" : "whole", "paused",
+         out->by_tenant[1] ? "by-tenant" : "whole", "tenants", nt,
+         "whole_requests", ew, "by_tenant_requests", et, "why", ch.why,
+         NULL);
+}
+
+/* What the lists of this pass cost and showed, for the next choice. */
+static void note_lists(reconciler *r, const observation *obs)
+{
+  loop_shard *sh = r->shard;
+  size_t i;
+  bool oom = false;
+  if(!sh->lists)
+    return;
+  oom = shard_lists_begin(sh->lists, obs->by_tenant, obs->list_requests,
+                          sh->tenants_known ? sh->tenants : NULL,
+                          sh->tenants_known ? sh->n_tenants : 0) != SC_OK;
+  for(i = 0; !oom && i < obs->n_sbs; i++) {
+    const cube_sandbox *sb = &obs->sbs[i];
+    oom = shard_lists_count(sh->lists, sb->state == CUBE_SB_RUNNING
+                                         ? SHARD_RUNNING : SHARD_PAUSED,
+                            sc_kvlist_get(&sb->metadata,
+                                          SESSION_TAG_TENANT_ID)) != SC_OK;
+  }
+  if(!obs->by_tenant[0] && !obs->by_tenant[1]) {
+    /* every sandbox was in view: the orphans of tenants with no session
+     * left, and those without a tenant tag, were judged */
+    sh->whole_seen = true;
+    sh->whole_mono = sctime_mono_ms();
+  }
 }
 
 void loop_shard_filter_obs(reconciler *r, observation *obs)
@@ -492,6 +600,7 @@ void loop_shard_filter_obs(reconciler *r, observation *obs)
   size_t i, k = 0;
   if(!sh || sh->mode == SHARD_OFF || !obs || obs->failed)
     return;
+  note_lists(r, obs);
   if(!sh->owned_links) {
     drop_pass_state(sh);
     return; /* the list was not filtered: nothing is */
@@ -507,9 +616,10 @@ void loop_shard_filter_obs(reconciler *r, observation *obs)
       keep = true; /* the foreign links are not known: keep all */
     else if(sc_hmap_get(sh->foreign_links, h, eq_str, id, NULL))
       keep = false; /* another replica's session's: not an orphan */
-    else
-      keep = owns_tenant(r, sc_kvlist_get(&sb->metadata,
-                                          SESSION_TAG_TENANT_ID));
+    else /* by the pass's view, as its sessions were */
+      keep = shard_owners_owns(sh->owners,
+                               sc_kvlist_get(&sb->metadata,
+                                             SESSION_TAG_TENANT_ID));
     if(keep) {
       if(k != i)
         obs->sbs[k] = *sb;

@@ -9,7 +9,8 @@
  *
  * Ownership: loop_shard_new() makes r->shard for loop_shard_free(); the
  * sessions a full pass does not own are held here until the pass's
- * observation is filtered (or the next pass, or the free).
+ * observation is filtered (or the next pass, or the free), with the
+ * pass's frozen view and the tenants it owns.
  */
 #ifndef SC_LOOP_SHARD_LOOP_H
 #define SC_LOOP_SHARD_LOOP_H
@@ -34,6 +35,12 @@ bool loop_shard_owns(reconciler *r, const session *s);
 /* A full pass's store read: keep the owned sessions (the others are held
  * for the next call, which needs their links). */
 void loop_shard_filter_list(reconciler *r, store_list_result *list);
+/* After loop_shard_filter_list: how the pass lists Cube (shard.h,
+ * "What a sharded full pass lists"): each state whole, or one list per
+ * owned tenant where that costs fewer requests, and whole at least every
+ * --shard-whole-list-every. out->tenants point into the pass's sessions.
+ * Unsharded, owning every tenant, or out of memory: each state whole. */
+void loop_shard_lists(reconciler *r, observe_lists *out);
 /* The full pass's observation: keep the sandboxes of owned tenants and
  * those linked by owned sessions; drop those linked by other replicas'
  * sessions (not orphans: their owner sees them). */

@@ -24,6 +24,8 @@ typedef struct obs_run {
 typedef struct obs_call {
   obs_run *run;
   int64_t t0;
+  int state;         /* a list: 0 running, 1 paused */
+  const char *kind;  /* a list: whole, tenant, session */
   char id[CUBE_ID_MAX + 1];
 } obs_call;
 
@@ -181,12 +183,36 @@ static void confirm(obs_run *run)
     finish(run);
 }
 
+/* The HTTP requests a list took: its pages, the pages asked again, and
+ * the request that failed it. */
+static size_t list_requests(const cube_result *res)
+{
+  size_t n = res->pages + res->page_retries;
+  if(res->err && (res->http_status < 200 || res->http_status > 299))
+    n++;
+  return n ? n : 1;
+}
+
 static void on_list(const cube_result *res, void *ud)
 {
   obs_call *call = ud;
   obs_run *run = call->run;
   observation *o = run->o;
-  observe_count_call(run->m, CUBE_OP_LIST, res, call->t0);
+  size_t nreq = list_requests(res);
+  char l[96];
+  /* every page is a request to Cube (and to its rate limit): counted so */
+  snprintf(l, sizeof(l), "op=\"%s\",code=\"%ld\"", cube_op_name(CUBE_OP_LIST),
+           res->http_status);
+  metrics_add(run->m, "session_controller_cube_requests_total", l,
+              (double)nreq);
+  snprintf(l, sizeof(l), "op=\"%s\"", cube_op_name(CUBE_OP_LIST));
+  metrics_observe(run->m, "session_controller_cube_request_duration_seconds",
+                  l, (double)(sctime_mono_ms() - call->t0) / 1000.0);
+  o->list_requests[call->state] += nreq;
+  snprintf(l, sizeof(l), "kind=\"%s\",state=\"%s\"", call->kind,
+           call->state ? "paused" : "running");
+  metrics_add(run->m, "session_controller_cube_list_requests_total", l,
+              (double)nreq);
   free(call);
   if(res->err) {
     fail(o, res->message, res->retry_after_ms);
@@ -227,15 +253,60 @@ sc_err observe_start(cube_client *c, metrics *m, logger *lg,
                              n_sessions, cb, ud);
 }
 
+/* Start one list (counted in run->pending): f with, when tenant is not
+ * NULL, lea.tenant_id = tenant as well. */
+static void start_list(obs_run *run, const sc_kvlist *f, const char *tenant,
+                       int state, const char *kind)
+{
+  static const char *const states[] = {"running", "paused"};
+  sc_kvlist by = {0};
+  obs_call *call;
+  if(tenant && (sc_kvlist_copy(&by, f) ||
+                sc_kvlist_set(&by, SESSION_TAG_TENANT_ID, tenant))) {
+    sc_kvlist_clear(&by);
+    fail(run->o, "out of memory", -1);
+    return;
+  }
+  if(!(call = calloc(1, sizeof(*call)))) {
+    sc_kvlist_clear(&by);
+    fail(run->o, "out of memory", -1);
+    return;
+  }
+  call->run = run;
+  call->t0 = sctime_mono_ms();
+  call->state = state;
+  call->kind = kind;
+  run->pending++;
+  if(cube_list(run->c, tenant ? &by : f, states[state], on_list, call)) {
+    run->pending--;
+    free(call);
+    fail(run->o, "the Cube client refused the call (closing?)", -1);
+  }
+  sc_kvlist_clear(&by);
+}
+
 sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
                            const sc_kvlist *filter,
                            const char *const *also_managed_by, size_t n_also,
                            session *const *sessions, size_t n_sessions,
                            observe_cb cb, void *ud)
 {
-  static const char *const states[] = {"running", "paused"};
+  return observe_start_lists(c, m, lg, filter, also_managed_by, n_also, NULL,
+                             sessions, n_sessions, cb, ud);
+}
+
+sc_err observe_start_lists(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           const observe_lists *lists,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud)
+{
   obs_run *run = calloc(1, sizeof(*run));
-  size_t i, k;
+  const char *whole_kind =
+    sc_kvlist_get(filter, SESSION_TAG_SESSION_ID) ? "session" : "whole";
+  size_t j, k;
+  int i;
   if(!run)
     return SC_ERR_NOMEM;
   run->o = calloc(1, sizeof(*run->o));
@@ -251,6 +322,10 @@ sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
   run->n_sessions = n_sessions;
   run->cb = cb;
   run->ud = ud;
+  for(i = 0; lists && i < 2; i++)
+    run->o->by_tenant[i] = lists->by_tenant[i];
+  if(run->o->by_tenant[0] && run->o->by_tenant[1] && !lists->n_tenants)
+    run->o->by_tenant[1] = false; /* a list at least: Cube's clock */
   for(k = 0; k <= n_also; k++) {
     sc_kvlist other = {0};
     const sc_kvlist *f = filter;
@@ -265,19 +340,12 @@ sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
       f = &other;
     }
     for(i = 0; i < 2; i++) {
-      obs_call *call = calloc(1, sizeof(*call));
-      if(!call) {
-        fail(run->o, "out of memory", -1);
+      if(!run->o->by_tenant[i]) {
+        start_list(run, f, NULL, i, whole_kind);
         continue;
       }
-      call->run = run;
-      call->t0 = sctime_mono_ms();
-      run->pending++;
-      if(cube_list(c, f, states[i], on_list, call)) {
-        run->pending--;
-        free(call);
-        fail(run->o, "the Cube client refused the call (closing?)", -1);
-      }
+      for(j = 0; j < lists->n_tenants; j++)
+        start_list(run, f, lists->tenants[j], i, "tenant");
     }
     sc_kvlist_clear(&other);
   }

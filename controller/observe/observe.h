@@ -28,7 +28,23 @@ typedef struct observation {
   sc_time cube_now;       /* the earlier Date of the two lists */
   char *fail_msg;         /* why failed */
   int64_t retry_after_ms; /* the largest Retry-After seen, -1 none */
+  /* the lists as made, per state ([0] running, [1] paused): by tenant
+   * (observe_lists) or not, and the HTTP requests they took (pages, pages
+   * asked again, a failed request) */
+  bool by_tenant[2];
+  size_t list_requests[2];
 } observation;
+
+/* How a full pass lists each state ([0] running, [1] paused): false, one
+ * list of the filter (the whole list); true, one list per tenant, the
+ * filter with lea.tenant_id = tenants[i] as well (Cube ANDs the pairs).
+ * Both by tenant with no tenant would list nothing: the paused state is
+ * then listed whole. The tenants are only read, during the call. */
+typedef struct observe_lists {
+  bool by_tenant[2];
+  const char *const *tenants;
+  size_t n_tenants;
+} observe_lists;
 
 typedef void (*observe_cb)(observation *obs, void *ud);
 
@@ -46,10 +62,23 @@ sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,
                            const char *const *also_managed_by, size_t n_also,
                            session *const *sessions, size_t n_sessions,
                            observe_cb cb, void *ud);
+/* The same, listing as lists says (NULL: each state whole). */
+sc_err observe_start_lists(cube_client *c, metrics *m, logger *lg,
+                           const sc_kvlist *filter,
+                           const char *const *also_managed_by, size_t n_also,
+                           const observe_lists *lists,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud);
 void observation_free(observation *obs);
 
 /* Count one Cube call in session_controller_cube_requests_total and its
- * latency histogram. */
+ * latency histogram. The lists of an observation are counted by the
+ * observation, by their HTTP requests (each page, each page asked again,
+ * a failed request), in session_controller_cube_requests_total{op="list"}
+ * (the latency once, the whole list's) and in
+ * session_controller_cube_list_requests_total{kind, state}: kind "whole"
+ * (a full pass, our tag only), "tenant" (a full pass, one owned tenant),
+ * "session" (a single pass: the filter names a session). */
 void observe_count_call(metrics *m, cube_op op, const cube_result *res,
                         int64_t t0_mono_ms);
 

@@ -80,6 +80,15 @@ static const opt opts[] = {
   {"shard-index", OPT_STR, O(shard_index), NULL,
    "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
    "stopped shard's tenants wait for it)"},
+  {"shard-whole-list-every", OPT_DUR, O(shard_whole_list_ms), "10m",
+   "with --shards: a full pass lists Cube one owned tenant at a time "
+   "(lea.tenant_id) where that takes fewer requests than the whole list, "
+   "as the last lists showed (E2B pages by 100 rows; Cube answers a whole "
+   "list in one request, so there it stays whole), and whole at least "
+   "this often: only a whole list shows the sandboxes of a tenant no "
+   "session is left in, or without a tenant tag, so such an orphan is "
+   "deleted at most this long and a --resync after its --orphan-grace; "
+   "0: always whole"},
   {"cube-qps", OPT_DOUBLE, O(cube_qps), "30",
    "token bucket rate toward Cube, requests/s of this replica (0 = "
    "unlimited). Cube allows 100 requests/s per API key and replicas share "

@@ -3,27 +3,44 @@
 # Measures, never asserts.
 #
 # SHARDS_N (10000) converged sessions over SHARDS_TENANTS (100) tenants on
-# one SQLite store, cubesim at real clock speed, no injected latency. Then,
-# each for SHARDS_WINDOW seconds (30) after the replicas settled, with
-# --resync SHARDS_RESYNC (5s):
+# one SQLite store, cubesim (dialect SHARDS_DIALECT: cube, e2b, or both,
+# one after the other; default cube) at real clock speed, no injected
+# latency. Then, each for SHARDS_WINDOW seconds (30) after the replicas
+# settled, with --resync SHARDS_RESYNC (5s):
 #   A. 1 replica, --shards off
 #   B. 3 replicas, --shards off
-#   C. 3 replicas, --shards auto
+#   W. 3 replicas, --shards auto --shard-whole-list-every 0 (each list
+#      whole, as sharding listed before the lists by tenant)
+#   C. 3 replicas, --shards auto (lists by owned tenant where cheaper);
+#      then a burst: SHARDS_BURST (1000) new sessions applied at once, the
+#      Cube calls of the three together, by op, until all are running,
+#      and the time; then C's window again (now N + BURST sessions: in
+#      e2b a tenant of 110 rows takes 2 pages)
 # per replica: Cube calls a minute (session_controller_cube_requests_total,
-# by op) and CPU (utime+stime from /proc) in s/min and % of a core. Then
-# and, in B and C, a burst: SHARDS_BURST (1000) new sessions applied at
-# once; the Cube calls of the three replicas together, by op, until all
-# are running, and the time.
-#   D. kill -9 one of C's three: the time until the survivors own all N
+# by op; a list counts each page it took), the list requests by kind
+# (session_controller_cube_list_requests_total: whole, tenant, session)
+# and CPU (utime+stime from /proc) in s/min and % of a core.
+#   D. kill -9 one of C's three: the time until the survivors own all the
 #      sessions between them (session_controller_shard_sessions), and the
 #      time until SHARDS_NEW (300) sessions applied right after the kill,
 #      over every tenant, are all running.
+#   DW. the same with three replicas of W (whole lists).
+#   E. 3 replicas, --shards off: the burst, as in C.
 # Prints the load average next to each figure.
 #
 # usage: sh test/bench/shards.sh   (BINDIR, SHARDS_N, SHARDS_TENANTS,
-#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST)
+#        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST,
+#        SHARDS_DIALECT)
 set -u
 cd "$(dirname "$0")/../.."
+case ${SHARDS_DIALECT:-cube} in
+both)
+  SHARDS_DIALECT=cube sh "$0" || exit 1
+  SHARDS_DIALECT=e2b exec sh "$0" ;;
+cube|e2b) ;;
+*) echo "shards: SHARDS_DIALECT wants cube, e2b or both" >&2; exit 2 ;;
+esac
+DIALECT=${SHARDS_DIALECT:-cube}
 B=${BINDIR:-$(pwd)/bin}
 N=${SHARDS_N:-10000}
 NT=${SHARDS_TENANTS:-100}
@@ -42,13 +59,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-say() { echo "shards: $*"; }
+say() { echo "shards[$DIALECT]: $*"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 now_ms() { date +%s%3N; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 HZ=$(getconf CLK_TCK)
 
-"$B/cubesim" --listen 127.0.0.1:0 --clock-speed 1 >"$T/sim.out" 2>"$T/sim.log" &
+"$B/cubesim" --listen 127.0.0.1:0 --dialect "$DIALECT" --clock-speed 1 >"$T/sim.out" 2>"$T/sim.log" &
 SIM_PID=$!
 PIDS="$PIDS $SIM_PID"
 SIM=""
@@ -117,26 +134,31 @@ window() {
   label=$1; shift
   for n in "$@"; do
     eval "c0_$n=$(msum "$n" session_controller_cube_requests_total)"
+    scrape "$n" | grep '^session_controller_cube_list_requests_total' >"$T/$n.kinds0"
     scrape "$n" | grep '^session_controller_cube_requests_total' >"$T/$n.ops0"
     eval "u0_$n=$(cpu_ticks "$(pid_of "$n")")"
   done
-  w0=$(now_ms); l0=$(load)
+  w0=$(now_ms); la0=$(load)
   sleep "$W"
-  w1=$(now_ms); l1=$(load)
+  w1=$(now_ms); la1=$(load)
   for n in "$@"; do
     c1=$(msum "$n" session_controller_cube_requests_total)
     u1=$(cpu_ticks "$(pid_of "$n")")
     eval "c0=\$c0_$n; u0=\$u0_$n"
+    kinds=$(scrape "$n" | grep '^session_controller_cube_list_requests_total' |
+      awk 'NR == FNR { b[$1] = $2; next }
+           { match($1, /kind="[^"]*"/); k = substr($1, RSTART + 6, RLENGTH - 7); d[k] += $2 - b[$1] }
+           END { for(k in d) if(d[k] > 0) printf("%s=%d ", k, d[k]) }' "$T/$n.kinds0" -)
     ops=$(scrape "$n" | grep '^session_controller_cube_requests_total' |
       awk 'NR == FNR { b[$1] = $2; next }
            { match($1, /op="[^"]*"/); op = substr($1, RSTART + 4, RLENGTH - 5); d[op] += $2 - b[$1] }
            END { for(o in d) if(d[o] > 0) printf("%s=%d ", o, d[o]) }' "$T/$n.ops0" -)
     awk -v l="$label" -v n="$n" -v c="$((c1 - c0))" -v u="$((u1 - u0))" -v hz="$HZ" \
         -v ms="$((w1 - w0))" -v sess="$(msum "$n" session_controller_shard_sessions)" \
-        -v ops="$ops" -v la="$l0 -> $l1" 'BEGIN {
-      printf("shards: %-22s %-4s Cube calls %6.0f/min  CPU %5.2f s/min (%4.1f%% core)  owns %5s  [%s]  load %s\n",
-             l, n, c * 60000 / ms, u / hz * 60000 / ms, u / hz * 100000 / ms,
-             sess == 0 ? "all" : sess, ops, la) }'
+        -v ops="$ops" -v la="$la0 -> $la1" -v kinds="$kinds" -v d="$DIALECT" 'BEGIN {
+      printf("shards[%s]: %-22s %-4s Cube calls %6.0f/min  CPU %5.2f s/min (%4.1f%% core)  owns %5s  [%s| lists %s]  load %s\n",
+             d, l, n, c * 60000 / ms, u / hz * 60000 / ms, u / hz * 100000 / ms,
+             sess == 0 ? "all" : sess, ops, kinds, la) }'
   done
 }
 # burst LABEL PREFIX NAMES...: BURST new sessions at once; the replicas'
@@ -171,28 +193,55 @@ say "B. 3 replicas, --shards off"
 start b1; start b2; start b3
 settle b1 b2 b3
 window "B 3 replicas off" b1 b2 b3
-burst "B 3 replicas off" bb b1 b2 b3
 stop_all b1 b2 b3
+
+W_ARGS="--shards auto --shard-whole-list-every 0"
+say "W. 3 replicas, --shards auto, each list whole (--shard-whole-list-every 0)"
+start w1 $W_ARGS; start w2 $W_ARGS; start w3 $W_ARGS
+settle w1 w2 w3
+window "W 3 auto, whole lists" w1 w2 w3
+stop_all w1 w2 w3
 
 say "C. 3 replicas, --shards auto"
 start c1 --shards auto; start c2 --shards auto; start c3 --shards auto
 settle c1 c2 c3
 window "C 3 replicas auto" c1 c2 c3
 burst "C 3 replicas auto" cb c1 c2 c3
+sleep $(( 2 * ${RS%s} + 1 ))
+window "C after the burst" c1 c2 c3
 
-say "D. kill -9 of c2 (load $(load))"
-owned2() { echo $(( $(msum c1 session_controller_shard_sessions) + $(msum c3 session_controller_shard_sessions) )); }
-kill -9 "$P_c2"; wait "$P_c2" 2>/dev/null
-t0=$(now_ms)
-apply_n n "$NEW"
-ta=$(now_ms)
-want=$((total + NEW))
-got_owned="" got_run=""
-while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
-  [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
-  [ -z "$got_owned" ] && [ "$(owned2)" -ge "$want" ] && got_owned=$(( $(now_ms) - t0 ))
-  [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
-  sleep 0.2
-done
-say "D. after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
+# takeover R1 R2 R3 PREFIX LABEL: kill -9 of R2; the time until R1 and R3
+# own all the sessions, and until NEW sessions applied right after the
+# kill, over every tenant, are all running
+takeover() {
+  say "$5: kill -9 of $2 (load $(load))"
+  owned2() { echo $(( $(msum "$1" session_controller_shard_sessions) + $(msum "$3" session_controller_shard_sessions) )); }
+  kill -9 "$(pid_of "$2")"; wait "$(pid_of "$2")" 2>/dev/null
+  t0=$(now_ms)
+  apply_n "$4" "$NEW"
+  ta=$(now_ms)
+  want=$((total + NEW))
+  total=$want
+  got_owned="" got_run=""
+  while [ -z "$got_owned" ] || [ -z "$got_run" ]; do
+    [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
+    [ -z "$got_owned" ] && [ "$(owned2 "$1" "$2" "$3")" -ge "$want" ] && got_owned=$(( $(now_ms) - t0 ))
+    [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
+    sleep 0.2
+  done
+  say "$5: after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
+}
+takeover c1 c2 c3 n "D. lists by tenant"
 stop_all c1 c3
+
+say "DW. 3 replicas, --shards auto, each list whole"
+start x1 $W_ARGS; start x2 $W_ARGS; start x3 $W_ARGS
+settle x1 x2 x3
+takeover x1 x2 x3 nw "DW. whole lists"
+stop_all x1 x3
+
+say "E. 3 replicas, --shards off: a burst"
+start b1; start b2; start b3
+settle b1 b2 b3
+burst "E 3 replicas off" bb b1 b2 b3
+stop_all b1 b2 b3

@@ -396,6 +396,182 @@ TEST(sqlite_members_renew_list_remove)
   rm_dir(dir);
 }
 
+/* ------------------------------------------------------------------ */
+/* a pass's frozen view, and the lists' costs */
+
+TEST(frozen_owners_do_not_move_with_the_view)
+{
+  shard_view *v = shard_view_new(SHARD_AUTO, "a", 0, -1);
+  shard_member_in ms[3] = {{"a", "1", 1000}, {"b", "1", 1000},
+                           {"c", "1", 1000}};
+  shard_owners *o;
+  bool ch;
+  char t[32];
+  int i, same = 0, moved = 0;
+  CHECK_OK(shard_view_update(v, ms, 3, 0, &ch));
+  o = shard_view_freeze(v);
+  CHECK(o != NULL);
+  CHECK_INT(shard_owners_live(o), 3);
+  /* b and c stop: the view owns everything, the frozen copy does not */
+  CHECK_OK(shard_view_update(v, ms, 1, 10000, &ch));
+  CHECK(ch);
+  CHECK_INT(shard_view_live(v), 1);
+  for(i = 0; i < 600; i++) {
+    tenant_name(i, t, sizeof(t));
+    CHECK(shard_view_owns(v, t));
+    if(shard_owners_owns(o, t))
+      same++;
+    else
+      moved++;
+  }
+  CHECK_MSG(same > 120 && same < 280, "frozen: owns %d of 600", same);
+  CHECK_INT(same + moved, 600);
+  shard_owners_free(o);
+  /* NULL and a view that owns everything: everything */
+  CHECK(shard_owners_owns(NULL, "x"));
+  o = shard_view_freeze(v);
+  CHECK(shard_owners_owns(o, "x"));
+  CHECK_INT(shard_owners_live(o), 1);
+  shard_owners_free(o);
+  shard_view_free(v);
+}
+
+/* a whole pass over rows[t] running sandboxes of tenant t-<i> (i < nt),
+ * in pages of page_rows (0: one request per state), no paused one */
+static void whole_pass(shard_lists *sl, int nt, size_t rows_each,
+                       size_t page_rows)
+{
+  bool bt[2] = {false, false};
+  size_t req[2], k;
+  char t[32];
+  int i;
+  req[SHARD_RUNNING] = page_rows ? (nt * rows_each + page_rows - 1) /
+                                   page_rows : 1;
+  req[SHARD_PAUSED] = 1;
+  (void)shard_lists_begin(sl, bt, req, NULL, 0);
+  for(i = 0; i < nt; i++) {
+    tenant_name(i, t, sizeof(t));
+    for(k = 0; k < rows_each; k++)
+      (void)shard_lists_count(sl, SHARD_RUNNING, t);
+  }
+}
+
+TEST(lists_cube_stays_whole_e2b_goes_by_tenant)
+{
+  shard_lists *sl = shard_lists_new();
+  const char *own[33];
+  char names[33][32];
+  shard_list_choice ch;
+  int i;
+  CHECK(sl != NULL);
+  for(i = 0; i < 33; i++) {
+    tenant_name(i * 3, names[i], sizeof(names[i]));
+    own[i] = names[i];
+  }
+  /* nothing listed whole yet: whole */
+  shard_lists_choose(sl, own, 33, 100, 1, false, &ch);
+  CHECK(!ch.by_tenant[SHARD_RUNNING] && !ch.by_tenant[SHARD_PAUSED]);
+  CHECK_STR(ch.why, "not listed whole yet");
+  /* Cube: 10,000 rows in one request per state; 33 tenants would be 33 */
+  whole_pass(sl, 100, 100, 0);
+  shard_lists_choose(sl, own, 33, 0, 1, false, &ch);
+  CHECK(!ch.by_tenant[SHARD_RUNNING] && !ch.by_tenant[SHARD_PAUSED]);
+  CHECK_INT(ch.est_whole[SHARD_RUNNING], 1);
+  CHECK_INT(ch.est_tenant[SHARD_RUNNING], 33);
+  /* E2B: 100 pages running, 1 paused; 33 tenants of 100 rows: 33 pages
+   * running (by tenant), 33 empty answers paused (whole: 1) */
+  whole_pass(sl, 100, 100, 100);
+  shard_lists_choose(sl, own, 33, 100, 1, false, &ch);
+  CHECK(ch.by_tenant[SHARD_RUNNING]);
+  CHECK(!ch.by_tenant[SHARD_PAUSED]);
+  CHECK_INT(ch.est_whole[SHARD_RUNNING], 100);
+  CHECK_INT(ch.est_tenant[SHARD_RUNNING], 33);
+  CHECK_INT(ch.est_whole[SHARD_PAUSED], 1);
+  CHECK_INT(ch.est_tenant[SHARD_PAUSED], 33);
+  CHECK_STR(ch.why, "fewer requests by tenant");
+  /* a former name too (--adopt-from): each tenant twice */
+  shard_lists_choose(sl, own, 33, 100, 2, false, &ch);
+  CHECK_INT(ch.est_tenant[SHARD_RUNNING], 66);
+  CHECK(ch.by_tenant[SHARD_RUNNING]);
+  /* due: whole whatever it costs */
+  shard_lists_choose(sl, own, 33, 100, 1, true, &ch);
+  CHECK(!ch.by_tenant[SHARD_RUNNING] && !ch.by_tenant[SHARD_PAUSED]);
+  /* a tenant "" has no tag to filter on: whole */
+  own[5] = "";
+  shard_lists_choose(sl, own, 33, 100, 1, false, &ch);
+  CHECK(!ch.by_tenant[SHARD_RUNNING] && !ch.by_tenant[SHARD_PAUSED]);
+  CHECK_STR(ch.why, "a session has an empty tenant");
+  /* rows past a page: 250 rows are 3 pages, a tenant never seen 1 */
+  whole_pass(sl, 40, 250, 100);
+  own[5] = names[5];
+  shard_lists_choose(sl, own, 2, 100, 1, false, &ch);
+  /* names[0] = tenant-0 (250 rows), names[1] = tenant-3 (250 rows) */
+  CHECK_INT(ch.est_tenant[SHARD_RUNNING], 6);
+  {
+    const char *unseen[1] = {"tenant-never"};
+    shard_lists_choose(sl, unseen, 1, 100, 1, false, &ch);
+    CHECK_INT(ch.est_tenant[SHARD_RUNNING], 1);
+  }
+  shard_lists_free(sl);
+  shard_lists_choose(NULL, own, 1, 100, 1, false, &ch);
+  CHECK(!ch.by_tenant[SHARD_RUNNING] && !ch.by_tenant[SHARD_PAUSED]);
+}
+
+TEST(lists_no_tenant_still_lists_once)
+{
+  shard_lists *sl = shard_lists_new();
+  shard_list_choice ch;
+  whole_pass(sl, 10, 100, 100); /* 10 pages running, 1 paused */
+  /* a replica that owns no session: by tenant would list nothing, and
+   * a pass needs Cube's clock: the cheaper whole list is made */
+  shard_lists_choose(sl, NULL, 0, 100, 1, false, &ch);
+  CHECK(ch.by_tenant[SHARD_RUNNING]);
+  CHECK(!ch.by_tenant[SHARD_PAUSED]);
+  shard_lists_free(sl);
+}
+
+TEST(lists_count_only_what_the_pass_listed)
+{
+  shard_lists *sl = shard_lists_new();
+  const char *own[2] = {"t-a", "t-b"};
+  bool bt[2] = {true, false};
+  size_t req[2] = {2, 1};
+  int k;
+  whole_pass(sl, 3, 50, 100);
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "tenant-2"), 50);
+  /* running by tenant (t-a, t-b), paused whole */
+  CHECK_OK(shard_lists_begin(sl, bt, req, own, 2));
+  for(k = 0; k < 7; k++)
+    CHECK_OK(shard_lists_count(sl, SHARD_RUNNING, "t-a"));
+  /* a GET's answer of a tenant not listed: not counted */
+  CHECK_OK(shard_lists_count(sl, SHARD_RUNNING, "tenant-0"));
+  CHECK_OK(shard_lists_count(sl, SHARD_RUNNING, "t-zzz"));
+  /* the paused list was whole: any tenant counts, no tag as "" */
+  CHECK_OK(shard_lists_count(sl, SHARD_PAUSED, "t-x"));
+  CHECK_OK(shard_lists_count(sl, SHARD_PAUSED, NULL));
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "t-a"), 7);
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "t-b"), 0);
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "t-zzz"), 0);
+  /* the running counts of tenants not listed stay as last seen */
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "tenant-0"), 50);
+  CHECK_INT(shard_lists_rows(sl, SHARD_PAUSED, "t-x"), 1);
+  CHECK_INT(shard_lists_rows(sl, SHARD_PAUSED, ""), 1);
+  /* the whole running list's cost is still the last whole one's (2
+   * pages: 150 rows), the paused one's the new */
+  {
+    shard_list_choice ch;
+    shard_lists_choose(sl, own, 2, 100, 1, false, &ch);
+    CHECK_INT(ch.est_whole[SHARD_RUNNING], 2);
+    CHECK_INT(ch.est_whole[SHARD_PAUSED], 1);
+  }
+  /* a pass with both states whole forgets every tenant it did not see */
+  whole_pass(sl, 1, 5, 100);
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "t-a"), 0);
+  CHECK_INT(shard_lists_rows(sl, SHARD_PAUSED, "t-x"), 0);
+  CHECK_INT(shard_lists_rows(sl, SHARD_RUNNING, "tenant-0"), 5);
+  shard_lists_free(sl);
+}
+
 TEST_LIST = {
   T(score_is_fixed_and_ordered_pairs_differ),
   T(owner_is_balanced_within_a_bound),
@@ -410,6 +586,10 @@ TEST_LIST = {
   T(view_after_a_failed_read_expires_nobody_at_once),
   T(views_of_three_agree_and_cover),
   T(sqlite_members_renew_list_remove),
+  T(frozen_owners_do_not_move_with_the_view),
+  T(lists_cube_stays_whole_e2b_goes_by_tenant),
+  T(lists_no_tenant_still_lists_once),
+  T(lists_count_only_what_the_pass_listed),
   {NULL, NULL}};
 
 TEST_MAIN()
