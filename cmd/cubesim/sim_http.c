@@ -717,6 +717,7 @@ void sim_server_free(sim_server *s)
   sim_state_free(s->state);
   sim_faults_free(s->faults);
   sim_audit_free(s->audit);
+  free(s->tr_filter);
   free(s->host);
   free(s->api_key);
   free(s->faults_cli);

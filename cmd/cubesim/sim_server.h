@@ -75,6 +75,14 @@ struct sim_server {
   sim_audit *audit;
   sim_pending *pending; /* replies held back by a latency fault */
   uint64_t reqno;
+  /* the last X-Total-Running count: valid while the state's version and
+   * the metadata filter are the same (a 100-page e2b list counted every
+   * sandbox on every page: 1,000,000 filter matches at 10k, most of
+   * cubesim's time for the list) */
+  int tr_valid;
+  uint64_t tr_version;
+  char *tr_filter;
+  size_t tr_count;
 };
 
 typedef struct sim_req {

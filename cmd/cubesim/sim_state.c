@@ -20,6 +20,7 @@ struct sim_state {
   sim_event_fn ev;
   sim_drop_labels_fn dl;
   void *hook_arg;
+  uint64_t version;   /* bumped by every change of a state or metadata */
 };
 
 sim_state *sim_state_new(const sim_state_config *cfg)
@@ -70,6 +71,12 @@ void sim_state_reset(sim_state *st)
   st->due_seq = 0;
   sc_hmap_clear(st->ids);
   sim_rng_seed(&st->idrng, st->cfg.seed ^ 0x5eedc0bef00dULL);
+  st->version++; /* never back to a value a count was taken at */
+}
+
+uint64_t sim_state_version(const sim_state *st)
+{
+  return st->version;
 }
 
 void sim_state_set_hooks(sim_state *st, sim_event_fn ev, sim_drop_labels_fn dl,
@@ -230,6 +237,7 @@ static void emit(sim_state *st, const sim_sandbox *sb, sc_time at,
 static void complete_pause(sim_state *st, sim_sandbox *sb, sc_time t)
 {
   sb->state = SIM_PAUSED;
+  st->version++;
   if(st->dl && st->dl(st->hook_arg) && sb->meta) {
     free(sb->lost_meta);
     sb->lost_meta = sb->meta;
@@ -245,6 +253,7 @@ static void complete_pause(sim_state *st, sim_sandbox *sb, sc_time t)
 static void begin_pause(sim_state *st, sim_sandbox *sb, sc_time t)
 {
   sb->state = SIM_PAUSING;
+  st->version++;
   sb->paused_at = t;
   sb->pausing_until = t + st->cfg.pause_ms;
   reschedule(st, sb);
@@ -254,6 +263,7 @@ static void kill_sandbox(sim_state *st, sim_sandbox *sb, sc_time t,
                          sim_del_reason why)
 {
   sb->state = SIM_DELETED;
+  st->version++;
   sb->deleted_at = t;
   sb->delete_reason = (uint8_t)why;
   st->live--;
@@ -410,6 +420,7 @@ sim_result sim_state_create(sim_state *st, sc_time now,
   sb->meta_count = (uint32_t)req->meta_count;
   make_id(st, sb->id);
   sb->state = SIM_RUNNING;
+  st->version++;
   sb->auto_pause = req->auto_pause ? 1 : 0;
   sb->auto_resume = req->auto_resume ? 1 : 0;
   sb->heap_idx = -1;
@@ -453,6 +464,7 @@ static void do_resume(sim_state *st, sim_sandbox *sb, sc_time now,
   if(sb->state == SIM_PAUSING)
     complete_pause(st, sb, now);
   sb->state = SIM_RUNNING;
+  st->version++;
   sb->last_activity = now;
   if(is_cube(st)) {
     if(has_timeout) {

@@ -135,6 +135,10 @@ sc_time sim_state_next_due(const sim_state *st);
 sim_sandbox *sim_state_find(const sim_state *st, const char *id);
 /* Every sandbox ever created, in creation order. */
 size_t sim_state_count(const sim_state *st);
+/* A number that changes whenever a sandbox's state or metadata does (a
+ * create, pause, resume, delete, reset): what was counted at one value
+ * still holds while it is unchanged. */
+uint64_t sim_state_version(const sim_state *st);
 sim_sandbox *sim_state_at(const sim_state *st, size_t i);
 /* Sandboxes not deleted. */
 size_t sim_state_live(const sim_state *st);
