@@ -423,6 +423,57 @@ TEST(parse_list_fast_agrees_with_json_c)
   dynbuf_free(&b);
 }
 
+/* E2B's rows as they come (the cubesim page and the fields of E2B's
+ * ListedSandbox: alias, clientID, sizes, envdVersion, volumeMounts, a
+ * nanosecond time) are read by the one scan, never handed to json-c; and
+ * what json_fast.c adds to sc_kvlist_set(): metadata keys out of order,
+ * given twice, past the first allocation, copied out of an escape */
+TEST(parse_list_fast_reads_e2b_rows_and_metadata)
+{
+  static const char *const e2b[] = {
+    "[{\"templateID\":\"t\",\"sandboxID\":\"i000sc1b8s21hqlfxg4sd\","
+    "\"clientID\":\"cubesim\",\"startedAt\":\"2026-12-01T21:35:00.255Z\","
+    "\"endAt\":\"2026-12-01T21:50:00.255Z\",\"cpuCount\":2,\"memoryMB\":512,"
+    "\"diskSizeMB\":1024,\"metadata\":{\"lea.config\":\"9e3814ea0aacb3a2\","
+    "\"lea.managed-by\":\"session-controller\",\"lea.session_id\":\"r1112\","
+    "\"lea.session_uid\":\"f3506001-c7c3-49b9-a92a-95250d60cdfc\","
+    "\"lea.template\":\"t\",\"lea.tenant_id\":\"default\"},"
+    "\"state\":\"running\",\"envdVersion\":\"0.4.2\"}]",
+    "[{\"alias\":\"base\",\"clientID\":\"6532622b\",\"cpuCount\":2,"
+    "\"diskSizeMB\":512,\"endAt\":\"2026-11-29T10:15:00.123456789Z\","
+    "\"envdVersion\":\"0.2.0\",\"memoryMB\":1024,\"metadata\":{},"
+    "\"sandboxID\":\"ia1b2c3d4e5f6g7h8i9j0\",\"startedAt\":"
+    "\"2026-11-29T10:00:00.000001+01:00\",\"state\":\"paused\","
+    "\"templateID\":\"rki5dems9wqfm4r03t7g\",\"volumeMounts\":[{\"name\":"
+    "\"v\",\"path\":\"/data\"}]}]",
+  };
+  const char *md =
+    "[" ROW("ab", "running", ",\"metadata\":{\"z\":\"1\",\"b\":\"2\","
+            "\"m\\n\":\"3\",\"a\":\"4\",\"b\":\"5\",\"k09\":\"x\",\"k08\":\"x\","
+            "\"k07\":\"x\",\"k06\":\"x\",\"k05\":\"x\",\"k04\":\"x\","
+            "\"k03\":\"x\",\"k02\":\"x\",\"k01\":\"x\",\"z\":\"\\t6\"}") "]";
+  cube_sandbox *rows = NULL;
+  size_t i, n = 0;
+  for(i = 0; i < sizeof(e2b) / sizeof(e2b[0]); i++)
+    CHECK_MSG(fast_vs_tree(e2b[i], strlen(e2b[i])) == 1, "e2b row %zu", i);
+  CHECK(fast_vs_tree(md, strlen(md)) == 1);
+  CHECK_OK(cube_parse_list_fast(md, strlen(md), &rows, &n));
+  CHECK_INT(n, 1);
+  if(n == 1) {
+    const sc_kvlist *l = &rows[0].metadata;
+    CHECK_INT(l->n, 13); /* a, b, k01..k09, m\n, z */
+    for(i = 1; i < l->n; i++)
+      CHECK_MSG(strcmp(l->items[i - 1].key, l->items[i].key) < 0,
+                "%s before %s", l->items[i - 1].key, l->items[i].key);
+    CHECK_STR(sc_kvlist_get(l, "b"), "5");
+    CHECK_STR(sc_kvlist_get(l, "z"), "\t6");
+    CHECK_STR(sc_kvlist_get(l, "m\n"), "3");
+    CHECK_STR(sc_kvlist_get(l, "a"), "4");
+    CHECK_STR(rows[0].template_id, "tpl");
+  }
+  rows_free(rows, n);
+}
+
 TEST(parse_list_fields)
 {
   const char *body =
@@ -2798,6 +2849,7 @@ TEST_LIST = {
   T(meta_decode_table),
   T(parse_list_table),
   T(parse_list_fast_agrees_with_json_c),
+  T(parse_list_fast_reads_e2b_rows_and_metadata),
   T(parse_list_fields),
   T(parse_depth_limited),
   T(parse_sandbox_and_created),
