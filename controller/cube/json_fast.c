@@ -6,7 +6,9 @@
  * time in cube_parse_list (perf: json-c's tokener building a tree of
  * ~20 objects a row, then freeing it; docs/cube-client.md "Parsing
  * rules"). This scan reads each row once and copies only the fields the
- * controller keeps.
+ * controller keeps: a string without an escape or a byte >= 0x80 is used
+ * where it lies in the body (fscan.str), the times and the state are
+ * decoded from there, and a metadata pair costs its two strings (md_put).
  *
  * It accepts a conservative subset of what the strict json-c path
  * accepts, and on anything else it gives up (CUBE_FAST_GIVE_UP) and

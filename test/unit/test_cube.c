@@ -827,7 +827,7 @@ struct srv {
   char apikey[128], auth[128], ctype[128], ua[128];
   char want_key[64];  /* h_key: the only key taken ("": any) */
   char body[8192];
-  int n; /* free for the handlers */
+  int n, n2; /* free for the handlers */
 };
 
 static struct bufferevent *srv_bev(struct event_base *base, void *arg)
@@ -1349,6 +1349,57 @@ TEST(list_bad_row_fails_whole_list)
            "row 1: endAt: \"yesterday\" is not an RFC 3339 time", f.s.port);
   CHECK_STR(g.msg, want);
   CHECK_INT(g.nrows, 0);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* page 1 carries a token; the first list's page 1 has a row that fails
+ * the list; page 2's requests are counted in s->n2 */
+static void h_early(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  (void)path;
+  if(!strstr(query, "nextToken=")) {
+    s->n++;
+    evhttp_add_header(h, "X-Next-Token", "p2");
+    reply(req, 200, DATE1,
+          s->n == 1 ? "[" ROW("a1", "running", ",\"endAt\":\"yesterday\"") "]"
+                    : "[" ROW("a1", "running", "") "]");
+    return;
+  }
+  s->n2++;
+  reply(req, 200, DATE2, "[" ROW("a2", "running", "") "]");
+}
+
+/* A list's next page is asked for from the token in this page's headers,
+ * before this page is read (Cube makes it meanwhile); when this page then
+ * fails the list, that request is taken back: one callback, no rows, and
+ * its transfer slot is free again (one slot: the next list runs). */
+TEST(list_asks_next_page_before_reading_this_one)
+{
+  fixture f;
+  got g = {0};
+  cube_client_opts o;
+  cube_client_opts_init(&o);
+  o.max_inflight = 1;
+  CHECK_OK(fx_init(&f, h_early, &o));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  CHECK_MSG(strstr(g.msg, "page 1: row 0: endAt"), "%s", g.msg);
+  CHECK_INT(g.nrows, 0);
+  /* page 2's request had gone out before page 1 was read */
+  CHECK(wait_for(f.base, &f.s.n2, 1, 5000));
+  CHECK_INT(g.n, 1);
+  CHECK_INT(cube_client_pending(f.c), 0);
+  got_clear(&g);
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 2);
+  CHECK_INT(g.pages, 2);
+  CHECK_STR(g.rows[1].sandbox_id, "a2");
   got_clear(&g);
   fx_free(&f);
 }
@@ -2863,6 +2914,7 @@ TEST_LIST = {
   T(list_exact_limit_multiple_is_whole_in_e2b),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
+  T(list_asks_next_page_before_reading_this_one),
   T(list_page_retries_table),
   T(list_retry_budget_is_per_page),
   T(list_retry_aborted_by_free),
