@@ -116,32 +116,67 @@ static sc_err append_rows(cube_call *k, cube_sandbox *rows, size_t n)
   return SC_OK;
 }
 
-/* A list page arrived. true: the call goes on with another page. */
+/* The list's next page may be asked for now: a token, not the one before
+ * (a paging loop) and not past CUBE_MAX_PAGES (both reported once the page
+ * in hand is read, as they always were). */
+static bool next_page_due(const cube_call *k)
+{
+  return k->op == CUBE_OP_LIST && k->next_tok &&
+         !(k->prev_token && !strcmp(k->prev_token, k->next_tok)) &&
+         k->r.pages < CUBE_MAX_PAGES;
+}
+
+/* A list page arrived. true: the call goes on with another page.
+ *
+ * A long list is pages in sequence (E2B: 100 rows each), so each page's
+ * round trip waits on Cube. The next page's token is in this page's
+ * headers: the next request is built and sent (cube_start_now) before
+ * this page is read, and Cube makes the next page while this one is
+ * parsed. The page read goes to k->page; the next one comes into k->resp.
+ * A page that fails to read takes the request back (cube_take_back): no
+ * answer of it is ever read. */
 static bool on_list_page(cube_call *k, int body_code)
 {
   sc_errbuf eb;
   cube_sandbox *rows;
   size_t n;
-  sc_err err;
+  sc_err err, next_err = SC_OK;
+  dynbuf swap;
+  bool asked = false, ahead = false;
   if(k->status < 200 || k->status > 299) {
     http_error(k, body_code);
     return false;
   }
   k->retries = 0; /* the retry budget is per page */
   k->r.pages++;
-  err = cube_parse_list(dynbuf_ptr(&k->resp), dynbuf_len(&k->resp), &rows,
+  swap = k->page; /* the page to k->page, its old buffer to the next one */
+  k->page = k->resp;
+  k->resp = swap;
+  if(next_page_due(k)) {
+    free(k->prev_token);
+    k->prev_token = k->next_tok;
+    k->next_tok = NULL;
+    asked = true;
+    next_err = cube_list_request(k, k->prev_token);
+    ahead = !next_err && cube_start_now(k);
+  }
+  err = cube_parse_list(dynbuf_ptr(&k->page), dynbuf_len(&k->page), &rows,
                         &n, &eb);
   if(err) {
+    if(ahead)
+      cube_take_back(k);
     cube_call_msg(k, err, "page %zu: %s", k->r.pages, eb.msg);
     return false;
   }
-  k->list_bytes += dynbuf_len(&k->resp);
+  k->list_bytes += dynbuf_len(&k->page);
   if(k->r.n_sandboxes + n > k->c->list_max_rows ||
      k->list_bytes > k->c->list_max_bytes) {
     size_t i;
     for(i = 0; i < n; i++)
       cube_sandbox_clear(&rows[i]);
     free(rows);
+    if(ahead)
+      cube_take_back(k);
     cube_call_msg(k, SC_ERR_TOO_LARGE, "page %zu: the list passed %zu rows "
                   "or %zu bytes across its pages: giving up (a list that "
                   "large is not believed)", k->r.pages,
@@ -149,8 +184,21 @@ static bool on_list_page(cube_call *k, int body_code)
     return false;
   }
   if(append_rows(k, rows, n)) {
+    if(ahead)
+      cube_take_back(k);
     cube_call_msg(k, SC_ERR_NOMEM, "out of memory");
     return false;
+  }
+  if(ahead)
+    return true;
+  if(asked) { /* built but not started: no slot or token yet */
+    if(next_err) {
+      cube_call_msg(k, next_err, "page %zu: %s", k->r.pages + 1,
+                    sc_strerror(next_err));
+      return false;
+    }
+    cube_submit(k, true);
+    return true;
   }
   if(!k->next_tok) {
     /* A full page and no X-Next-Token: Cube ignores paging (its `limit`
@@ -180,6 +228,8 @@ static bool on_list_page(cube_call *k, int body_code)
                   CUBE_MAX_PAGES);
     return false;
   }
+  /* next_page_due() asks early in every other case; this is the way a
+   * page is asked for without it */
   free(k->prev_token);
   k->prev_token = k->next_tok;
   k->next_tok = NULL;

@@ -80,6 +80,7 @@ static void call_free(cube_call *k)
     curl_easy_cleanup(k->easy);
   cube_keyset_unref(k->keys); /* after curl is done with its headers */
   dynbuf_free(&k->resp);
+  dynbuf_free(&k->page);
   free(k->url);
   free(k->body);
   free(k->retry_after);

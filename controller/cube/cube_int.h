@@ -7,7 +7,8 @@
  *   call.c       a call's lifetime: created, ended once, its message
  *   transport.c  requests on the wire: the wait queue, the token bucket,
  *                curl easy setup (headers, TLS, timeouts), Retry-After,
- *                the page retries of cube_list
+ *                the page retries of cube_list, a request started and
+ *                sent at once (a list's next page) or taken back
  *   answers.c    what an answer means: curl errors and HTTP statuses
  *                mapped to results, the idempotent answers, list pages,
  *                the probe, the count of auth failures
@@ -124,6 +125,8 @@ struct cube_call {
   size_t cap;
   CURL *easy;
   dynbuf resp;
+  dynbuf page;                 /* cube_list: the page being read while
+                                  the next one comes into resp */
   char curl_err[CURL_ERROR_SIZE];
   bool over_cap;
   /* captured from the current response */
@@ -207,6 +210,11 @@ sc_err cube_set_request(cube_call *k, const char *method, const char *path,
 void cube_submit(cube_call *k, bool front);
 /* Start waiting requests while there are slots and tokens. */
 void cube_pump(cube_client *c);
+/* Start the call's current request at once and send it, if a slot and a
+ * token are free (true); false: nothing was started, cube_submit() it. */
+bool cube_start_now(cube_call *k);
+/* Take back the request cube_start_now() started (no callback runs). */
+void cube_take_back(cube_call *k);
 /* Retry-After of the current response as milliseconds; -1 if none. */
 int64_t cube_retry_after_ms(const cube_call *k);
 /* cube_list: the same page scheduled again after a transient failure.

@@ -19,20 +19,31 @@
 /* 9999-01-01T00:00:00Z: Cube's "never" is 9999-12-31T23:59:59Z */
 #define NEVER_MS 253370764800000LL
 
+/* The bytes of a sandbox ID: [A-Za-z0-9-]. */
+static const unsigned char id_byte[256] = {
+  ['-'] = 1,
+  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+  ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+  ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+  ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+  ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+  ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+  ['Y'] = 1, ['Z'] = 1,
+  ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+  ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+  ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+  ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+  ['y'] = 1, ['z'] = 1,
+};
+
 bool cube_id_valid(const char *id)
 {
   size_t i;
   if(!id || !id[0])
     return false;
-  for(i = 0; id[i]; i++) {
-    char ch = id[i];
-    if(i >= CUBE_ID_MAX)
-      return false;
-    if(!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-         (ch >= '0' && ch <= '9') || ch == '-'))
-      return false;
-  }
-  return true;
+  for(i = 0; i <= CUBE_ID_MAX && id_byte[(unsigned char)id[i]]; i++)
+    ;
+  return !id[i] && i <= CUBE_ID_MAX;
 }
 
 bool cube_domain_valid(const char *domain)

@@ -6,7 +6,9 @@
  * time in cube_parse_list (perf: json-c's tokener building a tree of
  * ~20 objects a row, then freeing it; docs/cube-client.md "Parsing
  * rules"). This scan reads each row once and copies only the fields the
- * controller keeps.
+ * controller keeps: a string without an escape or a byte >= 0x80 is used
+ * where it lies in the body (fscan.str), the times and the state are
+ * decoded from there, and a metadata pair costs its two strings (md_put).
  *
  * It accepts a conservative subset of what the strict json-c path
  * accepts, and on anything else it gives up (CUBE_FAST_GIVE_UP) and
@@ -32,8 +34,14 @@
 typedef struct fscan {
   const char *p, *end;
   int depth;
-  char *buf;      /* the decoded string of the last fs_string */
-  size_t cap, len;
+  /* the last fs_string: str points into the body (a string with no
+   * escape and no byte >= 0x80, the usual case: nothing copied) or into
+   * buf (decoded); len bytes, no NUL among them (the body has none and
+   * \u gives up), not NUL-terminated */
+  const char *str;
+  size_t len;
+  char *buf;
+  size_t cap;
 } fscan;
 
 static void ws(fscan *s)
@@ -57,6 +65,35 @@ static bool grow(fscan *s, size_t need)
   s->buf = b;
   s->cap = c;
   return true;
+}
+
+/* A copy of the last string, NUL-terminated (NULL: out of memory). */
+static char *fs_dup(const fscan *s)
+{
+  char *d = malloc(s->len + 1);
+  if(d) {
+    memcpy(d, s->str, s->len);
+    d[s->len] = '\0';
+  }
+  return d;
+}
+
+/* The last string, NUL-terminated, in buf (false: out of memory). */
+static bool fs_cstr(fscan *s)
+{
+  bool in_buf = s->str == s->buf;
+  if(!grow(s, s->len + 1))
+    return false;
+  if(!in_buf)
+    memcpy(s->buf, s->str, s->len);
+  s->str = s->buf; /* grow may have moved it */
+  s->buf[s->len] = '\0';
+  return true;
+}
+
+static bool fs_is(const fscan *s, const char *w, size_t n)
+{
+  return s->len == n && !memcmp(s->str, w, n);
 }
 
 /* Bytes of a valid UTF-8 sequence at p (strict: no overlong form, no
@@ -87,24 +124,42 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
   return n;
 }
 
-/* A string at s->p (its quote): decoded into s->buf (NUL-terminated,
- * s->len bytes). false: give up. */
+/* The bytes a string holds as they are: 0x20..0x7f but '"' and '\\'. */
+static const unsigned char plain[256] = {
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20: '"' */
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50: '\\' */
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x70 */
+  /* 0x80..0xff: 0 (UTF-8, checked one sequence at a time) */
+};
+
+/* A string at s->p (its quote): s->str and s->len (see fscan). false:
+ * give up. */
 static bool fs_string(fscan *s)
 {
   const unsigned char *p = (const unsigned char *)s->p + 1;
   const unsigned char *end = (const unsigned char *)s->end;
-  s->len = 0;
+  const unsigned char *q = p;
+  size_t len = 0;
+  while(q < end && plain[*q])
+    q++;
+  if(q < end && *q == '"') { /* nothing to decode: the body's own bytes */
+    s->str = (const char *)p;
+    s->len = (size_t)(q - p);
+    s->p = (const char *)q + 1;
+    return true;
+  }
   for(;;) {
-    const unsigned char *q = p;
-    size_t run;
-    while(q < end && *q >= 0x20 && *q != '"' && *q != '\\' && *q < 0x80)
-      q++;
-    run = (size_t)(q - p);
+    size_t run = (size_t)(q - p);
     if(run) {
-      if(!grow(s, s->len + run + 1))
+      if(!grow(s, len + run + 1))
         return false;
-      memcpy(s->buf + s->len, p, run);
-      s->len += run;
+      memcpy(s->buf + len, p, run);
+      len += run;
       p = q;
     }
     if(p >= end || *p < 0x20)
@@ -126,22 +181,25 @@ static bool fs_string(fscan *s)
       case 't': ch = '\t'; break;
       default: return false; /* \u and the rest: json-c decides */
       }
-      if(!grow(s, s->len + 2))
+      if(!grow(s, len + 2))
         return false;
-      s->buf[s->len++] = ch;
+      s->buf[len++] = ch;
       p += 2;
-      continue;
     }
-    run = utf8_len(p, end); /* *p >= 0x80 */
-    if(!run || !grow(s, s->len + run + 1))
-      return false;
-    memcpy(s->buf + s->len, p, run);
-    s->len += run;
-    p += run;
+    else { /* *p >= 0x80 */
+      run = utf8_len(p, end);
+      if(!run || !grow(s, len + run + 1))
+        return false;
+      memcpy(s->buf + len, p, run);
+      len += run;
+      p += run;
+    }
+    q = p;
+    while(q < end && plain[*q])
+      q++;
   }
-  if(!grow(s, s->len + 1))
-    return false;
-  s->buf[s->len] = '\0';
+  s->str = s->buf;
+  s->len = len;
   s->p = (const char *)p + 1;
   return true;
 }
@@ -257,15 +315,61 @@ static bool fs_skip(fscan *s)
 
 /* the fields of a row the controller reads */
 enum { F_ID, F_TMPL, F_DOMAIN, F_STATE, F_STARTED, F_END, F_META, F_N };
-static const char *const fnames[F_N] = {"sandboxID", "templateID", "domain",
-                                        "state", "startedAt", "endAt",
-                                        "metadata"};
+static const struct {
+  const char *name;
+  size_t len;
+} fields[F_N] = {{"sandboxID", 9}, {"templateID", 10}, {"domain", 6},
+                 {"state", 5},     {"startedAt", 9},  {"endAt", 5},
+                 {"metadata", 8}};
+
+/* key (malloc'd) = value (malloc'd) into md as sc_kvlist_set() leaves it:
+ * sorted by key, the last value of a key given twice wins. Both strings
+ * are md's or freed; *cap is the items' allocated length (they grow by
+ * doubling, not one at a time). false: out of memory. */
+static bool md_put(sc_kvlist *md, size_t *cap, char *key, char *value)
+{
+  size_t i = md->n;
+  if(md->n && strcmp(md->items[md->n - 1].key, key) >= 0) {
+    size_t lo = 0, hi = md->n; /* not in order: find its place */
+    while(lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      int c = strcmp(md->items[mid].key, key);
+      if(!c) {
+        free(md->items[mid].value);
+        md->items[mid].value = value;
+        free(key);
+        return true;
+      }
+      if(c < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    i = lo;
+  }
+  if(md->n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 8;
+    sc_kv *items = realloc(md->items, nc * sizeof(*items));
+    if(!items) {
+      free(key);
+      free(value);
+      return false;
+    }
+    md->items = items;
+    *cap = nc;
+  }
+  memmove(md->items + i + 1, md->items + i, (md->n - i) * sizeof(sc_kv));
+  md->items[i].key = key;
+  md->items[i].value = value;
+  md->n++;
+  return true;
+}
 
 /* "metadata": an object of strings with non-empty keys (null: none) */
 static bool fs_metadata(fscan *s, sc_kvlist *md)
 {
-  char *key = NULL;
-  bool ok = false, first = true;
+  size_t cap = 0;
+  bool first = true;
   ws(s);
   if(fs_lit(s, "null"))
     return true;
@@ -273,67 +377,117 @@ static bool fs_metadata(fscan *s, sc_kvlist *md)
     return false;
   s->p++;
   for(;;) {
+    char *key, *value;
     ws(s);
     if(s->p >= s->end)
-      goto out;
+      return false;
     if(*s->p == '}' && first) {
       s->p++;
       break;
     }
-    if(*s->p != '"' || !fs_string(s) || !s->len)
-      goto out;
-    free(key);
-    if(!(key = strdup(s->buf)))
-      goto out;
+    if(*s->p != '"' || !fs_string(s) || !s->len || !(key = fs_dup(s)))
+      return false;
     ws(s);
-    if(s->p >= s->end || *s->p != ':')
-      goto out;
+    if(s->p >= s->end || *s->p != ':') {
+      free(key);
+      return false;
+    }
     s->p++;
     ws(s);
     if(s->p >= s->end || *s->p != '"' || !fs_string(s) ||
-       sc_kvlist_set(md, key, s->buf))
-      goto out;
+       !(value = fs_dup(s))) {
+      free(key);
+      return false;
+    }
+    if(!md_put(md, &cap, key, value))
+      return false;
     ws(s);
     if(s->p >= s->end)
-      goto out;
+      return false;
     if(*s->p == ',') {
       s->p++;
       first = false;
       ws(s);
       if(s->p < s->end && *s->p == '}')
-        goto out;
+        return false;
       continue;
     }
     if(*s->p != '}')
-      goto out;
+      return false;
     s->p++;
     break;
   }
-  ok = true;
-out:
-  free(key);
-  return ok;
+  return true;
 }
 
-/* A string field: true with its copy in *out (NULL for a null), false
- * for any other type (json-c's path names the error). */
-static bool fs_str_field(fscan *s, char **out)
+/* A string field: true with the string in s->str (has: true) or for a
+ * null (has: false); false for any other type (json-c's path names the
+ * error). */
+static bool fs_str_field(fscan *s, bool *has)
 {
   ws(s);
+  *has = false;
   if(fs_lit(s, "null"))
     return true;
-  if(s->p >= s->end || *s->p != '"' || !fs_string(s) ||
-     memchr(s->buf, '\0', s->len))
+  if(s->p >= s->end || *s->p != '"' || !fs_string(s))
     return false;
-  return (*out = strdup(s->buf)) != NULL;
+  *has = true;
+  return true;
+}
+
+/* A time field (startedAt, endAt) read now: RFC 3339 or null. */
+static bool fs_time_field(fscan *s, bool *has, sc_time *t)
+{
+  if(!fs_str_field(s, has))
+    return false;
+  return !*has || (fs_cstr(s) && !sctime_parse_rfc3339(s->buf, t));
+}
+
+static bool fs_field(fscan *s, cube_sandbox *sb, int f, bool *has)
+{
+  switch(f) {
+  case F_META:
+    return fs_metadata(s, &sb->metadata);
+  case F_DOMAIN:
+    /* a domain that is not a string, or not a host name, is dropped, not
+     * an error */
+    ws(s);
+    if(s->p < s->end && *s->p == '"') {
+      if(!fs_string(s) || !fs_cstr(s))
+        return false;
+      return !cube_domain_valid(s->buf) || (sb->domain = fs_dup(s)) != NULL;
+    }
+    return fs_skip(s);
+  case F_STATE:
+    if(!fs_str_field(s, has))
+      return false;
+    if(*has) { /* as cube_sb_state_parse() */
+      sb->state = fs_is(s, "running", 7)   ? CUBE_SB_RUNNING
+                  : fs_is(s, "pausing", 7) ? CUBE_SB_PAUSING
+                  : fs_is(s, "paused", 6)  ? CUBE_SB_PAUSED
+                                           : CUBE_SB_UNKNOWN;
+      return sb->state != CUBE_SB_UNKNOWN;
+    }
+    return true;
+  case F_STARTED:
+    return fs_time_field(s, has, &sb->started_at);
+  case F_END:
+    return fs_time_field(s, has, &sb->end_at);
+  default: /* F_ID, F_TMPL */
+    if(!fs_str_field(s, has))
+      return false;
+    if(*has) {
+      char **out = f == F_ID ? &sb->sandbox_id : &sb->template_id;
+      return (*out = fs_dup(s)) != NULL;
+    }
+    return true;
+  }
 }
 
 static bool fs_row(fscan *s, cube_sandbox *sb)
 {
-  char *v[F_N] = {0};
-  bool seen[F_N] = {0};
+  bool seen[F_N] = {0}, has[F_N] = {0};
   bool ok = false, first = true;
-  int i;
   memset(sb, 0, sizeof(*sb));
   ws(s);
   if(s->p >= s->end || *s->p != '{')
@@ -353,7 +507,7 @@ static bool fs_row(fscan *s, cube_sandbox *sb)
     if(*s->p != '"' || !fs_string(s))
       goto out;
     for(f = 0; f < F_N; f++)
-      if(!strcmp(s->buf, fnames[f]))
+      if(fs_is(s, fields[f].name, fields[f].len))
         break;
     ws(s);
     if(s->p >= s->end || *s->p != ':')
@@ -363,24 +517,7 @@ static bool fs_row(fscan *s, cube_sandbox *sb)
       if(seen[f])
         goto out; /* json-c keeps the last: let it */
       seen[f] = true;
-      if(f == F_META) {
-        if(!fs_metadata(s, &sb->metadata))
-          goto out;
-      }
-      else if(f == F_DOMAIN) {
-        /* a domain that is not a string is dropped, not an error */
-        ws(s);
-        if(s->p < s->end && *s->p == '"') {
-          if(!fs_string(s))
-            goto out;
-          if(!memchr(s->buf, '\0', s->len) && cube_domain_valid(s->buf) &&
-             !(v[f] = strdup(s->buf)))
-            goto out;
-        }
-        else if(!fs_skip(s))
-          goto out;
-      }
-      else if(!fs_str_field(s, &v[f]))
+      if(!fs_field(s, sb, f, &has[f]))
         goto out;
     }
     else if(!fs_skip(s))
@@ -402,27 +539,15 @@ static bool fs_row(fscan *s, cube_sandbox *sb)
     break;
   }
   s->depth--;
-  /* the row's rules, as parse_row (json.c) has them */
-  if(!v[F_ID] || !cube_id_valid(v[F_ID]) || !v[F_STATE] || !v[F_STARTED])
+  /* the row's rules, as parse_row (json.c) has them: the values were
+   * checked as they came (state, times), what must be there is here */
+  if(!sb->sandbox_id || !cube_id_valid(sb->sandbox_id) || !has[F_STATE] ||
+     !has[F_STARTED])
     goto out;
-  sb->state = cube_sb_state_parse(v[F_STATE]);
-  if(sb->state == CUBE_SB_UNKNOWN ||
-     sctime_parse_rfc3339(v[F_STARTED], &sb->started_at))
-    goto out;
-  if(v[F_END]) {
-    if(sctime_parse_rfc3339(v[F_END], &sb->end_at))
-      goto out;
-    if(sb->end_at >= NEVER_MS)
-      sb->end_at = 0;
-  }
-  sb->sandbox_id = v[F_ID];
-  sb->template_id = v[F_TMPL];
-  sb->domain = v[F_DOMAIN];
-  v[F_ID] = v[F_TMPL] = v[F_DOMAIN] = NULL;
+  if(has[F_END] && sb->end_at >= NEVER_MS)
+    sb->end_at = 0;
   ok = true;
 out:
-  for(i = 0; i < F_N; i++)
-    free(v[i]);
   if(!ok)
     cube_sandbox_clear(sb);
   return ok;
@@ -431,7 +556,7 @@ out:
 sc_err cube_parse_list_fast(const char *body, size_t len, cube_sandbox **rows,
                             size_t *n)
 {
-  fscan s = {body, body + len, 0, NULL, 0, 0};
+  fscan s = {.p = body, .end = body + len};
   cube_sandbox *v = NULL;
   size_t cnt = 0, cap = 0, i;
   bool first = true;

@@ -49,19 +49,25 @@ static bool take_token(cube_client *c, bool force)
   return false;
 }
 
-void cube_reserve_cancel(cube_client *c)
+/* a token taken for a request that did not go goes back */
+static void refund_token(cube_client *c)
 {
   double burst;
+  if(c->qps <= 0)
+    return;
+  burst = c->qps < 1 ? 1 : c->qps;
+  c->tokens += 1.0;
+  if(c->tokens > burst)
+    c->tokens = burst;
+}
+
+void cube_reserve_cancel(cube_client *c)
+{
   if(!c)
     return;
   if(c->reserved > 0)
     c->reserved--; /* the slot back */
-  if(c->qps > 0) {
-    burst = c->qps < 1 ? 1 : c->qps;
-    c->tokens += 1.0;
-    if(c->tokens > burst)
-      c->tokens = burst;
-  }
+  refund_token(c);
   cube_pump(c); /* the slot or the token may start a waiting call */
 }
 
@@ -186,8 +192,12 @@ static sc_err start(cube_call *k)
   struct curl_slist *h;
   sc_err err;
 
-  dynbuf_free(&k->resp);
-  dynbuf_init(&k->resp, k->cap);
+  if(k->resp.cap == k->cap)
+    dynbuf_reset(&k->resp); /* a list's next page: the same buffer */
+  else {
+    dynbuf_free(&k->resp);
+    dynbuf_init(&k->resp, k->cap);
+  }
   k->over_cap = false;
   k->status = 0;
   k->curl_err[0] = '\0';
@@ -288,6 +298,52 @@ void cube_submit(cube_call *k, bool front)
     c->wait_tail = k;
   }
   cube_pump(c);
+}
+
+/* Have curl send the requests just started now. curl writes a new
+ * transfer's request from its timer, that is on the loop's next turn,
+ * after the callback that started it has returned; a list reading a page
+ * while the next one is on its way wants it on the wire first. Not from
+ * inside a curl callback (it never is: cube_on_transfer runs after curl
+ * has handed the finished transfer back). */
+static void kick(cube_client *c)
+{
+  int running = 0;
+  if(!c->closing)
+    curl_multi_socket_action(curlev_multi(c->ev), CURL_SOCKET_TIMEOUT, 0,
+                             &running);
+}
+
+/* Start the call's current request at once (ahead of the queue, as a
+ * continuing call goes) and put it on the wire, when a transfer slot and
+ * a token are free. false: nothing was started, the caller submits it
+ * later as usual. */
+bool cube_start_now(cube_call *k)
+{
+  cube_client *c = k->c;
+  if(c->closing || c->inflight + c->reserved >= c->max_inflight ||
+     !take_token(c, false))
+    return false;
+  if(start(k)) {
+    refund_token(c);
+    return false;
+  }
+  kick(c);
+  return true;
+}
+
+/* Take back the request cube_start_now() started: its transfer is stopped
+ * (curl closes the connection or keeps it, no callback runs) and its slot
+ * is free again. */
+void cube_take_back(cube_call *k)
+{
+  cube_client *c = k->c;
+  if(!k->easy)
+    return;
+  curlev_remove(c->ev, k->easy);
+  curl_easy_cleanup(k->easy);
+  k->easy = NULL;
+  c->inflight--;
 }
 
 /* Point the call at its next request. query may be NULL. */

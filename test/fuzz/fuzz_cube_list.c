@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "controller/cube/cube.h"
+#include "lib/scstr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       abort();
     for(i = 0; !fe && i < fn; i++) {
       if(strcmp(fr[i].sandbox_id, tr[i].sandbox_id) ||
+         !sc_str_eq0(fr[i].template_id, tr[i].template_id) ||
+         !sc_str_eq0(fr[i].domain, tr[i].domain) ||
          fr[i].state != tr[i].state || fr[i].end_at != tr[i].end_at ||
          fr[i].started_at != tr[i].started_at ||
          !sc_kvlist_equal(&fr[i].metadata, &tr[i].metadata))

@@ -423,6 +423,57 @@ TEST(parse_list_fast_agrees_with_json_c)
   dynbuf_free(&b);
 }
 
+/* E2B's rows as they come (the cubesim page and the fields of E2B's
+ * ListedSandbox: alias, clientID, sizes, envdVersion, volumeMounts, a
+ * nanosecond time) are read by the one scan, never handed to json-c; and
+ * what json_fast.c adds to sc_kvlist_set(): metadata keys out of order,
+ * given twice, past the first allocation, copied out of an escape */
+TEST(parse_list_fast_reads_e2b_rows_and_metadata)
+{
+  static const char *const e2b[] = {
+    "[{\"templateID\":\"t\",\"sandboxID\":\"i000sc1b8s21hqlfxg4sd\","
+    "\"clientID\":\"cubesim\",\"startedAt\":\"2026-12-01T21:35:00.255Z\","
+    "\"endAt\":\"2026-12-01T21:50:00.255Z\",\"cpuCount\":2,\"memoryMB\":512,"
+    "\"diskSizeMB\":1024,\"metadata\":{\"lea.config\":\"9e3814ea0aacb3a2\","
+    "\"lea.managed-by\":\"session-controller\",\"lea.session_id\":\"r1112\","
+    "\"lea.session_uid\":\"f3506001-c7c3-49b9-a92a-95250d60cdfc\","
+    "\"lea.template\":\"t\",\"lea.tenant_id\":\"default\"},"
+    "\"state\":\"running\",\"envdVersion\":\"0.4.2\"}]",
+    "[{\"alias\":\"base\",\"clientID\":\"6532622b\",\"cpuCount\":2,"
+    "\"diskSizeMB\":512,\"endAt\":\"2026-11-29T10:15:00.123456789Z\","
+    "\"envdVersion\":\"0.2.0\",\"memoryMB\":1024,\"metadata\":{},"
+    "\"sandboxID\":\"ia1b2c3d4e5f6g7h8i9j0\",\"startedAt\":"
+    "\"2026-11-29T10:00:00.000001+01:00\",\"state\":\"paused\","
+    "\"templateID\":\"rki5dems9wqfm4r03t7g\",\"volumeMounts\":[{\"name\":"
+    "\"v\",\"path\":\"/data\"}]}]",
+  };
+  const char *md =
+    "[" ROW("ab", "running", ",\"metadata\":{\"z\":\"1\",\"b\":\"2\","
+            "\"m\\n\":\"3\",\"a\":\"4\",\"b\":\"5\",\"k09\":\"x\",\"k08\":\"x\","
+            "\"k07\":\"x\",\"k06\":\"x\",\"k05\":\"x\",\"k04\":\"x\","
+            "\"k03\":\"x\",\"k02\":\"x\",\"k01\":\"x\",\"z\":\"\\t6\"}") "]";
+  cube_sandbox *rows = NULL;
+  size_t i, n = 0;
+  for(i = 0; i < sizeof(e2b) / sizeof(e2b[0]); i++)
+    CHECK_MSG(fast_vs_tree(e2b[i], strlen(e2b[i])) == 1, "e2b row %zu", i);
+  CHECK(fast_vs_tree(md, strlen(md)) == 1);
+  CHECK_OK(cube_parse_list_fast(md, strlen(md), &rows, &n));
+  CHECK_INT(n, 1);
+  if(n == 1) {
+    const sc_kvlist *l = &rows[0].metadata;
+    CHECK_INT(l->n, 13); /* a, b, k01..k09, m\n, z */
+    for(i = 1; i < l->n; i++)
+      CHECK_MSG(strcmp(l->items[i - 1].key, l->items[i].key) < 0,
+                "%s before %s", l->items[i - 1].key, l->items[i].key);
+    CHECK_STR(sc_kvlist_get(l, "b"), "5");
+    CHECK_STR(sc_kvlist_get(l, "z"), "\t6");
+    CHECK_STR(sc_kvlist_get(l, "m\n"), "3");
+    CHECK_STR(sc_kvlist_get(l, "a"), "4");
+    CHECK_STR(rows[0].template_id, "tpl");
+  }
+  rows_free(rows, n);
+}
+
 TEST(parse_list_fields)
 {
   const char *body =
@@ -776,7 +827,7 @@ struct srv {
   char apikey[128], auth[128], ctype[128], ua[128];
   char want_key[64];  /* h_key: the only key taken ("": any) */
   char body[8192];
-  int n; /* free for the handlers */
+  int n, n2; /* free for the handlers */
 };
 
 static struct bufferevent *srv_bev(struct event_base *base, void *arg)
@@ -1298,6 +1349,57 @@ TEST(list_bad_row_fails_whole_list)
            "row 1: endAt: \"yesterday\" is not an RFC 3339 time", f.s.port);
   CHECK_STR(g.msg, want);
   CHECK_INT(g.nrows, 0);
+  got_clear(&g);
+  fx_free(&f);
+}
+
+/* page 1 carries a token; the first list's page 1 has a row that fails
+ * the list; page 2's requests are counted in s->n2 */
+static void h_early(srv *s, struct evhttp_request *req, const char *path,
+                    const char *query)
+{
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  (void)path;
+  if(!strstr(query, "nextToken=")) {
+    s->n++;
+    evhttp_add_header(h, "X-Next-Token", "p2");
+    reply(req, 200, DATE1,
+          s->n == 1 ? "[" ROW("a1", "running", ",\"endAt\":\"yesterday\"") "]"
+                    : "[" ROW("a1", "running", "") "]");
+    return;
+  }
+  s->n2++;
+  reply(req, 200, DATE2, "[" ROW("a2", "running", "") "]");
+}
+
+/* A list's next page is asked for from the token in this page's headers,
+ * before this page is read (Cube makes it meanwhile); when this page then
+ * fails the list, that request is taken back: one callback, no rows, and
+ * its transfer slot is free again (one slot: the next list runs). */
+TEST(list_asks_next_page_before_reading_this_one)
+{
+  fixture f;
+  got g = {0};
+  cube_client_opts o;
+  cube_client_opts_init(&o);
+  o.max_inflight = 1;
+  CHECK_OK(fx_init(&f, h_early, &o));
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_INT(g.err, SC_ERR_PROTOCOL);
+  CHECK_MSG(strstr(g.msg, "page 1: row 0: endAt"), "%s", g.msg);
+  CHECK_INT(g.nrows, 0);
+  /* page 2's request had gone out before page 1 was read */
+  CHECK(wait_for(f.base, &f.s.n2, 1, 5000));
+  CHECK_INT(g.n, 1);
+  CHECK_INT(cube_client_pending(f.c), 0);
+  got_clear(&g);
+  CHECK_OK(cube_list(f.c, NULL, "running", on_result, &g));
+  CHECK(wait_for(f.base, &g.n, 1, 5000));
+  CHECK_MSG(g.err == SC_OK, "%s", g.msg);
+  CHECK_INT(g.nrows, 2);
+  CHECK_INT(g.pages, 2);
+  CHECK_STR(g.rows[1].sandbox_id, "a2");
   got_clear(&g);
   fx_free(&f);
 }
@@ -2854,6 +2956,7 @@ TEST_LIST = {
   T(meta_decode_table),
   T(parse_list_table),
   T(parse_list_fast_agrees_with_json_c),
+  T(parse_list_fast_reads_e2b_rows_and_metadata),
   T(parse_list_fields),
   T(parse_depth_limited),
   T(parse_sandbox_and_created),
@@ -2867,6 +2970,7 @@ TEST_LIST = {
   T(list_exact_limit_multiple_is_whole_in_e2b),
   T(list_paging_loop_detected),
   T(list_bad_row_fails_whole_list),
+  T(list_asks_next_page_before_reading_this_one),
   T(list_page_retries_table),
   T(list_retry_budget_is_per_page),
   T(list_retry_aborted_by_free),
