@@ -14,6 +14,7 @@
 #          [--shards off|auto]  (the replicas' --shards; default
 #                         $CHAOS_SHARDS, else off: the rules must hold
 #                         both ways, with any overlap while members churn)
+#          [--cube-qps Q]  (the replicas' --cube-qps; default their own)
 # Prints a table of counts per dialect and a final "N passed, N failed";
 # a failure prints the command that replays it.
 set -u
@@ -29,6 +30,7 @@ short=0
 keep=0
 parallel=0
 climit=""
+cubeqps=""
 skews="-2h +0 +3h"
 shards=${CHAOS_SHARDS:-off}
 faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
@@ -47,7 +49,8 @@ while [ $# -gt 0 ]; do
   --parallel) parallel=1 ;;
   --shards) shards=$2; shift ;;
   --converge-limit) climit=$2; shift ;;
-  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+  --cube-qps) cubeqps=$2; shift ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -105,7 +108,7 @@ start_replica() {
   FAKETIME="$sk" LD_PRELOAD="$ftlib" bin/session-controller --store "sqlite:$D/sessions.db" \
     --cube-url "$SIM" --metrics-addr 127.0.0.1:0 --resync "${resync}s" \
     --replica "r$i$sk" --create-store --audit-log "$D/audit-r$i.jsonl" --log-level warn \
-    --shards "$shards" \
+    --shards "$shards" ${cubeqps:+--cube-qps "$cubeqps"} \
     2>>"$D/r$i.log" &
   eval "RPID_$i=$!"
   PIDS="$PIDS $!"
@@ -267,7 +270,7 @@ run_dialect() {
     # the rarer kinds first: a status still catching up hides nothing
     { grep -v "status does not match" "$D/problems" | head -n 30
       grep "status does not match" "$D/problems" | head -n 10; }
-    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours --shards $shards"
+    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours --shards $shards${cubeqps:+ --cube-qps $cubeqps}"
     FAIL=$((FAIL + 1))
     keep=1
   fi
