@@ -27,6 +27,12 @@
 #include "controller/loop/reconciler.h"
 #include "controller/store/store.h"
 
+/* the planner's default send window is its default void bound less Cube's
+ * call timeout and the margin (plan.h) */
+_Static_assert(PLAN_RECLAIM_VOID_AFTER_MS - CUBE_TIMEOUT_MS -
+                 PLAN_RECLAIM_SEND_MARGIN_MS == PLAN_RECLAIM_SEND_WITHIN_MS,
+               "PLAN_RECLAIM_SEND_WITHIN_MS out of step with cube.h");
+
 #define SHUTDOWN_GRACE_MS 8000
 
 typedef struct app {
@@ -444,6 +450,7 @@ int main(int argc, char **argv)
   co.insecure_skip_verify = cfg.cube_insecure_skip_verify;
   co.max_inflight = cfg.max_inflight;
   co.qps = cfg.cube_qps;
+  co.timeout_ms = (long)cfg.cube_timeout_ms;
   cube = cube_client_new(a.base, &co, &eb);
   if(!cube) {
     log_kv(a.lg, LOG_ERROR, "cannot set up the Cube client", "error", eb.msg,
@@ -482,6 +489,12 @@ int main(int argc, char **argv)
   ro.plan.max_running_per_tenant = (size_t)cfg.max_running_per_tenant;
   ro.plan.bind_tenant_to_namespace = strcmp(cfg.tenant_binding, "free") != 0;
   ro.plan.create_intent_ttl_ms = cfg.create_claim_ttl_ms;
+  /* rule 11's bound: the DELETE goes within the window, Cube's timeout
+   * ends it, and the void comes after both (config.c checks the sum) */
+  ro.plan.reclaim_void_after_ms = cfg.reclaim_void_after_ms;
+  ro.plan.reclaim_send_within_ms = cfg.reclaim_void_after_ms -
+                                   cfg.cube_timeout_ms -
+                                   PLAN_RECLAIM_SEND_MARGIN_MS;
   ro.plan.default_internet =
     !strcmp(cfg.default_internet_access, "true")    ? SESSION_OPT_TRUE
     : !strcmp(cfg.default_internet_access, "false") ? SESSION_OPT_FALSE

@@ -26,6 +26,7 @@ struct act_call {
   char tenant_seen[129];
   int get_status;        /* the confirming GET's HTTP status */
   bool intent;           /* its status.pendingAction is written */
+  int64_t intent_mono;   /* when (this process's monotonic clock) */
   act_then_fn then;      /* intent.c: the call once the intent is written */
 };
 

@@ -11,9 +11,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Rule 11's bound: a reclaim's DELETE goes only within
+ * reclaim_send_within_ms of its intent's write, so that once an intent is
+ * older than that and Cube's call timeout (plan.h, reclaim_void_after_ms)
+ * no DELETE of it can be in flight, and a session that no longer wants
+ * the reclaim may have its sandbox back. Late (the last look waited for a
+ * slot, the loop was held up): not sent, looked at again; the next pass
+ * writes the intent anew if the reclaim is still wanted. */
+static bool rule11_delete_in_time(act_call *c)
+{
+  int64_t within = c->run->env->plan->reclaim_send_within_ms;
+  int64_t late;
+  char msg[160];
+  if(!c->intent || !c->a->s || c->a->del_kind != PLAN_DEL_RECLAIM ||
+     within <= 0)
+    return true;
+  late = sctime_mono_ms() - c->intent_mono;
+  if(late <= within)
+    return true;
+  snprintf(msg, sizeof(msg), "the reclaim's DELETE was not sent within "
+           "%lld ms of its intent (%lld ms): withheld, looked at again",
+           (long long)within, (long long)late);
+  act_skip(c, c->get_status, msg, "intent too old to act on");
+  return false;
+}
+
 static void delete_now(act_call *c)
 {
   const act_cube *cube = c->run->env->cube;
+  if(!rule11_delete_in_time(c))
+    return;
   c->stage = 1;
   c->op = CUBE_OP_DELETE;
   c->t0 = sctime_mono_ms();

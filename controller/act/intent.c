@@ -93,6 +93,7 @@ static void on_intent_written(act_run *run, size_t si, sc_err err,
     return;
   }
   c->intent = true;
+  c->intent_mono = sctime_mono_ms();
   then(c);
 }
 

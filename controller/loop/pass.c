@@ -143,6 +143,7 @@ static sc_err plan_pass(pass *ps)
   const char **held;
   size_t n_held;
   bool held_all;
+  int64_t *seen = NULL;
   sc_err err;
   memset(&in, 0, sizeof(in));
   in.sessions = ss;
@@ -167,6 +168,13 @@ static sc_err plan_pass(pass *ps)
     &r->orphans_done, ps->cube_now, r->o.plan.brake_window_ms);
   in.recent_reclaims = act_ledger_count(&r->reclaims_done, ps->cube_now,
                                         r->o.plan.brake_window_ms);
+  /* rule 11: how long each written intent has been seen as it is (a
+   * table too short of memory says 0: nothing is voided early) */
+  if(n && r->intent_seen && !(seen = malloc(n * sizeof(*seen))))
+    seen = NULL;
+  if(seen && intent_seen_update(r->intent_seen, ss, n, ps->full,
+                                sctime_mono_ms(), seen))
+    in.intent_seen_ms = seen;
   invalid = loop_check_objects(r->o.lg, r->o.m, ss, n, r->dialect,
                                r->probe_failed);
   in.invalid = (const char *const *)invalid;
@@ -175,6 +183,7 @@ static sc_err plan_pass(pass *ps)
   err = plan_compute_ex(&in, &r->o.plan, r->scratch, &ps->p);
   loop_free_invalid(invalid, n);
   free(held);
+  free(seen);
   return err;
 }
 

@@ -31,6 +31,7 @@
 #define SC_LOOP_PASS_H
 
 #include "controller/act/run.h"
+#include "controller/loop/intent_seen.h"
 #include "controller/loop/queue.h"
 #include "controller/loop/reconciler.h"
 #include "controller/observe/observe.h"
@@ -122,6 +123,7 @@ struct reconciler {
   size_t n_waits, waits_head;
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
+  intent_seen *intent_seen; /* rule 11: intents' ages (intent_seen.h) */
   /* store_check_identity() failed: no pass starts (store_still_ours) */
   bool store_lost;
   char store_lost_why[SC_ERRBUF_SIZE];

@@ -183,7 +183,9 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->resync = event_new(opts->base, -1, EV_PERSIST, loop_on_resync, r);
   r->qtimer = event_new(opts->base, -1, 0, loop_on_qtimer, r);
   r->env.claims = act_claims_new();
-  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->env.claims) {
+  r->intent_seen = intent_seen_new();
+  if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->env.claims ||
+     !r->intent_seen) {
     sc_errf(eb, SC_ERR_NOMEM, "out of memory");
     reconciler_free(r);
     return NULL;
@@ -231,6 +233,7 @@ void reconciler_free(reconciler *r)
   if(r->qtimer)
     event_free(r->qtimer);
   act_claims_free(r->env.claims);
+  intent_seen_free(r->intent_seen);
   act_ledger_clear(&r->orphans_done);
   free(r->fresh);
   act_ledger_clear(&r->reclaims_done);

@@ -145,6 +145,17 @@ static const opt opts[] = {
    "written when the create is sent, so it covers one create call: a "
    "create slower than the TTL may be duplicated, and the duplicate is "
    "deleted (rule 6)"},
+  {"reclaim-void-after", OPT_DUR, O(reclaim_void_after_ms), "60s",
+   "a written reclaim the session's spec no longer asks for (spec.state "
+   "Running, reclaimAfter 0 or raised) is dropped once this replica has "
+   "seen it unchanged this long, so no DELETE of it can be in flight (a "
+   "reclaim's DELETE is sent within this, less --cube-timeout and 1s, of "
+   "writing its intent, or not at all); until then the sandbox is neither "
+   "deleted nor resumed. At least --cube-timeout plus 5s"},
+  {"cube-timeout", OPT_DUR, O(cube_timeout_ms), "35s",
+   "the time a Cube call other than pause and connect (125s) may take "
+   "before it is given up; at most 35s, which the create claim's local "
+   "wait (40s) and --reclaim-void-after count on"},
   {"tenant-binding", OPT_STR, O(tenant_binding), "namespace",
    "namespace: a session acts only if spec.tenantID is its namespace; "
    "free: any tenantID (one trusted writer only)"},
@@ -561,6 +572,14 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
     return sc_errf(eb, SC_ERR_INVALID, "--resync: at least 1s");
   if(c->create_claim_ttl_ms < 1000 || c->create_claim_ttl_ms > 3600000)
     return sc_errf(eb, SC_ERR_INVALID, "--create-claim-ttl: from 1s to 1h");
+  if(c->cube_timeout_ms < 1000 || c->cube_timeout_ms > 35000)
+    return sc_errf(eb, SC_ERR_INVALID, "--cube-timeout: from 1s to 35s");
+  if(c->reclaim_void_after_ms < c->cube_timeout_ms + 5000 ||
+     c->reclaim_void_after_ms > 86400000)
+    return sc_errf(eb, SC_ERR_INVALID, "--reclaim-void-after: from "
+                   "--cube-timeout plus 5s (%llds: 1s of margin and 4s to "
+                   "send the DELETE in) to 24h",
+                   (long long)(c->cube_timeout_ms + 5000) / 1000);
   if(log_level_parse(c->log_level) < 0)
     return sc_errf(eb, SC_ERR_INVALID,
                    "--log-level: \"%s\" is not debug, info, warn or error",

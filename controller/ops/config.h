@@ -63,6 +63,8 @@ typedef struct config {
   char **deny_out;             /* it split and checked */
   size_t n_deny_out;
   int64_t create_claim_ttl_ms; /* --create-claim-ttl */
+  int64_t reclaim_void_after_ms; /* --reclaim-void-after */
+  int64_t cube_timeout_ms;       /* --cube-timeout */
   char *log_level;
   char *config_file;
   bool once;                   /* one full pass, then exit */

@@ -495,7 +495,7 @@ static sc_err decide_live(planner *pl, const sess_rec *r, want *w,
   }
   if(s->status.pending_kind) {
     bool done;
-    sc_err err = rule11_resume_intent(pl, r, w, &done);
+    sc_err err = rule11_resume_intent(pl, r, w, &done, due);
     if(err || done)
       return err;
   }

@@ -49,6 +49,18 @@ typedef struct plan_config {
    * deletes (a stall costs a user; a duplicate a create and a delete). */
   const char *identity;
   int64_t create_intent_ttl_ms;
+  /* A written reclaim (status.pendingAction) is carried on, since its
+   * writer may be in its DELETE; but once the session no longer asks for
+   * it (spec.state Running, reclaimAfter 0 or raised) it must not
+   * outlive that forever. The executor sends a reclaim's DELETE only
+   * within reclaim_send_within_ms of writing its intent (act/delete.c),
+   * and Cube's call timeout ends it; reclaim_void_after_ms (--reclaim-
+   * void-after, 60 s) is at least both together. An intent this process
+   * has seen unchanged for reclaim_void_after_ms
+   * (plan_input.intent_seen_ms) has no DELETE in flight: unwanted, it is
+   * void; until then the session waits. 0: never void, no send limit. */
+  int64_t reclaim_void_after_ms;
+  int64_t reclaim_send_within_ms;
   /* --tenant-binding namespace (the default): a session whose tenantID is
    * not its namespace joins no sandbox by tags and creates none (Failed,
    * Conflict=True/TenantNotNamespace): writing a Session in one namespace
@@ -105,6 +117,12 @@ void plan_link_proof(const unsigned char *key, const char *uid,
                      const char *sandbox_id, char out[PLAN_PROOF_LEN + 1]);
 
 #define PLAN_CREATE_INTENT_TTL_MS (3 * 1000LL)
+/* the defaults of reclaim_void_after_ms and reclaim_send_within_ms: the
+ * second is the first less Cube's plain call timeout (cube.h, 35 s) and a
+ * second of the event loop's own delays */
+#define PLAN_RECLAIM_VOID_AFTER_MS (60 * 1000LL)
+#define PLAN_RECLAIM_SEND_MARGIN_MS (1000LL)
+#define PLAN_RECLAIM_SEND_WITHIN_MS (24 * 1000LL)
 
 /* status.endAt is Cube's endAt to within this: a create records its
  * estimate (the plan's Cube clock plus the timeout), and a listed endAt
@@ -163,6 +181,12 @@ typedef struct plan_input {
    * pass. A replica that restarted knows none of its predecessor's. */
   size_t recent_orphan_deletes;
   size_t recent_reclaims;
+  /* Per session (same index): how long, in ms of the loop's monotonic
+   * clock, this process has seen the session's status.pendingAction as it
+   * is now (0: first seen in this pass, or none). A measured duration,
+   * not a clock (rule 1): rule11_reclaim_void() compares it with
+   * reclaim_void_after_ms. NULL: 0 for every session. */
+  const int64_t *intent_seen_ms;
 } plan_input;
 
 typedef enum plan_action_type {

@@ -196,8 +196,12 @@ sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
 sc_err rule13_reclaim_brake(planner *pl);
 bool rule11_create_claim_held(const planner *pl, const session *s);
 bool rule11_intent_unresolved(const planner *pl, const sess_rec *r);
+const char *rule11_reclaim_unwanted(const planner *pl, const sess_rec *r,
+                                    const sb_rec *sb);
+bool rule11_reclaim_void(const planner *pl, const sess_rec *r);
+int64_t rule11_reclaim_void_in(const planner *pl, const sess_rec *r);
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
-                            bool *done);
+                            bool *done, sc_time *due);
 bool rule12_one_object(const session *s, const sb_rec *sb, bool by_link);
 
 /* ---- capacity.c (rules 14, 15) ---- */

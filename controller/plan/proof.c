@@ -67,6 +67,8 @@ void plan_config_defaults(plan_config *cfg)
   cfg->force = false;
   cfg->identity = NULL;
   cfg->create_intent_ttl_ms = PLAN_CREATE_INTENT_TTL_MS;
+  cfg->reclaim_void_after_ms = PLAN_RECLAIM_VOID_AFTER_MS;
+  cfg->reclaim_send_within_ms = PLAN_RECLAIM_SEND_WITHIN_MS;
   cfg->bind_tenant_to_namespace = true;
 }
 

@@ -416,14 +416,66 @@ bool rule11_intent_unresolved(const planner *pl, const sess_rec *r)
          !join_sandbox_by_id(pl, id) && !intent_gone(pl, r, id);
 }
 
+/* A written reclaim the session's spec no longer asks for: why (for the
+ * Ready message), or NULL while it still would be reclaimed, or when
+ * nothing says otherwise (an unknown endAt is no evidence): spec.state
+ * Running, and, for a reclaim by reclaimAfter (not by capacity, which
+ * does not wait for it), reclaimAfter 0 or raised past the time the
+ * sandbox has been paused. A connect request is not one: the user was
+ * idle past reclaimAfter, the reclaim stands, and the connect gets a new
+ * sandbox once it is done, in seconds, rather than the old one after
+ * the wait below. */
+const char *rule11_reclaim_unwanted(const planner *pl, const sess_rec *r,
+                                    const sb_rec *sb)
+{
+  const session *s = r->s;
+  int64_t after = session_eff_reclaim_after_ms(s);
+  sc_time now = pl->in->cube_now;
+  if(s->spec.state == SESSION_STATE_RUNNING)
+    return "spec.state is Running";
+  if(status_ready_is(&s->status, REASON_RECLAIMING_CAPACITY))
+    return NULL; /* rule 14 chose it before its reclaimAfter */
+  if(after <= 0)
+    return "reclaimAfter is 0: never reclaimed";
+  if(sb->b->end_at && now && now - sb->b->end_at < after)
+    return "reclaimAfter is longer than the sandbox has been paused";
+  return NULL;
+}
+
+/* How long this process has seen the session's pendingAction unchanged
+ * (plan_input.intent_seen_ms, measured by the loop on its monotonic
+ * clock: a duration, not a clock reading). Every DELETE of a written
+ * intent is sent within plan_config.reclaim_send_within_ms of the write
+ * and ends within Cube's call timeout (act/delete.c), and
+ * reclaim_void_after_ms covers both: an intent seen unchanged that long
+ * was written that long ago or longer, so no DELETE of it is in flight. A
+ * re-recorded intent (another replica carried it on) is a new one. */
+static int64_t intent_seen(const planner *pl, const sess_rec *r)
+{
+  return pl->in->intent_seen_ms ? pl->in->intent_seen_ms[r->idx] : 0;
+}
+
+bool rule11_reclaim_void(const planner *pl, const sess_rec *r)
+{
+  return pl->cfg->reclaim_void_after_ms > 0 &&
+         intent_seen(pl, r) >= pl->cfg->reclaim_void_after_ms;
+}
+
+int64_t rule11_reclaim_void_in(const planner *pl, const sess_rec *r)
+{
+  int64_t left = pl->cfg->reclaim_void_after_ms - intent_seen(pl, r);
+  return left > 0 ? left : 0;
+}
+
 sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
-                            bool *done)
+                            bool *done, sc_time *due)
 {
   const session *s = r->s;
   const session_status *st = &s->status;
   const char *id = st->pending_sandbox_id;
   const sb_rec *sb = id ? join_sandbox_by_id(pl, id) : NULL;
   bool reclaim = sc_str_eq0(st->pending_kind, "reclaim");
+  const char *unwanted;
   char ta[SCTIME_RFC3339_MAX];
   *done = false;
   if(!st->pending_kind)
@@ -477,9 +529,27 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
     w->clear_pending = true; /* resumed since: the intent is void */
     return SC_OK;
   }
+  unwanted = rule11_reclaim_unwanted(pl, r, sb);
+  if(unwanted && rule11_reclaim_void(pl, r)) {
+    w->clear_pending = true; /* no DELETE of it can be in flight now */
+    return SC_OK;
+  }
   *done = true;
   want_sandbox(w, s, sb);
   w->phase = SESSION_PHASE_RECLAIMING;
+  if(unwanted) {
+    /* the session says otherwise now, but a DELETE of the intent may
+     * still be on its way: no new one, and no resume, until it cannot */
+    char va[PLAN_DUR_MAX];
+    duration_format(pl->cfg->reclaim_void_after_ms, va, sizeof(va));
+    want_ready(w, "False", "ReclaimWithdrawing", "the reclaim of sandbox "
+               "%s recorded by %s is no longer wanted (%s); it is withdrawn "
+               "once no DELETE of it can still be in flight (%s after it "
+               "was last recorded)", sb->id,
+               st->pending_by ? st->pending_by : "(unnamed)", unwanted, va);
+    *due = pl->in->cube_now + rule11_reclaim_void_in(pl, r) + 100;
+    return SC_OK;
+  }
   if(!status_ready_is(st, REASON_RECLAIMING_CAPACITY)) /* else it stays */
     want_ready(w, "False", "Reclaiming", "reclaiming sandbox %s (intent "
                "written by %s)", sb->id,

@@ -35,6 +35,7 @@ typedef struct world {
   bool complete;
   sc_time now;
   plan_config cfg;
+  const int64_t *intent_seen_ms; /* plan_input.intent_seen_ms */
 } world;
 
 static inline void world_init(world *w)
@@ -144,6 +145,7 @@ static inline void w_input(world *w, plan_input *in)
   in->n_gone = w->ngone;
   in->list_complete = w->complete;
   in->cube_now = w->now;
+  in->intent_seen_ms = w->intent_seen_ms;
 }
 
 static inline plan *w_plan(world *w)

@@ -554,6 +554,61 @@ TEST(rule11_delete_goes_only_after_its_intent_is_stored)
   w_del(w);
 }
 
+/* Rule 11's bound, the executor's half: a reclaim's DELETE goes within
+ * reclaim_send_within_ms of its intent's write or not at all, so that an
+ * intent older than that and Cube's timeout has no DELETE in flight and
+ * may be voided (plan.h). Here the last look's answer comes after the
+ * window: no DELETE, the action skipped and audited. With the window
+ * wide, the same answer lets the DELETE go. Before: it went however late. */
+TEST(rule11_reclaim_delete_goes_only_within_its_window)
+{
+  int late;
+  for(late = 0; late < 2; late++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
+    sc_time paused_at = W_NOW - 48 * HOUR_MS;
+    plan *p;
+    rig g;
+    act_run run;
+    cube_result res;
+    w_link(s, "sb-rw-1");
+    w_sb(w, "sb-rw-1", CUBE_SB_PAUSED, paused_at, "t1", "a");
+    w->cfg.reclaim_send_within_ms = late ? 30 : 60000;
+    p = w_plan(w);
+    CHECK(p && p_find(p, PLAN_DELETE, "sb-rw-1"));
+    CHECK(!rig_open(&g, w));
+    start(&g, &run, p);
+    CHECK(wait_calls(&g, 1));
+    get_result(&res, "sb-rw-1", NULL, SC_OK);
+    res.sandbox.state = CUBE_SB_PAUSED;
+    res.sandbox.end_at = paused_at;
+    fake_answer(&g.fake, 0, &res);
+    CHECK(wait_calls(&g, 2)); /* the intent written, the last look asked */
+    CHECK_INT(g.fake.calls[1].op, CUBE_OP_GET);
+    if(late)
+      usleep(80 * 1000);
+    fake_answer(&g.fake, 1, &res);
+    sc_kvlist_clear(&res.sandbox.metadata);
+    if(late) {
+      rig_run(&g, &run);
+      CHECK_INT(g.fake.n, 2); /* no DELETE */
+      CHECK_STR(g.last_result, "error"); /* looked at again, backed off */
+      CHECK(strstr(audit_text(&g), "\"outcome\":\"skipped\""));
+      CHECK(strstr(audit_text(&g), "not sent within 30 ms of its intent"));
+    }
+    else {
+      CHECK(wait_calls(&g, 3));
+      CHECK_INT(g.fake.calls[2].op, CUBE_OP_DELETE);
+      pause_result(&res, 204, SC_OK, "");
+      fake_answer(&g.fake, 2, &res);
+      rig_run(&g, &run);
+    }
+    rig_close(&g);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
 /* No intent, no call: a version the store no longer has (another writer
  * came first) is a skip; an object the store does not have is a failure;
  * neither makes the last GET or the DELETE. */
@@ -791,6 +846,7 @@ TEST_LIST = {
   T(rule10_every_pause_exit_writes_one_line),
   T(rule10_every_delete_exit_writes_one_line),
   T(rule11_delete_goes_only_after_its_intent_is_stored),
+  T(rule11_reclaim_delete_goes_only_within_its_window),
   T(rule11_no_call_when_the_intent_is_not_written),
   T(rule11_orphan_intent_is_an_audit_line_before_the_delete),
   T(failed_status_copy_writes_nothing_and_backs_off),

@@ -149,6 +149,18 @@ TEST(rule14_due_and_intents_count_as_gone)
   s->status.pending_sandbox_id = strdup("b-intent");
   s->status.pending_by = strdup("other");
   s->status.pending_at = W_NOW - 1000;
+  /* not due by reclaimAfter (24h): a capacity intent, and its Ready
+   * says so, as plan_status_intent() writes it (without, the intent
+   * would be one the spec no longer asks for, rule 11: withdrawn) */
+  {
+    session_condition c = {0};
+    c.type = "Ready";
+    c.status = "False";
+    c.reason = "ReclaimingForCapacity";
+    c.message = "reclaiming sandbox b-intent for capacity, --max-paused 2 "
+                "(5 paused) (intent written by other)";
+    CHECK_OK(session_status_set_condition(&s->status, &c));
+  }
   s = c_sess(w, "t0", "a", SESSION_STATE_ACTIVE, W_NOW - HOUR_MS);
   c_sb(w, s, "b-a", CUBE_SB_PAUSED, W_NOW - 3 * HOUR_MS);
   s = c_sess(w, "t0", "b", SESSION_STATE_ACTIVE, W_NOW - HOUR_MS);

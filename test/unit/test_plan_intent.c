@@ -64,15 +64,100 @@ TEST(rule11_reclaim_whose_sandbox_is_paused_is_carried_on)
   plan *p;
   w_link(s, "sb-r");
   pending(s, "reclaim", "sb-r");
-  /* paused a minute ago: not due by reclaimAfter any more (raised since),
-   * but the written intent stands: its writer may be in its DELETE */
-  w_sb(w, "sb-r", CUBE_SB_PAUSED, NOW - 60000, "t1", "a");
+  /* paused two days ago, still due: the written intent is carried on
+   * however long it has been seen (its writer may be in its DELETE) */
+  w_sb(w, "sb-r", CUBE_SB_PAUSED, NOW - 48 * HOUR_MS, "t1", "a");
   p = w_plan(w);
   a = p ? p_find(p, PLAN_DELETE, "sb-r") : NULL;
   CHECK(a && a->del_kind == PLAN_DEL_RECLAIM && a->expect_paused);
   CHECK_INT(p_sess(p, s)->status.phase, SESSION_PHASE_RECLAIMING);
   plan_free(p);
+  w->intent_seen_ms = &(const int64_t){10 * PLAN_RECLAIM_VOID_AFTER_MS};
+  p = w_plan(w);
+  CHECK(p && p_find(p, PLAN_DELETE, "sb-r"));
+  CHECK(p && p_sess(p, s)->status.pending_kind);
+  plan_free(p);
   w_del(w);
+}
+
+/* The chaos suite's mistaken deletions: a reclaim's intent was carried
+ * on from replica to replica through failing DELETEs for an hour, after
+ * the user had set reclaimAfter 0 (or state Running), and then landed.
+ * A written reclaim the spec no longer asks for waits, neither deleted
+ * nor resumed, while a DELETE of it may be in flight (seen for less than
+ * reclaim_void_after_ms); then it is void and the session goes on as
+ * any. Before: the DELETE went on every pass, whatever the spec said. */
+static void spec_no_longer_asks(session *s, int how)
+{
+  if(how == 0) { /* reclaimAfter raised past the paused time */
+    s->spec.reclaim_after_ms = 7 * 24 * HOUR_MS;
+  }
+  else if(how == 1) { /* reclaimAfter 0: never */
+    s->spec.reclaim_after_ms = 0;
+  }
+  else
+    s->spec.state = SESSION_STATE_RUNNING;
+}
+
+TEST(rule11_reclaim_the_spec_no_longer_asks_for_waits_then_is_void)
+{
+  int how;
+  for(how = 0; how < 3; how++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", SESSION_STATE_ACTIVE);
+    const plan_session *ps;
+    int64_t seen;
+    plan *p;
+    w_link(s, "sb-r");
+    pending(s, "reclaim", "sb-r");
+    w_sb(w, "sb-r", CUBE_SB_PAUSED, NOW - 48 * HOUR_MS, "t1", "a");
+    spec_no_longer_asks(s, how);
+    /* first seen, and just short of the bound: it waits */
+    for(seen = 0; seen < PLAN_RECLAIM_VOID_AFTER_MS;
+        seen += PLAN_RECLAIM_VOID_AFTER_MS - 1) {
+      w->intent_seen_ms = &seen;
+      p = w_plan(w);
+      CHECK(p);
+      if(!p)
+        break;
+      CHECK(!p_find(p, PLAN_DELETE, NULL));
+      CHECK(!p_find(p, PLAN_RESUME, NULL));
+      ps = p_sess(p, s);
+      CHECK_STR(ps->status.pending_kind, "reclaim");
+      CHECK_STR(ps->status.sandbox_id, "sb-r");
+      CHECK_STR(cond_reason(&ps->status, "Ready"), "ReclaimWithdrawing");
+      /* looked at again when the wait is over, by Cube's clock */
+      CHECK(ps->next_due > NOW &&
+            ps->next_due <= NOW + PLAN_RECLAIM_VOID_AFTER_MS - seen + 1000);
+      plan_free(p);
+    }
+    /* seen for the bound: void; Running resumes it, the others keep it
+     * paused (and no new reclaim: it is not due by the spec) */
+    seen = PLAN_RECLAIM_VOID_AFTER_MS;
+    w->intent_seen_ms = &seen;
+    p = w_plan(w);
+    CHECK(p);
+    if(p) {
+      ps = p_sess(p, s);
+      CHECK(!ps->status.pending_kind);
+      CHECK(!p_find(p, PLAN_DELETE, NULL));
+      CHECK_STR(ps->status.sandbox_id, "sb-r");
+      if(how == 2)
+        CHECK(p_find(p, PLAN_RESUME, "sb-r"));
+      else {
+        CHECK(!p_find(p, PLAN_RESUME, NULL));
+        CHECK_INT(ps->status.phase, SESSION_PHASE_PAUSED);
+      }
+      plan_free(p);
+    }
+    /* without the loop's durations (NULL) nothing is ever void */
+    w->intent_seen_ms = NULL;
+    p = w_plan(w);
+    CHECK(p && !p_find(p, PLAN_DELETE, NULL) &&
+          p_sess(p, s)->status.pending_kind);
+    plan_free(p);
+    w_del(w);
+  }
 }
 
 TEST(rule11_reclaim_whose_sandbox_runs_again_is_void)
@@ -105,7 +190,7 @@ TEST(rule11_connect_after_the_intent_waits_for_the_reclaim)
   w_link(s, "sb-r");
   pending(s, "reclaim", "sb-r");
   connect_req(s, "n1");
-  w_sb(w, "sb-r", CUBE_SB_PAUSED, NOW - 60000, "t1", "a");
+  w_sb(w, "sb-r", CUBE_SB_PAUSED, NOW - 48 * HOUR_MS, "t1", "a");
   p = w_plan(w);
   CHECK(p && p_find(p, PLAN_DELETE, "sb-r"));
   CHECK(!p_find(p, PLAN_RESUME, NULL));
@@ -495,6 +580,7 @@ TEST(connect_reclaim_crash_and_cas_interleavings_never_delete_a_running_sandbox)
 TEST_LIST = {
   T(rule11_reclaim_whose_sandbox_is_gone_is_reclaimed_never_created),
   T(rule11_reclaim_whose_sandbox_is_paused_is_carried_on),
+  T(rule11_reclaim_the_spec_no_longer_asks_for_waits_then_is_void),
   T(rule11_reclaim_whose_sandbox_runs_again_is_void),
   T(rule11_connect_after_the_intent_waits_for_the_reclaim),
   T(connect_resumes_a_paused_sandbox_instead_of_reclaiming_it),
