@@ -39,7 +39,10 @@
  *    the act                         fresh create claim is waited for),
  *                                    rule11_resume_intent() (a recorded
  *                                    pendingAction is carried on from the
- *                                    facts, never undone into a create);
+ *                                    facts, never undone into a create;
+ *                                    one the spec no longer asks for is
+ *                                    void once rule11_reclaim_void():
+ *                                    no DELETE of it can be in flight);
  *                                    act/intent.c rule11_intent_written()
  *                                    writes it before every pause and
  *                                    delete, act/claim.c before a create
