@@ -800,7 +800,10 @@ static void judge_in_use(ctx *c, extra *x)
 }
 
 /* a store write of the driver for key in [lo, hi] (apply: a wake or spec
- * change), or a connect asked in it */
+ * change), or a connect asked in it or asked before it and not answered
+ * by lo: a connect that found a reclaim's intent written waits for the
+ * reclaim and gets a new sandbox (docs/controller.md, rule 11), so a
+ * connect pending across the reclaim asked for the next sandbox */
 static int asked_between(const ctx *c, const char *key, int64_t lo,
                          int64_t hi)
 {
@@ -809,9 +812,13 @@ static int asked_between(const ctx *c, const char *key, int64_t lo,
   for(i = 0; k && i < k->n; i++)
     if(k->v[i].exists && k->v[i].ta >= lo && k->v[i].tb <= hi)
       return 1;
-  for(i = 0; i < c->ncn; i++)
-    if(!strcmp(c->cn[i].key, key) && c->cn[i].ta >= lo && c->cn[i].tb <= hi)
+  for(i = 0; i < c->ncn; i++) {
+    const conn *n = &c->cn[i];
+    if(strcmp(n->key, key) || n->tb > hi)
+      continue;
+    if(n->ta >= lo || n->state == C_ASKED || n->answered >= lo)
       return 1;
+  }
   return 0;
 }
 
