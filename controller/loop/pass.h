@@ -104,6 +104,11 @@ struct reconciler {
   act_cube cube;       /* the executor's Cube calls: the real client */
   act_env env;         /* the executor's environment, for every pass */
   act_health health;   /* whether the store takes writes (act/intent.c) */
+  /* while it fails: when the write probe last committed with no full pass
+   * in flight (0: not since its last failure), and the store write
+   * failures counted then (pump.c) */
+  int64_t probe_ok_mono;
+  double probe_ok_fails;
   /* Cube's clock as last observed, and when (local monotonic): the
    * estimate a pass that skips Cube's lists starts from (pass.c) */
   sc_time cube_seen;
