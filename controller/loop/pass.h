@@ -105,6 +105,12 @@ struct reconciler {
   act_cube cube;       /* the executor's Cube calls: the real client */
   act_env env;         /* the executor's environment, for every pass */
   act_health health;   /* whether the store takes writes (act/intent.c) */
+  /* while it fails: when the write probe last committed (0: none to wait
+   * for), the store write failures counted then, and whether a full pass
+   * was in flight then (its end does not count) (pump.c) */
+  int64_t probe_ok_mono;
+  double probe_ok_fails;
+  bool probe_ok_inflight;
   /* Cube's clock as last observed, and when (local monotonic): the
    * estimate a pass that skips Cube's lists starts from (pass.c) */
   sc_time cube_seen;

@@ -118,6 +118,63 @@ void loop_on_resync(evutil_socket_t fd, short what, void *arg)
   loop_pump(r);
 }
 
+/* Store writes failed: each second a write probe (store.h) learns
+ * whether a write could work again. Its commit alone does not end the
+ * failing: the writes that failed were bigger than it (on SQLite it may
+ * fit in room a failed write left at the end of the WAL file, where they
+ * do not), so it starts a full pass, and the first status or intent
+ * write of that pass that works ends it (act_health_note). A full pass
+ * begun after the probe's commit that ends with no write failed (it had
+ * nothing to write) ends it too: nothing the controller needs to write
+ * is refused. Until that pass ends no other probe runs (at most
+ * PROBE_WAIT_BEATS heartbeats: a pass that cannot complete does not stop
+ * the probing); a probe that fails keeps the writes failing. */
+#define PROBE_WAIT_BEATS 10
+static void probe_store_writes(reconciler *r)
+{
+  static const char fails_metric[] =
+    "session_controller_store_write_failures_total";
+  int64_t now = sctime_mono_ms();
+  sc_errbuf eb;
+  sc_err err;
+  if(r->probe_ok_mono) {
+    bool ended = r->last_full_done > r->probe_ok_mono;
+    if(ended && r->probe_ok_inflight) {
+      /* the pass in flight at the probe has ended: the next one is the
+       * test (one that has ended too counts no more: another is asked) */
+      r->probe_ok_mono = r->last_full_done;
+      r->probe_ok_inflight = false;
+      ended = false;
+      if(!r->full) {
+        r->full_pending = true;
+        loop_pump(r);
+      }
+    }
+    else if(ended &&
+            metrics_get(r->o.m, fails_metric, NULL) == r->probe_ok_fails) {
+      r->probe_ok_mono = 0;
+      act_health_note(&r->env, SC_OK, NULL);
+      return;
+    }
+    if(!ended && now - r->probe_ok_mono < PROBE_WAIT_BEATS * HEARTBEAT_MS)
+      return; /* the pass that tests it has not ended yet */
+    r->probe_ok_mono = 0; /* a write failed meanwhile, or no pass ended */
+  }
+  eb.msg[0] = '\0';
+  err = store_write_probe(r->o.st, &eb);
+  if(err) {
+    act_health_note(&r->env, err, eb.msg);
+    return;
+  }
+  /* the full pass that follows starts after this: it is the test (one
+   * in flight may have made its writes before the probe) */
+  r->probe_ok_mono = now;
+  r->probe_ok_fails = metrics_get(r->o.m, fails_metric, NULL);
+  r->probe_ok_inflight = r->full != NULL;
+  r->full_pending = true;
+  loop_pump(r);
+}
+
 void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
   reconciler *r = arg;
@@ -130,19 +187,10 @@ void loop_on_heartbeat(evutil_socket_t fd, short what, void *arg)
     bool was_lost = r->store_lost;
     if(rule13_store_still_ours(r) && was_lost)
       loop_pump(r);
-    if(r->health.failing && store_has_write_probe(r->o.st)) {
-      /* writes failed: learn within a second when they work again, and
-       * look at everything then (the destructive calls withheld) */
-      sc_errbuf eb;
-      sc_err err;
-      eb.msg[0] = '\0';
-      err = store_write_probe(r->o.st, &eb);
-      act_health_note(&r->env, err, eb.msg);
-      if(!r->health.failing) {
-        r->full_pending = true;
-        loop_pump(r);
-      }
-    }
+    if(r->health.failing && store_has_write_probe(r->o.st))
+      probe_store_writes(r);
+    else
+      r->probe_ok_mono = 0;
   }
 }
 

@@ -190,10 +190,16 @@ sc_err sq_claim_name(store *base, const char *name,
   return err;
 }
 
-/* A write that changes nothing but goes to disk: BEGIN IMMEDIATE, a row
- * rewritten with its own values, COMMIT (SQLite writes the page and its
- * journal whatever the values): a full disk, a read-only file or a lost
- * lock fail it as they would fail a status write. */
+/* A write that changes nothing but goes to disk: BEGIN IMMEDIATE, the
+ * meta row's revision moved up and back, COMMIT. Both steps are needed:
+ * SQLite does not write a page whose cell is rewritten with the bytes it
+ * holds, so "SET revision = revision" alone commits nothing (no WAL
+ * frame, no fsync) and works on a full disk. Moved and put back, the
+ * page is dirty and the commit appends it to the WAL (one frame, one
+ * sync): a full disk, a read-only file or a lost lock fail it. It is
+ * smaller than a status write: room a failed write left at the end of
+ * the WAL file can hold it when that write does not fit (pump.c waits
+ * for a real write). */
 sc_err sq_write_probe(store *base, sc_errbuf *eb)
 {
   sq_store *s = (sq_store *)base;
@@ -202,7 +208,10 @@ sc_err sq_write_probe(store *base, sc_errbuf *eb)
   err = sq_tx_begin(s, "write probe", eb);
   if(err)
     return err;
-  err = sq_run(s, "UPDATE meta SET revision = revision WHERE id = 1",
+  err = sq_run(s, "UPDATE meta SET revision = revision + 1 WHERE id = 1",
                "write probe", eb);
+  if(!err)
+    err = sq_run(s, "UPDATE meta SET revision = revision - 1 WHERE id = 1",
+                 "write probe", eb);
   return sq_tx_end(s, err, "write probe", eb);
 }

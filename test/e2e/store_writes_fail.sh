@@ -73,8 +73,9 @@ elif [ "$MOUNTED" = 1 ]; then
   check "full: the intents that could not be written are counted" wait_until 10 gt0 metric ctl-full session_controller_intent_write_failures_total
   # three resyncs with every reclaim due: a sleep, not wait_passes, since
   # the /readyz checks below must not land just after a pass: there a
-  # write that works or loses its compare-and-set flips the store's health
-  # to "works" until the next intent write fails (seen: up to 240 ms)
+  # write that loses its compare-and-set counts as the store answering
+  # and would turn the store's health to "works" until the next intent
+  # write fails (the write probe no longer does: store_full_readyz.sh)
   sleep 3
   check "full: no DELETE while the intents cannot be written" test "$(deletes)" = 0
   check "full: every sandbox still paused" test "$(paused_total)" = "$N"
