@@ -187,11 +187,22 @@ static sc_err plan_pass(pass *ps)
   return err;
 }
 
+static void single_observe_lists(pass *ps);
+
 static void on_observed(observation *obs, void *ud)
 {
   pass *ps = ud;
   reconciler *r = ps->r;
 
+  if(ps->by_link && (obs->failed || obs->links_short)) {
+    /* the link's GET did not tell enough (gone, failed): list */
+    observation_free(obs);
+    ps->by_link = false;
+    metrics_add(r->o.m, "session_controller_single_observations_total",
+                "by=\"link-then-lists\"", 1);
+    single_observe_lists(ps);
+    return;
+  }
   ps->obs = obs;
   if(obs->failed) {
     /* no plan on a partial view: a missing list is no evidence */
@@ -573,11 +584,48 @@ static void skip_observe(pass *ps)
   on_observed(obs, ps);
 }
 
+/* A single pass's lists: the session's sandboxes by its tags, each state */
+static void single_observe_lists(pass *ps)
+{
+  reconciler *r = ps->r;
+  sc_kvlist filter = {0};
+  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
+                   r->o.plan.controller_name) ||
+     sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
+                   session_eff_tenant_id(ps->single)) ||
+     sc_kvlist_set(&filter, SESSION_TAG_SESSION_ID,
+                   session_eff_session_id(ps->single))) {
+    sc_kvlist_clear(&filter);
+    pass_fail(ps, "out of memory", -1);
+    pass_finish(ps);
+    return;
+  }
+  metrics_add(r->o.m, "session_controller_single_observations_total",
+              "by=\"lists\"", 1);
+  start_observe(ps, &filter, NULL);
+  sc_kvlist_clear(&filter);
+}
+
+/* May a single pass of s take its facts from its link's GET alone (one
+ * Cube request, where the lists take two)? What the GET cannot show is a
+ * second sandbox of the session or one not linked yet; they matter only
+ * where a sandbox may be made or must all go, so those list: no link; a
+ * create claim (a create in flight may have made one); Ended or deleted
+ * (every sandbox of it goes). A second sandbox is a full pass's to find
+ * (rule 6), as it is today for a pass that lists only this session. The
+ * link's GET answering 404 or failing lists as well (on_observed). */
+static bool single_by_link(const session *s)
+{
+  const session_status *st = &s->status;
+  return st->sandbox_id && *st->sandbox_id && !st->create_intent_at &&
+         !st->create_intent_by && !s->meta.deletion_timestamp &&
+         s->spec.state != SESSION_STATE_ENDED;
+}
+
 static void on_single_get(store_reply *rep, void *ud)
 {
   pass *ps = ud;
   reconciler *r = ps->r;
-  sc_kvlist filter = {0};
   bool fresh;
   if(rep->err == SC_ERR_NOT_FOUND) {
     /* purged: nothing left to do for it */
@@ -618,24 +666,20 @@ static void on_single_get(store_reply *rep, void *ud)
       return;
     }
   }
-  if(sc_kvlist_set(&filter, SESSION_TAG_MANAGED_BY,
-                   r->o.plan.controller_name) ||
-     sc_kvlist_set(&filter, SESSION_TAG_TENANT_ID,
-                   session_eff_tenant_id(ps->single)) ||
-     sc_kvlist_set(&filter, SESSION_TAG_SESSION_ID,
-                   session_eff_session_id(ps->single))) {
-    sc_kvlist_clear(&filter);
-    pass_fail(ps, "out of memory", -1);
-    pass_finish(ps);
-    return;
-  }
   if(new_session_needs_no_list(r, fresh, ps->single)) {
     skip_observe(ps);
-    sc_kvlist_clear(&filter);
     return;
   }
-  start_observe(ps, &filter, NULL);
-  sc_kvlist_clear(&filter);
+  if(single_by_link(ps->single) &&
+     !observe_start_links(r->o.cube, r->o.m, r->o.lg, &ps->single, 1,
+                          on_observed, ps)) {
+    ps->phase = PH_OBSERVE;
+    ps->by_link = true;
+    metrics_add(r->o.m, "session_controller_single_observations_total",
+                "by=\"link\"", 1);
+    return;
+  }
+  single_observe_lists(ps);
 }
 
 void loop_start_single(reconciler *r, const char *key)

@@ -63,6 +63,7 @@ typedef struct pass {
 
   plan *p;
   bool skipped_lists;    /* a new session's pass: no Cube list (pass.c) */
+  bool by_link;          /* a single pass observing by its link's GET */
   bool acting;           /* run is initialised */
   char res_name[24];     /* reconcile_total: the result being counted */
   double res_n;          /* and how many sessions ended with it so far */

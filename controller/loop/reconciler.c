@@ -84,6 +84,11 @@ sc_err reconciler_declare_metrics(metrics *m)
     {"session_controller_sessions_invalid", METRIC_GAUGE,
      "Sessions that fail validation (Ready=False/InvalidSpec), as of the "
      "last full pass."},
+    {"session_controller_single_observations_total", METRIC_COUNTER,
+     "How single-session passes learned Cube's facts: by=\"link\" (one GET "
+     "of the linked sandbox), \"lists\" (the session's sandboxes listed by "
+     "its tags, one request per state), \"link-then-lists\" (the GET did "
+     "not tell: 404 or failed)."},
     {"session_controller_queue_depth", METRIC_GAUGE,
      "Sessions waiting in the work queue (ready and delayed)."},
     {"session_controller_build_info", METRIC_GAUGE,

@@ -128,6 +128,13 @@ static void on_get(const cube_result *res, void *ud)
   obs_call *call = ud;
   obs_run *run = call->run;
   observe_count_call(run->m, CUBE_OP_GET, res, call->t0);
+  if(run->o->links_only) {
+    /* the GETs are the observation: each must answer, with a clock */
+    if(res->err || !res->cube_now)
+      run->o->links_short = true;
+    else if(!run->o->cube_now || res->cube_now < run->o->cube_now)
+      run->o->cube_now = res->cube_now; /* the earlier: never early */
+  }
   if(!res->err) {
     cube_sandbox sb;
     cube_result_take_sandbox(res, &sb);
@@ -149,22 +156,18 @@ static void on_get(const cube_result *res, void *ud)
     finish(run);
 }
 
-static void confirm(obs_run *run)
+/* A GET for each session's link, then for the sandbox of its recorded
+ * intent (status.pendingAction), unless listed already: neither is taken
+ * as gone from its absence in a list, only from a GET's 404 (rule 2).
+ * Each started GET counts in run->pending; returns how many started. */
+static size_t start_gets(obs_run *run)
 {
-  size_t i;
-  if(run->o->failed) {
-    finish(run);
-    return;
-  }
-  run->pending = 1; /* held while starting */
+  size_t i, n = 0;
   for(i = 0; i < 2 * run->n_sessions; i++) {
-    /* each session's link, then the sandbox of its recorded intent
-     * (status.pendingAction): neither is taken as gone from its absence
-     * in a list, only from a GET's 404 (rule 2) */
     const session_status *st = &run->sessions[i / 2]->status;
     const char *id = i % 2 ? st->pending_sandbox_id : st->sandbox_id;
     obs_call *call;
-    if(!id || has(run, id) ||
+    if(!id || !*id || has(run, id) ||
        (i % 2 && st->sandbox_id && !strcmp(id, st->sandbox_id)))
       continue;
     call = calloc(1, sizeof(*call));
@@ -177,8 +180,21 @@ static void confirm(obs_run *run)
     if(cube_get(run->c, id, on_get, call)) {
       run->pending--;
       free(call);
+      continue;
     }
+    n++;
   }
+  return n;
+}
+
+static void confirm(obs_run *run)
+{
+  if(run->o->failed) {
+    finish(run);
+    return;
+  }
+  run->pending = 1; /* held while starting */
+  start_gets(run);
   if(--run->pending == 0)
     finish(run);
 }
@@ -283,6 +299,36 @@ static void start_list(obs_run *run, const sc_kvlist *f, const char *tenant,
     fail(run->o, "the Cube client refused the call (closing?)", -1);
   }
   sc_kvlist_clear(&by);
+}
+
+sc_err observe_start_links(cube_client *c, metrics *m, logger *lg,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud)
+{
+  obs_run *run = calloc(1, sizeof(*run));
+  if(!run || !(run->o = calloc(1, sizeof(*run->o)))) {
+    free(run);
+    return SC_ERR_NOMEM;
+  }
+  run->o->retry_after_ms = -1;
+  run->o->links_only = true;
+  run->c = c;
+  run->m = m;
+  run->lg = lg;
+  run->sessions = sessions;
+  run->n_sessions = n_sessions;
+  run->cb = cb;
+  run->ud = ud;
+  run->pending = 1; /* held while starting */
+  if(!start_gets(run)) {
+    /* nothing linked, or the client refused: nothing to report from the
+     * loop, the caller lists */
+    observation_free(run->o);
+    free(run);
+    return SC_ERR_UNAVAILABLE;
+  }
+  run->pending--; /* the GETs answer from the loop, never in this call */
+  return SC_OK;
 }
 
 sc_err observe_start_names(cube_client *c, metrics *m, logger *lg,

@@ -33,6 +33,11 @@ typedef struct observation {
    * asked again, a failed request) */
   bool by_tenant[2];
   size_t list_requests[2];
+  /* observe_start_links(): no list was made; links_short when the GETs
+   * do not tell enough to plan on (a link 404, a GET failed or carried
+   * no Date): the caller lists instead */
+  bool links_only;
+  bool links_short;
 } observation;
 
 /* How a full pass lists each state ([0] running, [1] paused): false, one
@@ -67,6 +72,17 @@ sc_err observe_start_lists(cube_client *c, metrics *m, logger *lg,
                            const sc_kvlist *filter,
                            const char *const *also_managed_by, size_t n_also,
                            const observe_lists *lists,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud);
+/* A session's facts from its links alone: a GET of each session's
+ * status.sandboxID and of its pendingAction's sandbox, no list; Cube's
+ * clock is the earlier Date of the GETs. One request for a linked
+ * session where the lists take two (one per state): what a single pass
+ * of a session that has its sandbox needs (a connect, a spec change).
+ * It sees no second sandbox of the session and no unlinked one, so the
+ * caller uses it only where those do not matter, and lists when the
+ * observation says links_short. */
+sc_err observe_start_links(cube_client *c, metrics *m, logger *lg,
                            session *const *sessions, size_t n_sessions,
                            observe_cb cb, void *ud);
 void observation_free(observation *obs);
