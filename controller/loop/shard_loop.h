@@ -30,6 +30,9 @@ void loop_shard_stop(reconciler *r);
 
 /* A full pass must wait: the first membership answer has not come. */
 bool loop_shard_wait(reconciler *r);
+/* The next full pass looks at every owned tenant (a resync, a burst, the
+ * store back): not a takeover pass (shard.h). */
+void loop_shard_want_all(reconciler *r);
 /* Is s (its effective tenant) this replica's? */
 bool loop_shard_owns(reconciler *r, const session *s);
 /* A full pass's store read: keep the owned sessions (the others are held
