@@ -48,13 +48,14 @@ struct loop_shard {
   bool whole_seen;          /* a pass listed both states whole ... */
   int64_t whole_mono;       /* ... at this local monotonic time */
   /* takeover passes (shard.h): the view every owned tenant of which was
-   * looked at (covered_known), whether that last pass was a takeover, a
-   * look at everything asked since (loop_shard_want_all), and the scope
-   * of the pass in flight */
+   * looked at (covered_known), whether that last pass was a takeover; the
+   * looks at everything asked (loop_shard_want_all) and the count of them
+   * the last ordinary pass whose lists came back started after; the scope
+   * of the pass in flight and the asks it started after */
   shard_owners *covered;
   bool covered_known;
   bool last_takeover;
-  bool everything_asked;
+  uint64_t asked, asked_done, pass_asked;
   bool takeover;            /* the pass in flight: gained tenants only */
 };
 
@@ -141,6 +142,8 @@ static void set_covered(loop_shard *sh)
   sh->owners = NULL;
   sh->covered_known = sh->covered != NULL;
   sh->last_takeover = sh->takeover;
+  if(!sh->takeover)
+    sh->asked_done = sh->pass_asked; /* asks since stay pending */
 }
 
 /* Is tenant this pass's (its frozen view; a takeover pass: gained)? */
@@ -453,7 +456,7 @@ bool loop_shard_wait(reconciler *r)
 void loop_shard_want_all(reconciler *r)
 {
   if(r->shard)
-    r->shard->everything_asked = true;
+    r->shard->asked++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -513,10 +516,10 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
   if(!sh || sh->mode == SHARD_OFF)
     return;
   drop_pass_state(sh);
+  sh->pass_asked = sh->asked;
   candidate = sh->mode == SHARD_AUTO &&
               shard_takeover_allowed(sh->covered_known, sh->last_takeover,
-                                     sh->everything_asked);
-  sh->everything_asked = false;
+                                     sh->asked != sh->asked_done);
   /* one view for the whole pass: its sessions, its lists, its sandboxes */
   sh->owners = shard_view_freeze(sh->view);
   sh->foreign = calloc(list->n ? list->n : 1, sizeof(*sh->foreign));
