@@ -614,9 +614,10 @@ void loop_shard_lists(reconciler *r, observe_lists *out)
   all = !sh->owners || !sh->tenants_known ||
         (!sh->takeover && shard_owners_live(sh->owners) <= 1);
   /* a takeover pass lists its gained tenants; the whole list that is due
-   * waits for the next pass that looks at everything */
-  due = !sh->takeover &&
-        (every <= 0 || !sh->whole_seen || now - sh->whole_mono >= every);
+   * waits for the next pass that looks at everything (0: always whole,
+   * a takeover pass too) */
+  due = every <= 0 ||
+        (!sh->takeover && (!sh->whole_seen || now - sh->whole_mono >= every));
   page_rows = cube_client_dialect(r->o.cube) == CUBE_DIALECT_E2B
                 ? CUBE_PAGE_LIMIT : 0;
   shard_lists_choose(sh->lists, sh->tenants, sh->n_tenants, page_rows,
