@@ -5,6 +5,7 @@
  * whether Cube refuses the API key.
  */
 #include "controller/loop/pass.h"
+#include "controller/loop/shard_loop.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -62,6 +63,7 @@ bool rule13_store_still_ours(reconciler *r)
       log_kv(r->o.lg, LOG_WARN, "the store is the one opened again: "
              "resuming", "store", store_url(r->o.st), NULL);
       r->full_pending = true; /* nothing was looked at meanwhile */
+      loop_shard_want_all(r);
     }
     return true;
   }
@@ -88,6 +90,7 @@ void loop_pump(reconciler *r)
     while((key = queue_pop(r->q)) != NULL)
       queue_done(r->q, key);
     r->full_pending = true;
+    loop_shard_want_all(r); /* the dropped keys: whatever their tenant */
   }
   if(r->full_pending && !r->full && r->singles == 0) {
     loop_start_full(r);

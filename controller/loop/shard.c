@@ -386,6 +386,19 @@ size_t shard_owners_live(const shard_owners *o)
   return !o || o->all ? 1 : o->n_live;
 }
 
+bool shard_owners_gained(const shard_owners *now, const shard_owners *covered,
+                         const char *tenant)
+{
+  return covered && shard_owners_owns(now, tenant) &&
+         !shard_owners_owns(covered, tenant);
+}
+
+bool shard_takeover_allowed(bool covered_known, bool last_was_takeover,
+                            bool everything_asked)
+{
+  return covered_known && !last_was_takeover && !everything_asked;
+}
+
 /* ------------------------------------------------------------------ */
 /* the lists' costs */
 

@@ -139,6 +139,25 @@ bool shard_owners_owns(const shard_owners *o, const char *tenant);
 size_t shard_owners_live(const shard_owners *o);
 
 /* ------------------------------------------------------------------ */
+/* A takeover pass (docs/controller.md, "Sharding", "Changes"): the full
+ * pass after the ownership moved looks at the tenants it gained only,
+ * when every other tenant it owns was looked at by the passes before it
+ * (`covered`: the view of the last pass whose lists came back; it and
+ * the passes before covered each of its tenants), the pass before it was
+ * not a takeover pass itself (so a tenant kept is skipped by one pass at
+ * most, however often the membership moves), and nothing asked for a
+ * look at everything since (a burst whose keys it dropped, the store
+ * back). */
+
+/* tenant is owned by now and was not by covered (covered NULL: nothing
+ * is known to have been looked at, so nothing counts as gained) */
+bool shard_owners_gained(const shard_owners *now, const shard_owners *covered,
+                         const char *tenant);
+/* May the next full pass be a takeover pass? */
+bool shard_takeover_allowed(bool covered_known, bool last_was_takeover,
+                            bool everything_asked);
+
+/* ------------------------------------------------------------------ */
 /* What a sharded full pass lists (docs/controller.md, "Sharding"): for
  * each state, Cube's whole list (our lea.managed-by tag), or one list per
  * tenant this replica owns a session of (the tag and lea.tenant_id=T:

@@ -47,6 +47,16 @@ struct loop_shard {
   shard_lists *lists;
   bool whole_seen;          /* a pass listed both states whole ... */
   int64_t whole_mono;       /* ... at this local monotonic time */
+  /* takeover passes (shard.h): the view every owned tenant of which was
+   * looked at (covered_known), whether that last pass was a takeover; the
+   * looks at everything asked (loop_shard_want_all) and the count of them
+   * the last ordinary pass whose lists came back started after; the scope
+   * of the pass in flight and the asks it started after */
+  shard_owners *covered;
+  bool covered_known;
+  bool last_takeover;
+  uint64_t asked, asked_done, pass_asked;
+  bool takeover;            /* the pass in flight: gained tenants only */
 };
 
 sc_err loop_shard_declare_metrics(metrics *m)
@@ -74,6 +84,9 @@ sc_err loop_shard_declare_metrics(metrics *m)
      "owns every session."},
     {"session_controller_shard_skipped_total", METRIC_COUNTER,
      "Watch events and single passes of sessions other replicas own, dropped."},
+    {"session_controller_shard_takeover_passes_total", METRIC_COUNTER,
+     "Full passes after the ownership moved that looked at the tenants "
+     "gained only (the others were looked at less than a resync before)."},
     {"session_controller_shard_lists_by_tenant", METRIC_GAUGE,
      "1 when the last full pass listed the state one owned tenant at a "
      "time (cheaper than the whole list), 0 when whole."},
@@ -117,6 +130,28 @@ static void drop_pass_state(loop_shard *sh)
   sh->tenants = NULL;
   sh->n_tenants = 0;
   sh->tenants_known = false;
+  sh->takeover = false;
+}
+
+/* the pass's view becomes the covered one (owners: NULL when it owned
+ * everything or was out of memory: nothing is known then) */
+static void set_covered(loop_shard *sh)
+{
+  shard_owners_free(sh->covered);
+  sh->covered = sh->owners;
+  sh->owners = NULL;
+  sh->covered_known = sh->covered != NULL;
+  sh->last_takeover = sh->takeover;
+  if(!sh->takeover)
+    sh->asked_done = sh->pass_asked; /* asks since stay pending */
+}
+
+/* Is tenant this pass's (its frozen view; a takeover pass: gained)? */
+static bool pass_owns(const loop_shard *sh, const char *tenant)
+{
+  if(!sh->takeover)
+    return shard_owners_owns(sh->owners, tenant);
+  return shard_owners_gained(sh->owners, sh->covered, tenant);
 }
 
 sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
@@ -185,6 +220,7 @@ void loop_shard_free(loop_shard *sh)
   if(sh->timer)
     event_free(sh->timer);
   drop_pass_state(sh);
+  shard_owners_free(sh->covered);
   shard_view_free(sh->view);
   shard_lists_free(sh->lists);
   free(sh);
@@ -417,6 +453,12 @@ bool loop_shard_wait(reconciler *r)
   return r->shard && !r->shard->ready;
 }
 
+void loop_shard_want_all(reconciler *r)
+{
+  if(r->shard)
+    r->shard->asked++;
+}
+
 /* ------------------------------------------------------------------ */
 /* the filters */
 
@@ -469,11 +511,15 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
 {
   loop_shard *sh = r->shard;
   sc_hmap *tenants = NULL;
-  size_t i, k = 0;
-  bool oom = false;
+  size_t i, k = 0, n_owned = 0;
+  bool oom = false, candidate;
   if(!sh || sh->mode == SHARD_OFF)
     return;
   drop_pass_state(sh);
+  sh->pass_asked = sh->asked;
+  candidate = sh->mode == SHARD_AUTO &&
+              shard_takeover_allowed(sh->covered_known, sh->last_takeover,
+                                     sh->asked != sh->asked_done);
   /* one view for the whole pass: its sessions, its lists, its sandboxes */
   sh->owners = shard_view_freeze(sh->view);
   sh->foreign = calloc(list->n ? list->n : 1, sizeof(*sh->foreign));
@@ -488,12 +534,27 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
     sc_hmap_free(tenants);
     return;
   }
+  if(candidate) {
+    /* a takeover pass when the view gained tenants and kept some: the
+     * kept ones were looked at by the pass before */
+    size_t gained = 0, kept = 0;
+    for(i = 0; i < list->n && (!gained || !kept); i++) {
+      const char *t = session_eff_tenant_id(list->items[i]);
+      if(shard_owners_gained(sh->owners, sh->covered, t))
+        gained++;
+      else if(shard_owners_owns(sh->owners, t))
+        kept++;
+    }
+    sh->takeover = gained && kept;
+  }
   for(i = 0; i < list->n; i++) {
     session *s = list->items[i];
     const char *t = session_eff_tenant_id(s);
-    if(shard_owners_owns(sh->owners, t)) {
+    bool owned = shard_owners_owns(sh->owners, t);
+    if(owned && (!sh->takeover || pass_owns(sh, t))) {
       uint64_t h = hash_str(t);
       list->items[k++] = s;
+      n_owned++;
       oom |= add_links(sh->owned_links, s) != SC_OK;
       if(!sc_hmap_get(tenants, h, eq_str, t, NULL)) {
         if(sc_hmap_put(tenants, h, (void *)t))
@@ -503,6 +564,15 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
       }
     }
     else {
+      /* another replica's, or (a takeover pass) a kept tenant's: its
+       * links are not orphans here */
+      if(owned) {
+        uint64_t h = hash_str(t);
+        n_owned++;
+        if(!sc_hmap_get(tenants, h, eq_str, t, NULL) &&
+           sc_hmap_put(tenants, h, (void *)t))
+          oom = true;
+      }
       sh->foreign[sh->n_foreign++] = s;
       oom |= add_links(sh->foreign_links, s) != SC_OK;
     }
@@ -518,7 +588,11 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
   /* a tenant missing from the set would go unlisted: lists by tenant
    * only from the whole set */
   sh->tenants_known = !oom;
-  metrics_set(r->o.m, "session_controller_shard_sessions", NULL, (double)k);
+  if(sh->takeover)
+    metrics_add(r->o.m, "session_controller_shard_takeover_passes_total",
+                NULL, 1);
+  metrics_set(r->o.m, "session_controller_shard_sessions", NULL,
+              (double)n_owned);
   metrics_set(r->o.m, "session_controller_shard_tenants", NULL,
               (double)sc_hmap_count(tenants));
   sc_hmap_free(tenants);
@@ -537,9 +611,13 @@ void loop_shard_lists(reconciler *r, observe_lists *out)
     return; /* every state whole */
   /* owning every tenant (alone, or blind), or a set of tenants not
    * known whole: nothing to save, or nothing safe to save */
-  all = !sh->owners || shard_owners_live(sh->owners) <= 1 ||
-        !sh->tenants_known;
-  due = every <= 0 || !sh->whole_seen || now - sh->whole_mono >= every;
+  all = !sh->owners || !sh->tenants_known ||
+        (!sh->takeover && shard_owners_live(sh->owners) <= 1);
+  /* a takeover pass lists its gained tenants; the whole list that is due
+   * waits for the next pass that looks at everything (0: always whole,
+   * a takeover pass too) */
+  due = every <= 0 ||
+        (!sh->takeover && (!sh->whole_seen || now - sh->whole_mono >= every));
   page_rows = cube_client_dialect(r->o.cube) == CUBE_DIALECT_E2B
                 ? CUBE_PAGE_LIMIT : 0;
   shard_lists_choose(sh->lists, sh->tenants, sh->n_tenants, page_rows,
@@ -565,7 +643,8 @@ void loop_shard_lists(reconciler *r, observe_lists *out)
          out->by_tenant[0] ? "by-tenant" : "whole", "paused",
          out->by_tenant[1] ? "by-tenant" : "whole", "tenants", nt,
          "whole_requests", ew, "by_tenant_requests", et, "why", ch.why,
-         NULL);
+         "scope", sh->takeover ? "takeover: the tenants gained only"
+                               : "every owned tenant", NULL);
 }
 
 /* What the lists of this pass cost and showed, for the next choice. */
@@ -586,7 +665,7 @@ static void note_lists(reconciler *r, const observation *obs)
                             sc_kvlist_get(&sb->metadata,
                                           SESSION_TAG_TENANT_ID)) != SC_OK;
   }
-  if(!obs->by_tenant[0] && !obs->by_tenant[1]) {
+  if(!obs->by_tenant[0] && !obs->by_tenant[1] && !sh->takeover) {
     /* every sandbox was in view: the orphans of tenants with no session
      * left, and those without a tenant tag, were judged */
     sh->whole_seen = true;
@@ -612,14 +691,16 @@ void loop_shard_filter_obs(reconciler *r, observation *obs)
     bool keep;
     if(sc_hmap_get(sh->owned_links, h, eq_str, id, NULL))
       keep = true; /* linked by a session of ours, whatever its tags */
-    else if(!sh->foreign_links)
-      keep = true; /* the foreign links are not known: keep all */
+    else if(!sh->foreign_links) /* the foreign links are not known: keep
+                                   all (a takeover pass: its tenants') */
+      keep = !sh->takeover ||
+             pass_owns(sh, sc_kvlist_get(&sb->metadata,
+                                         SESSION_TAG_TENANT_ID));
     else if(sc_hmap_get(sh->foreign_links, h, eq_str, id, NULL))
       keep = false; /* another replica's session's: not an orphan */
-    else /* by the pass's view, as its sessions were */
-      keep = shard_owners_owns(sh->owners,
-                               sc_kvlist_get(&sb->metadata,
-                                             SESSION_TAG_TENANT_ID));
+    else /* by the pass's view (and scope), as its sessions were */
+      keep = pass_owns(sh, sc_kvlist_get(&sb->metadata,
+                                         SESSION_TAG_TENANT_ID));
     if(keep) {
       if(k != i)
         obs->sbs[k] = *sb;
@@ -629,5 +710,8 @@ void loop_shard_filter_obs(reconciler *r, observation *obs)
       cube_sandbox_clear(sb);
   }
   obs->n_sbs = k;
+  /* the lists came back: every tenant of the view is looked at now (a
+   * takeover pass: its gained ones, the others by the passes before) */
+  set_covered(sh);
   drop_pass_state(sh);
 }

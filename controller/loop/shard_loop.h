@@ -10,7 +10,9 @@
  * Ownership: loop_shard_new() makes r->shard for loop_shard_free(); the
  * sessions a full pass does not own are held here until the pass's
  * observation is filtered (or the next pass, or the free), with the
- * pass's frozen view and the tenants it owns.
+ * pass's frozen view and the tenants it owns; the frozen view of the last
+ * pass whose lists came back is kept (for the takeover pass, shard.h)
+ * until the next such pass or the free.
  */
 #ifndef SC_LOOP_SHARD_LOOP_H
 #define SC_LOOP_SHARD_LOOP_H
@@ -30,6 +32,9 @@ void loop_shard_stop(reconciler *r);
 
 /* A full pass must wait: the first membership answer has not come. */
 bool loop_shard_wait(reconciler *r);
+/* The next full pass looks at every owned tenant (a resync, a burst, the
+ * store back): not a takeover pass (shard.h). */
+void loop_shard_want_all(reconciler *r);
 /* Is s (its effective tenant) this replica's? */
 bool loop_shard_owns(reconciler *r, const session *s);
 /* A full pass's store read: keep the owned sessions (the others are held

@@ -28,9 +28,17 @@
 #   E. 3 replicas, --shards off: the burst, as in C.
 # Prints the load average next to each figure.
 #
+# SHARDS_PHASES (default "A B W C D DW E"): the phases to run; D alone
+# still starts C's replicas and its burst (the kill finds the same
+# N + BURST sessions) but skips C's windows. SHARDS_TRACE=FILE: during D
+# and DW, every 0.2 s one line per survivor to FILE: ms since the kill,
+# phase, replica, sessions owned, its Cube calls so far by op, its list
+# requests by kind. SHARDS_LOG_LEVEL: the replicas' --log-level (their
+# logs are in the temporary directory; KEEP_TMP=1 keeps it).
+#
 # usage: sh test/bench/shards.sh   (BINDIR, SHARDS_N, SHARDS_TENANTS,
 #        SHARDS_WINDOW, SHARDS_RESYNC, SHARDS_NEW, SHARDS_BURST,
-#        SHARDS_DIALECT)
+#        SHARDS_DIALECT, SHARDS_PHASES, SHARDS_TRACE, SHARDS_LOG_LEVEL)
 set -u
 cd "$(dirname "$0")/../.."
 case ${SHARDS_DIALECT:-cube} in
@@ -48,6 +56,11 @@ W=${SHARDS_WINDOW:-30}
 RS=${SHARDS_RESYNC:-5s}
 NEW=${SHARDS_NEW:-300}
 BURST=${SHARDS_BURST:-1000}
+PHASES=" ${SHARDS_PHASES:-A B W C D DW E} "
+TRACE=${SHARDS_TRACE:-}
+LOGLEVEL=${SHARDS_LOG_LEVEL:-info}
+phase() { case $PHASES in *" $1 "*) return 0 ;; esac; return 1; }
+[ -n "$TRACE" ] && : >"$TRACE"
 total=$N
 T=$(mktemp -d "${TMPDIR:-/tmp}/sc-shards.XXXXXX")
 DB="$T/s.db"
@@ -99,7 +112,8 @@ apply_n() { # PREFIX COUNT
 start() {
   n=$1; shift
   "$B/session-controller" --store "sqlite:$DB" --create-store --cube-url "$SIM" \
-    --metrics-addr 127.0.0.1:0 --replica "$n" --resync "$RS" "$@" 2>"$T/$n.log" &
+    --metrics-addr 127.0.0.1:0 --replica "$n" --resync "$RS" \
+    --log-level "$LOGLEVEL" "$@" 2>"$T/$n.log" &
   eval "P_$n=$!"
   PIDS="$PIDS $!"
 }
@@ -183,33 +197,56 @@ settle() { # NAMES...: ready, and two full resyncs after it
   sleep $(( 2 * ${RS%s} + 1 ))
 }
 
+if phase A; then
 say "A. 1 replica, --shards off"
 start a1
 settle a1
 window "A 1 replica off" a1
 stop_all a1
+fi
 
+if phase B; then
 say "B. 3 replicas, --shards off"
 start b1; start b2; start b3
 settle b1 b2 b3
 window "B 3 replicas off" b1 b2 b3
 stop_all b1 b2 b3
+fi
 
 W_ARGS="--shards auto --shard-whole-list-every 0"
+if phase W; then
 say "W. 3 replicas, --shards auto, each list whole (--shard-whole-list-every 0)"
 start w1 $W_ARGS; start w2 $W_ARGS; start w3 $W_ARGS
 settle w1 w2 w3
 window "W 3 auto, whole lists" w1 w2 w3
 stop_all w1 w2 w3
+fi
 
+if phase C || phase D; then
 say "C. 3 replicas, --shards auto"
 start c1 --shards auto; start c2 --shards auto; start c3 --shards auto
 settle c1 c2 c3
-window "C 3 replicas auto" c1 c2 c3
+phase C && window "C 3 replicas auto" c1 c2 c3
 burst "C 3 replicas auto" cb c1 c2 c3
 sleep $(( 2 * ${RS%s} + 1 ))
-window "C after the burst" c1 c2 c3
+phase C && window "C after the burst" c1 c2 c3
+fi
 
+# trace_line LABEL NAMES...: one line a replica to TRACE (t0: the kill)
+trace_line() {
+  tl=$1; shift
+  for n in "$@"; do
+    scrape "$n" | awk -v t="$(( $(now_ms) - t0 ))" -v l="$tl" -v n="$n" '
+      $1 ~ /^session_controller_shard_sessions/ { own += $2 }
+      $1 ~ /^session_controller_cube_requests_total/ {
+        match($1, /op="[^"]*"/); op[substr($1, RSTART + 4, RLENGTH - 5)] += $2 }
+      $1 ~ /^session_controller_cube_list_requests_total/ {
+        match($1, /kind="[^"]*"/); kd[substr($1, RSTART + 6, RLENGTH - 7)] += $2 }
+      END { printf("%6d %s %s owns=%d", t, substr(l, 1, 2), n, own)
+            for(o in op) printf(" %s=%d", o, op[o])
+            printf(" |"); for(k in kd) printf(" %s=%d", k, kd[k]); printf("\n") }' >>"$TRACE"
+  done
+}
 # takeover R1 R2 R3 PREFIX LABEL: kill -9 of R2; the time until R1 and R3
 # own all the sessions, and until NEW sessions applied right after the
 # kill, over every tenant, are all running
@@ -227,21 +264,28 @@ takeover() {
     [ $(( $(now_ms) - t0 )) -gt 300000 ] && break
     [ -z "$got_owned" ] && [ "$(owned2 "$1" "$2" "$3")" -ge "$want" ] && got_owned=$(( $(now_ms) - t0 ))
     [ -z "$got_run" ] && [ "$(sim_running)" -ge "$want" ] && got_run=$(( $(now_ms) - t0 ))
+    [ -n "$TRACE" ] && trace_line "$5" "$1" "$3"
     sleep 0.2
   done
   say "$5: after kill -9: survivors own all $want sessions after ${got_owned:-?} ms; $NEW new sessions (applied in $((ta - t0)) ms) all running after ${got_run:-?} ms (resync $RS: bound two resyncs; load $(load))"
 }
-takeover c1 c2 c3 n "D. lists by tenant"
-stop_all c1 c3
+if phase C || phase D; then
+phase D && takeover c1 c2 c3 n "D. lists by tenant"
+stop_all c1 c2 c3
+fi
 
+if phase DW; then
 say "DW. 3 replicas, --shards auto, each list whole"
 start x1 $W_ARGS; start x2 $W_ARGS; start x3 $W_ARGS
 settle x1 x2 x3
 takeover x1 x2 x3 nw "DW. whole lists"
 stop_all x1 x3
+fi
 
+if phase E; then
 say "E. 3 replicas, --shards off: a burst"
 start b1; start b2; start b3
 settle b1 b2 b3
 burst "E 3 replicas off" bb b1 b2 b3
 stop_all b1 b2 b3
+fi

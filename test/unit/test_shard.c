@@ -436,6 +436,63 @@ TEST(frozen_owners_do_not_move_with_the_view)
   shard_view_free(v);
 }
 
+/* a takeover pass: what it gained, and when it may be one */
+
+TEST(takeover_gains_only_the_dead_members_tenants)
+{
+  /* a, b, c live; b stops: a's view after gains b's tenants that now
+   * hash to a, and nothing else; a join gains nothing */
+  shard_view *v = shard_view_new(SHARD_AUTO, "a", 0, -1);
+  shard_member_in ms[3] = {{"a", "1", 1000}, {"b", "1", 1000},
+                           {"c", "1", 1000}};
+  shard_member_in ac[2] = {{"a", "1", 1000}, {"c", "1", 1000}};
+  shard_owners *before, *after;
+  bool ch;
+  char t[32];
+  int i, gained = 0, kept = 0;
+  CHECK_OK(shard_view_update(v, ms, 3, 0, &ch));
+  before = shard_view_freeze(v);
+  ac[0].version = ac[1].version = "2";
+  CHECK_OK(shard_view_update(v, ac, 2, 10000, &ch));
+  CHECK(ch);
+  CHECK_INT(shard_view_live(v), 2);
+  after = shard_view_freeze(v);
+  for(i = 0; i < 900; i++) {
+    const char *m3[3] = {"a", "b", "c"};
+    bool g;
+    tenant_name(i, t, sizeof(t));
+    g = shard_owners_gained(after, before, t);
+    /* gained: a's now, b's before (c keeps its own, a its own) */
+    CHECK_MSG(g == (shard_owners_owns(after, t) &&
+                    !strcmp(m3[shard_owner(m3, 3, t)], "b")),
+              "tenant %s", t);
+    if(g)
+      gained++;
+    else if(shard_owners_owns(after, t))
+      kept++;
+  }
+  CHECK_MSG(gained > 90 && gained < 210, "gained %d of 900", gained);
+  CHECK_MSG(kept > 200 && kept < 400, "kept %d of 900", kept);
+  /* the other way (b joins again): a gains nothing */
+  for(i = 0; i < 900; i++) {
+    tenant_name(i, t, sizeof(t));
+    CHECK(!shard_owners_gained(before, after, t));
+  }
+  /* nothing covered: nothing counts as gained */
+  CHECK(!shard_owners_gained(after, NULL, "tenant-1"));
+  shard_owners_free(before);
+  shard_owners_free(after);
+  shard_view_free(v);
+}
+
+TEST(takeover_never_twice_in_a_row_nor_when_all_was_asked)
+{
+  CHECK(shard_takeover_allowed(true, false, false));
+  CHECK(!shard_takeover_allowed(false, false, false)); /* nothing covered */
+  CHECK(!shard_takeover_allowed(true, true, false));   /* one just ran */
+  CHECK(!shard_takeover_allowed(true, false, true));   /* a burst, ... */
+}
+
 /* a whole pass over rows[t] running sandboxes of tenant t-<i> (i < nt),
  * in pages of page_rows (0: one request per state), no paused one */
 static void whole_pass(shard_lists *sl, int nt, size_t rows_each,
@@ -587,6 +644,8 @@ TEST_LIST = {
   T(views_of_three_agree_and_cover),
   T(sqlite_members_renew_list_remove),
   T(frozen_owners_do_not_move_with_the_view),
+  T(takeover_gains_only_the_dead_members_tenants),
+  T(takeover_never_twice_in_a_row_nor_when_all_was_asked),
   T(lists_cube_stays_whole_e2b_goes_by_tenant),
   T(lists_no_tenant_still_lists_once),
   T(lists_count_only_what_the_pass_listed),
