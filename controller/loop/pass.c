@@ -81,6 +81,23 @@ static void count_result(pass *ps, const char *result)
   ps->res_n++;
 }
 
+/* "ns/name" into key (cap bytes), cut as snprintf cuts it: a settled
+ * pass makes one a session (its snprintf was about 1.5 % of the pass) */
+static void join_key(char *key, size_t cap, const char *ns, const char *name)
+{
+  size_t a = strlen(ns), b = strlen(name), n;
+  if(a > cap - 1)
+    a = cap - 1;
+  memcpy(key, ns, a);
+  n = a;
+  if(n < cap - 1)
+    key[n++] = '/';
+  if(b > cap - 1 - n)
+    b = cap - 1 - n;
+  memcpy(key + n, name, b);
+  key[n + b] = '\0';
+}
+
 static void on_session_end(act_run *run, size_t si, const char *result,
                            bool conflict)
 {
@@ -99,8 +116,7 @@ static void on_session_end(act_run *run, size_t si, const char *result,
    * 5 % of it) */
   if(!conflict && res.kind == LOOP_DONE && !queue_tracked(r->q))
     return;
-  snprintf(key, sizeof(key), "%s/%s", pl->s->meta.namespace_,
-           pl->s->meta.name);
+  join_key(key, sizeof(key), pl->s->meta.namespace_, pl->s->meta.name);
   if(conflict && !ps->full && !pl->s->status.sandbox_id)
     /* a new session's claim lost to another replica: when that one has
      * linked its sandbox by the look again, nothing is left to do */
@@ -258,24 +274,54 @@ static void start_observe(pass *ps, const sc_kvlist *filter,
 /* ------------------------------------------------------------------ */
 /* the end of a pass */
 
+/* The gauges by phase and by state: counted here, then one metrics call
+ * a label (a call a session and a sandbox was about 3 % of a settled
+ * pass), the labels in the order they first appear, as before. */
+#define GAUGE_KINDS 16
+typedef struct gauge_tally {
+  double n[GAUGE_KINDS];
+  int order[GAUGE_KINDS];
+  int n_order;
+} gauge_tally;
+
+static void tally(gauge_tally *t, int k)
+{
+  if(k < 0 || k >= GAUGE_KINDS)
+    k = 0;
+  if(!t->n[k])
+    t->order[t->n_order++] = k;
+  t->n[k]++;
+}
+
 static void update_gauges(reconciler *r, pass *ps)
 {
+  gauge_tally ph, sb;
   size_t i;
+  int j;
   char l[64];
+  memset(&ph, 0, sizeof(ph));
+  memset(&sb, 0, sizeof(sb));
   metrics_reset_family(r->o.m, "session_controller_sessions");
   metrics_reset_family(r->o.m, "session_controller_sandboxes");
   for(i = 0; ps->acting && i < ps->p->n_sessions; i++) {
     const session_status *st = act_run_status(&ps->run, i);
     if(ps->p->sessions[i].s->meta.deletion_timestamp)
       continue;
-    snprintf(l, sizeof(l), "phase=\"%s\"",
-             st->phase ? session_phase_name(st->phase) : "None");
-    metrics_add(r->o.m, "session_controller_sessions", l, 1);
+    tally(&ph, (int)st->phase);
   }
-  for(i = 0; ps->obs && i < ps->obs->n_sbs; i++) {
+  for(i = 0; ps->obs && i < ps->obs->n_sbs; i++)
+    tally(&sb, (int)ps->obs->sbs[i].state);
+  for(j = 0; j < ph.n_order; j++) {
+    int k = ph.order[j];
+    snprintf(l, sizeof(l), "phase=\"%s\"",
+             k ? session_phase_name((session_phase)k) : "None");
+    metrics_add(r->o.m, "session_controller_sessions", l, ph.n[k]);
+  }
+  for(j = 0; j < sb.n_order; j++) {
+    int k = sb.order[j];
     snprintf(l, sizeof(l), "state=\"%s\"",
-             cube_sb_state_name(ps->obs->sbs[i].state));
-    metrics_add(r->o.m, "session_controller_sandboxes", l, 1);
+             cube_sb_state_name((cube_sb_state)k));
+    metrics_add(r->o.m, "session_controller_sandboxes", l, sb.n[k]);
   }
   if(ps->p)
     loop_capacity_gauges(r->o.m, ps->p, &r->o.plan);
