@@ -30,6 +30,7 @@
  */
 #include "controller/cube/cube_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,16 +159,38 @@ static const unsigned char plain[256] = {
   /* 0x80..0xff: 0 (UTF-8, checked one sequence at a time) */
 };
 
+/* The first byte at or after q that is not plain (or end). Eight bytes
+ * at a time while none of them can be one: a word with no byte below
+ * 0x20, at or above 0x80, '"' or '\\' (the usual bit tricks: each test
+ * may also fire on a plain byte after one that is not, never miss one),
+ * then byte by byte by the table, which decides. */
+static const unsigned char *plain_run(const unsigned char *q,
+                                      const unsigned char *end)
+{
+  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  while(end - q >= 8) {
+    uint64_t w, xq, xb;
+    memcpy(&w, q, sizeof(w));
+    xq = w ^ (ones * '"');
+    xb = w ^ (ones * '\\');
+    if(((w | ((w - ones * 0x20) & ~w) | ((xq - ones) & ~xq) |
+         ((xb - ones) & ~xb)) & high))
+      break;
+    q += 8;
+  }
+  while(q < end && plain[*q])
+    q++;
+  return q;
+}
+
 /* A string at s->p (its quote): s->str and s->len (see fscan). false:
  * give up. */
 static bool fs_string(fscan *s)
 {
   const unsigned char *p = (const unsigned char *)s->p + 1;
   const unsigned char *end = (const unsigned char *)s->end;
-  const unsigned char *q = p;
+  const unsigned char *q = plain_run(p, end);
   size_t len = 0;
-  while(q < end && plain[*q])
-    q++;
   if(q < end && *q == '"') { /* nothing to decode: the body's own bytes */
     s->str = (const char *)p;
     s->len = (size_t)(q - p);
@@ -215,9 +238,7 @@ static bool fs_string(fscan *s)
       len += run;
       p += run;
     }
-    q = p;
-    while(q < end && plain[*q])
-      q++;
+    q = plain_run(p, end);
   }
   s->str = s->buf;
   s->len = len;
