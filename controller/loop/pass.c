@@ -81,23 +81,6 @@ static void count_result(pass *ps, const char *result)
   ps->res_n++;
 }
 
-/* "ns/name" into key (cap bytes), cut as snprintf cuts it: a settled
- * pass makes one a session (its snprintf was about 1.5 % of the pass) */
-static void join_key(char *key, size_t cap, const char *ns, const char *name)
-{
-  size_t a = strlen(ns), b = strlen(name), n;
-  if(a > cap - 1)
-    a = cap - 1;
-  memcpy(key, ns, a);
-  n = a;
-  if(n < cap - 1)
-    key[n++] = '/';
-  if(b > cap - 1 - n)
-    b = cap - 1 - n;
-  memcpy(key + n, name, b);
-  key[n + b] = '\0';
-}
-
 static void on_session_end(act_run *run, size_t si, const char *result,
                            bool conflict)
 {
@@ -116,7 +99,8 @@ static void on_session_end(act_run *run, size_t si, const char *result,
    * 5 % of it) */
   if(!conflict && res.kind == LOOP_DONE && !queue_tracked(r->q))
     return;
-  join_key(key, sizeof(key), pl->s->meta.namespace_, pl->s->meta.name);
+  snprintf(key, sizeof(key), "%s/%s", pl->s->meta.namespace_,
+           pl->s->meta.name);
   if(conflict && !ps->full && !pl->s->status.sandbox_id)
     /* a new session's claim lost to another replica: when that one has
      * linked its sandbox by the look again, nothing is left to do */
