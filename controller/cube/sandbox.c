@@ -27,10 +27,14 @@ void cube_sandbox_clear(cube_sandbox *sb)
 {
   if(!sb)
     return;
-  free(sb->sandbox_id);
-  free(sb->template_id);
-  free(sb->domain);
-  sc_kvlist_clear(&sb->metadata);
+  if(sb->block_)
+    free(sb->block_); /* one block: the items and every string */
+  else {
+    free(sb->sandbox_id);
+    free(sb->template_id);
+    free(sb->domain);
+    sc_kvlist_clear(&sb->metadata);
+  }
   memset(sb, 0, sizeof(*sb));
 }
 

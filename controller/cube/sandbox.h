@@ -4,6 +4,12 @@
  *
  * Ownership: a cube_sandbox owns its strings and metadata; clear it with
  * cube_sandbox_clear() (NULL accepted). cube_sandbox_copy() deep-copies.
+ * A row of a list page read by the fast parser (json_fast.c) holds all of
+ * them in one allocation (block_: the metadata's items, then every
+ * string), freed at once by cube_sandbox_clear(): such a row's strings
+ * and metadata are read-only (nobody replaces or frees one of them; to
+ * change a row, change a cube_sandbox_copy() of it, which is of the
+ * usual kind). Moving the struct (a realloc, an assignment) is fine.
  */
 #ifndef SC_SANDBOX_H
 #define SC_SANDBOX_H
@@ -29,6 +35,8 @@ typedef struct cube_sandbox {
                              cube_domain_valid(); NULL when absent or not
                              a host name. Never a token: the answers'
                              access tokens are not read. */
+  void *block_;           /* private: see Ownership above (NULL: every
+                             string and the items are their own) */
 } cube_sandbox;
 
 const char *cube_sb_state_name(cube_sb_state s);  /* "running", ... */

@@ -84,6 +84,7 @@ void sq_cache_clear(sq_store *s)
 {
   size_t it = 0;
   sq_centry *e;
+  sq_last_forget(s);
   if(!s->cache)
     return;
   while((e = sc_hmap_each(s->cache, &it)))
@@ -174,4 +175,78 @@ void sq_cache_sweep_end(sq_store *s)
     centry_free(gone[i]);
   }
   free(gone);
+}
+
+/* --- the last full list (sqlite_int.h) --- */
+
+sc_err sq_data_version(sq_store *s, int64_t *dv, sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err = sq_prep(s, "PRAGMA data_version", &q, "list", eb);
+  int rc;
+  if(err)
+    return err;
+  rc = sqlite3_step(q);
+  if(rc == SQLITE_ROW)
+    *dv = sqlite3_column_int64(q, 0);
+  else
+    err = sq_fail(s, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc,
+                  "list: data_version", eb);
+  sq_release(s, q);
+  return err;
+}
+
+bool sq_last_usable(const sq_store *s, int64_t revision, int64_t dv)
+{
+  return s->last_ok && s->last_revision == revision && s->last_dv == dv &&
+         s->last_changes == (int64_t)sqlite3_total_changes64(s->db);
+}
+
+sc_err sq_last_hand_out(sq_store *s, store_list_result *out)
+{
+  session **items;
+  size_t i;
+  items = malloc((s->n_last ? s->n_last : 1) * sizeof(*items));
+  if(!items)
+    return SC_ERR_NOMEM;
+  for(i = 0; i < s->n_last; i++)
+    items[i] = session_ref(s->last[i]);
+  free(out->items);
+  out->items = items;
+  out->n = s->n_last;
+  s->last_hits++;
+  return SC_OK;
+}
+
+void sq_last_forget(sq_store *s)
+{
+  size_t i;
+  for(i = 0; i < s->n_last; i++)
+    session_free(s->last[i]);
+  free(s->last);
+  s->last = NULL;
+  s->n_last = 0;
+  s->last_ok = false;
+}
+
+void sq_last_keep(sq_store *s, const store_list_result *out,
+                  int64_t revision, int64_t dv)
+{
+  size_t i;
+  sq_last_forget(s);
+  if(out->n_skipped)
+    return; /* its skip reports come from reading the rows */
+  for(i = 0; i < out->n; i++)
+    if(!session_shared(out->items[i]))
+      return; /* a copy of the caller's own (the cache did not fill) */
+  s->last = malloc((out->n ? out->n : 1) * sizeof(*s->last));
+  if(!s->last)
+    return; /* out of memory: the next list reads the rows */
+  for(i = 0; i < out->n; i++)
+    s->last[i] = session_ref(out->items[i]);
+  s->n_last = out->n;
+  s->last_revision = revision;
+  s->last_dv = dv;
+  s->last_changes = (int64_t)sqlite3_total_changes64(s->db);
+  s->last_ok = true;
 }

@@ -342,10 +342,12 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   sq_store *s = (sq_store *)base;
   sqlite3_stmt *q = NULL;
   char rev[STORE_REV_LEN], why[SC_ERRBUF_SIZE];
-  int64_t revision = 0;
+  int64_t revision = 0, dv = 0;
   size_t alloc = 0;
   sc_err err;
   int rc;
+  /* the pass's list: every row, shared (the one kept, sq_last_keep) */
+  bool whole = !opts->namespace_ && opts->include_deleted && opts->shared;
 
   sq_group_flush(s); /* status writes queued before this list */
   /* One read transaction: the revision and the rows are one snapshot. */
@@ -353,6 +355,15 @@ sc_err sq_list(store *base, const store_list_opts *opts,
   if(err)
     return err;
   err = sq_read_revision(s, &revision, NULL, eb);
+  if(!err && whole)
+    err = sq_data_version(s, &dv, eb); /* of this snapshot */
+  if(!err && whole && sq_last_usable(s, revision, dv)) {
+    /* nothing changed the file since the last one: the same objects */
+    err = sq_last_hand_out(s, out);
+    if(!err)
+      s->lists++;
+    goto out;
+  }
   if(!err)
     err = sq_prep(s, "SELECT " OBJ_COLS " FROM objects"
                      " WHERE (?1 IS NULL OR namespace = ?1)"
@@ -403,6 +414,8 @@ sc_err sq_list(store *base, const store_list_opts *opts,
     sq_cache_sweep_end(s); /* every row was seen: the others are gone */
   if(!err)
     s->lists++;
+  if(!err && whole)
+    sq_last_keep(s, out, revision, dv);
 out:
   sq_release(s, q);
   err = sq_tx_end(s, err, "list", eb);

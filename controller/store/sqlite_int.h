@@ -94,6 +94,16 @@ typedef struct sq_store {
   sq_own *own;               /* own writes not yet seen by every watch, */
   size_t n_own;              /* oldest first */
   uint64_t own_hits;         /* events handed out from own (for tests) */
+  /* the last complete shared list, handed out again while the file did
+   * not change (sqlite_cache.c, sq_last_*): one reference to each object,
+   * in list order */
+  session **last;
+  size_t n_last;
+  bool last_ok;              /* last holds a list and the marks below */
+  int64_t last_revision;     /* the meta row's revision it was read at */
+  int64_t last_dv;           /* PRAGMA data_version then */
+  int64_t last_changes;      /* sqlite3_total_changes64() then */
+  uint64_t last_hits;        /* lists handed out from last (for tests) */
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */
@@ -172,6 +182,31 @@ void sq_cache_drop(sq_store *s, const char *ns, const char *name);
  * purged, by any process) leave the cache at its end. */
 void sq_cache_sweep_begin(sq_store *s);
 void sq_cache_sweep_end(sq_store *s);
+
+/* The last full list (sqlite_cache.c). A list of every row (no
+ * namespace, deleted ones included) asked with store_list_opts.shared
+ * whose rows all decoded is kept (sq_last_keep: one more reference to
+ * each of its objects, which are read-only). The next such list is
+ * handed out from it, without stepping through the rows, when nothing
+ * can have changed the file since: the meta row's revision is the same,
+ * PRAGMA data_version (which moves when another connection commits,
+ * whatever it wrote and whether or not it moved the revision) is the
+ * same, and this connection changed no row (sqlite3_total_changes64()
+ * is the same: status writes, applies, deletes, purges, the claim). Any
+ * one of them moved: the rows are read (the decode cache still saves the
+ * decode of the unchanged ones). sq_data_version() reads the pragma
+ * inside the list's read transaction, after its first read. Ownership:
+ * sq_last_forget() drops the references (the cache's clear and free do
+ * it too). */
+sc_err sq_data_version(sq_store *s, int64_t *dv, sc_errbuf *eb);
+bool sq_last_usable(const sq_store *s, int64_t revision, int64_t dv);
+/* out's items: a reference to each of last's objects (SC_ERR_NOMEM: out
+ * unchanged) */
+sc_err sq_last_hand_out(sq_store *s, store_list_result *out);
+/* keep out's items (nothing kept when one is not shared) */
+void sq_last_keep(sq_store *s, const store_list_result *out,
+                  int64_t revision, int64_t dv);
+void sq_last_forget(sq_store *s);
 
 /* --- sqlite.c: the row codec --- */
 

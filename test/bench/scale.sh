@@ -2,7 +2,7 @@
 # scale.sh - linear in sessions and idle cost (issue 16, targets 3 and 4).
 # Measures, never asserts; prints a table with the load average of each
 # row. For each N of BENCH_SCALE_NS, against a fresh cubesim (cube
-# dialect) and a fresh SQLite store:
+# dialect, or BENCH_SCALE_DIALECT) and a fresh SQLite store:
 #
 #  apply     `sessionctl apply` of N sessions (state Running) from a
 #            directory of files of BENCH_SCALE_CHUNK sessions each (one
@@ -37,7 +37,9 @@
 #        session-controller binary and ours, alternating for
 #        BENCH_SCALE_AB_ROUNDS (2) rounds on the same converged store:
 #        settled pass median, CPU a pass and peak RSS of each, side by
-#        side in one run; KEEP_TMP=1 keeps the logs)
+#        side in one run; BENCH_SCALE_DIALECT (cube): cubesim's
+#        --dialect, cube or e2b (100-row pages with X-Next-Token);
+#        KEEP_TMP=1 keeps the logs)
 # A failed step is reported with the tail of the log concerned and ends
 # that N; the next N is still run and
 # the exit status is 1. Every process it starts is stopped by PID.
@@ -56,6 +58,7 @@ PERF_FREQ=${BENCH_SCALE_PERF_FREQ:-499}
 APPLY_MODE=${BENCH_SCALE_APPLY:-auto}
 AB_BIN=${BENCH_SCALE_AB:-}
 AB_ROUNDS=${BENCH_SCALE_AB_ROUNDS:-2}
+DIALECT=${BENCH_SCALE_DIALECT:-cube}
 CTLBIN=""
 
 say() { echo "scale: $*"; }
@@ -73,6 +76,7 @@ done
 [ "$CHUNK" -gt 0 ] || die "BENCH_SCALE_CHUNK must be above 0"
 [ "$TMO" -gt 0 ] || die "BENCH_SCALE_TIMEOUT must be above 0"
 case "$APPLY_MODE" in auto|dir|files) ;; *) die "BENCH_SCALE_APPLY: want auto, dir or files, got \"$APPLY_MODE\"" ;; esac
+case "$DIALECT" in cube|e2b) ;; *) die "BENCH_SCALE_DIALECT: want cube or e2b, got \"$DIALECT\"" ;; esac
 if [ -n "$PERF_DIR" ]; then
   command -v perf >/dev/null || die "BENCH_SCALE_PERF: perf not found"
   mkdir -p "$PERF_DIR" || die "BENCH_SCALE_PERF: cannot create $PERF_DIR"
@@ -134,9 +138,9 @@ fail() {
   FAILED=1
 }
 
-# start_sim LABEL: sets SIM, SIM_PID
+# start_sim LABEL: a cubesim in the dialect DIALECT; sets SIM, SIM_PID
 start_sim() {
-  "$B/cubesim" --listen 127.0.0.1:0 --dialect cube >"$T/$1-sim.out" 2>"$T/$1-sim.log" &
+  "$B/cubesim" --listen 127.0.0.1:0 --dialect "$DIALECT" >"$T/$1-sim.out" 2>"$T/$1-sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
   SIM=""

@@ -336,6 +336,12 @@ TEST(parse_list_fast_agrees_with_json_c)
     "[\n  " ROW("ab", "running", "") " ,\n  " ROW("cd", "paused", "") "\n]",
     "[" ROW("ab", "running", ",\"metadata\":{\"a\":\"1\",\"a\":\"2\"}") "]",
     "[" ROW("ab", "running", ",\"x\":\"\x7f\"") "]",
+    /* long strings: the scan reads them eight bytes at a time, and an
+     * escape, a quote or UTF-8 anywhere in a word must still be seen */
+    "[" ROW("ab", "running", ",\"metadata\":{\"long-key-abcdefgh\":"
+            "\"0123456789abcdef\\\"ghij\\\\klmnopqrstuv\xc3\xa9wxyz01234"
+            "56789\",\"k2-0123456789abcdef\":\"01234567\"},"
+            "\"alias\":\"tmpl-0123456789abcdefghijklmnopqrstu\"") "]",
   };
   static const char *const odd[] = { /* json-c decides these */
     "[" ROW("ab", "running", ",\"x\":\"\\u00e9\"") "]",
@@ -352,6 +358,10 @@ TEST(parse_list_fast_agrees_with_json_c)
     "[" ROW("ab", "running", ",\"x\":[1,]") "]",
     "[" ROW("ab", "running", ",\"x\":tru") "]",
     "[" ROW("ab", "running", ",\"x\":\"a\tb\"") "]",
+    "[" ROW("ab", "running", ",\"x\":\"0123456789abcdef\tghijklmnopqrstuv\"") "]",
+    "[" ROW("ab", "running", ",\"x\":\"0123456789abcdefg\x01hijklmnopqrstuv\"") "]",
+    "[" ROW("ab", "running", ",\"x\":\"0123456789abcdefgh\x1fijklmnopqrstuv\"") "]",
+    "[" ROW("ab", "running", ",\"x\":\"0123456789abcdefghi\\u00e9jklmnopqr\"") "]",
     "[" ROW("ab", "killed", "") "]",
     "[" ROW("a/b", "running", "") "]",
     "[{\"sandboxID\":\"ab\",\"state\":\"running\"}]",

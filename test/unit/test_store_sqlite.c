@@ -436,6 +436,106 @@ TEST(decode_cache_shared_list_hands_out_references)
   store_list_result_free(&r3);
   tmp_clean(&t);
 }
+/* The pass's list (every row, shared) handed out again from the last one
+ * while nothing changed the file (sq_last_*): the same objects, no row
+ * read. Every kind of change shows in the next list: another process
+ * rewriting a row without a new revision, another store writing through
+ * the rules, this store's own status write, tombstone and purge, another
+ * process removing a row; lists of another shape never come from it. */
+TEST(last_list_handed_out_until_the_file_changes)
+{
+  static const char *const names[] = {"a", "b", "c"};
+  store_list_opts shared = {NULL, true, true};
+  store_list_opts live = {NULL, false, true};
+  store_list_result r1, r2, r;
+  sc_errbuf eb;
+  session *got = NULL;
+  tmp t;
+  store *st, *other;
+  uint64_t hits;
+  size_t i;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL);
+  CHECK(st);
+  CHECK_OK(apply_names(st, names, 3));
+  CHECK_OK(prime(st));
+  CHECK_OK(store_list(st, &shared, &r1, &eb)); /* read, kept */
+  CHECK_INT(sq(st)->last_hits, 0);
+  CHECK_OK(store_list(st, &shared, &r2, &eb)); /* from the last one */
+  CHECK_INT(sq(st)->last_hits, 1);
+  CHECK_INT(r2.n, 3);
+  CHECK_STR(r2.revision, r1.revision);
+  for(i = 0; i < 3; i++)
+    CHECK(r2.items[i] == r1.items[i]);
+  store_list_result_free(&r1);
+  store_list_result_free(&r2);
+
+  /* another process rewrites a row and leaves the revision */
+  CHECK_INT(sql_exec(t.path, "UPDATE objects SET status = "
+                     "'{\"phase\":\"Running\",\"sandboxID\":\"sb-raw\"}' "
+                     "WHERE name = 'b'"), SQLITE_OK);
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "b"), "sb-raw");
+  store_list_result_free(&r);
+  hits = sq(st)->last_hits;
+  CHECK_OK(store_list(st, &shared, &r, &eb)); /* unchanged again */
+  CHECK_INT(sq(st)->last_hits, hits + 1);
+  CHECK_STR(listed_sandbox(&r, "b"), "sb-raw");
+  store_list_result_free(&r);
+
+  /* another store writes through the rules */
+  other = open_store(&t, NULL);
+  CHECK(other);
+  CHECK_OK(write_status(other, "c", "sb-other"));
+  store_close(other);
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "c"), "sb-other");
+  store_list_result_free(&r);
+
+  /* this store's own writes */
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  store_list_result_free(&r);
+  CHECK_OK(write_status(st, "a", "sb-own"));
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_STR(listed_sandbox(&r, "a"), "sb-own");
+  store_list_result_free(&r);
+  CHECK_OK(store_delete(st, "ns", "a", &eb));
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_INT(r.n, 3);
+  CHECK(r.items[0]->meta.deletion_timestamp != 0);
+  store_list_result_free(&r);
+  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
+  CHECK_OK(store_purge(st, "ns", "a", got->meta.resource_version, &eb));
+  session_free(got);
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_INT(r.n, 2);
+  CHECK(listed_sandbox(&r, "a") == NULL);
+  store_list_result_free(&r);
+
+  /* another process removes a row */
+  CHECK_INT(sql_exec(t.path, "DELETE FROM objects WHERE name = 'b'"),
+            SQLITE_OK);
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK_STR(listed_sandbox(&r, "c"), "sb-other");
+  store_list_result_free(&r);
+
+  /* other shapes read the rows (and the caller's copies stay its own) */
+  hits = sq(st)->last_hits;
+  CHECK_OK(store_list(st, &live, &r, &eb));
+  store_list_result_free(&r);
+  CHECK_OK(store_list(st, &all_opts, &r, &eb));
+  CHECK_INT(r.n, 1);
+  CHECK(!session_shared(r.items[0]));
+  store_list_result_free(&r);
+  CHECK_INT(sq(st)->last_hits, hits);
+  CHECK_OK(store_list(st, &shared, &r, &eb));
+  CHECK_INT(sq(st)->last_hits, hits + 1);
+  store_list_result_free(&r);
+  store_close(st);
+  tmp_clean(&t);
+}
+
 TEST(decode_cache_changed_row_decoded_again)
 {
   static const char *const names[] = {"a", "b"};
@@ -1217,6 +1317,7 @@ TEST_LIST = {
   T(decode_cache_serves_unchanged_rows),
   T(decode_cache_shared_list_hands_out_references),
   T(decode_cache_changed_row_decoded_again),
+  T(last_list_handed_out_until_the_file_changes),
   T(decode_cache_deleted_row_leaves),
   T(decode_cache_new_uid_not_stale),
   T(group_commit_each_caller_own_result),
