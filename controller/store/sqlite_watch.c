@@ -6,8 +6,10 @@
  *
  * When it checks: at once while batches come full; with a change
  * notification (sqlite_notify.c: the kernel says the file was written)
- * at once on a wake (once per loop turn however many writes it brings,
- * at most one check per SQ_WATCH_HOT_MS), then every SQ_WATCH_HOT_MS
+ * at once on a wake (once per loop turn however many writes it brings;
+ * SQ_WATCH_HOT_MS after a check that found something, so that a stream
+ * of writes is read in batches, not row by row), then every
+ * SQ_WATCH_HOT_MS
  * for SQ_WATCH_LINGER_MS after the last wake (a commit can be reported
  * before the writer has published it), then every SQ_WATCH_SAFETY_MS
  * (a write the kernel did not see); without one, every poll_ms as
@@ -49,7 +51,7 @@ struct sq_watch {
   bool failing;              /* the last poll failed (reported once) */
   sq_notify *notify;         /* the change notification, or NULL: poll */
   int64_t hot_until;         /* sctime_mono_ms: check often until then */
-  int64_t last_check;        /* when the last check began */
+  int64_t gate_until;        /* a wake checks no sooner (a stream) */
   int64_t next_at;           /* when the timer is due */
 };
 
@@ -288,15 +290,18 @@ static int64_t hot_ms(const sq_watch *w)
   return w->st->poll_ms < SQ_WATCH_HOT_MS ? w->st->poll_ms : SQ_WATCH_HOT_MS;
 }
 
-/* The wait before the next check when the last found no full batch. */
+/* The wait before the next check when the last found no full batch. A
+ * failed check is retried as the poll would (no later). */
 static int64_t next_wait(const sq_watch *w)
 {
-  int64_t poll = w->st->poll_ms;
+  int64_t poll = w->st->poll_ms, wait;
   if(!w->notify)
     return poll;
   if(sctime_mono_ms() < w->hot_until)
-    return hot_ms(w);
-  return poll > SQ_WATCH_SAFETY_MS ? poll : SQ_WATCH_SAFETY_MS;
+    wait = hot_ms(w);
+  else
+    wait = poll > SQ_WATCH_SAFETY_MS ? poll : SQ_WATCH_SAFETY_MS;
+  return w->failing && poll < wait ? poll : wait;
 }
 
 /* Why this watch polls (no change notification): said once per store,
@@ -328,10 +333,9 @@ static void on_notify(bool lost, void *ud)
   if(w->dead)
     return;
   w->hot_until = now + SQ_WATCH_LINGER_MS;
-  /* one check for a burst: at once, or hot_ms after the last one */
-  due = w->last_check + hot_ms(w);
-  if(due < now)
-    due = now;
+  /* one check for what this turn brought: at once, or, while changes
+   * stream in, hot_ms after the check that found the last ones */
+  due = w->gate_until > now ? w->gate_until : now;
   if(due < w->next_at)
     watch_schedule(w, due - now);
 }
@@ -379,9 +383,9 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
   (void)fd;
   (void)what;
 
-  w->last_check = sctime_mono_ms();
   eb.msg[0] = 0;
   err = read_batch(s, w->pos, &rev, &compacted, &rows, &n, &eb);
+  w->gate_until = n ? sctime_mono_ms() + hot_ms(w) : 0;
   w->delivering = true;
   if(err) {
     /* Transient (busy, I/O): told once per run of failures; retried. */
