@@ -55,9 +55,11 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
       at += (ssize_t)sizeof(*e) + e->len;
       if(e->mask & IN_Q_OVERFLOW)
         changed = true; /* events were dropped: look anyway */
-      else if(e->mask & (IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF |
-                         IN_MOVE_SELF))
-        lost = true;    /* the directory is gone from where it was */
+      else if(e->mask & (IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF))
+        lost = true;    /* the directory is gone (a move keeps the watch:
+                         * it is on the directory, not on its name; a
+                         * removal is reported once the last open file in
+                         * it is closed) */
       else if(e->len && ours(n, e->name))
         changed = true;
     }
@@ -110,8 +112,7 @@ sc_err sq_notify_new(struct event_base *base, const char *path,
     goto out;
   }
   if(inotify_add_watch(n->fd, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE |
-                       IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |
-                       IN_ONLYDIR) < 0) {
+                       IN_MOVED_TO | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
     err = sc_errf(eb, SC_ERR_UNAVAILABLE, "inotify_add_watch %s: %s", dir,
                   strerror(errno));
     goto out;

@@ -327,8 +327,8 @@ static void on_notify(bool lost, void *ud)
   if(lost) {
     sq_notify_free(w->notify);
     w->notify = NULL;
-    tell_polling(w, "the change notification stopped (the directory was "
-                 "removed, moved or unmounted)");
+    tell_polling(w, "the change notification stopped (the directory's "
+                 "file system was unmounted, or the directory removed)");
   }
   if(w->dead)
     return;
