@@ -9,9 +9,9 @@
  * at once on a wake (once per loop turn however many writes it brings;
  * SQ_WATCH_HOT_MS after a check that found something, so that a stream
  * of writes is read in batches, not row by row), then every
- * SQ_WATCH_HOT_MS
- * for SQ_WATCH_LINGER_MS after the last wake (a commit can be reported
- * before the writer has published it), then every SQ_WATCH_SAFETY_MS
+ * SQ_WATCH_HOT_MS for SQ_WATCH_LINGER_MS after the last wake, sooner
+ * after a wake that found nothing (a commit can be reported before the
+ * writer has published it), then every SQ_WATCH_SAFETY_MS
  * (a write the kernel did not see); without one, every poll_ms as
  * before. See sqlite_int.h and docs/store.md, "Watch".
  */
@@ -52,6 +52,7 @@ struct sq_watch {
   sq_notify *notify;         /* the change notification, or NULL: poll */
   int64_t hot_until;         /* sctime_mono_ms: check often until then */
   int64_t gate_until;        /* a wake checks no sooner (a stream) */
+  int64_t chase_ms;          /* a wake found nothing yet: the next wait */
   int64_t next_at;           /* when the timer is due */
 };
 
@@ -291,14 +292,24 @@ static int64_t hot_ms(const sq_watch *w)
 }
 
 /* The wait before the next check when the last found no full batch. A
- * failed check is retried as the poll would (no later). */
-static int64_t next_wait(const sq_watch *w)
+ * wake whose check found nothing was likely early (the commit is in the
+ * file, not yet published): the checks after it come 1, 2, 4, 8 ms
+ * apart, then every hot_ms. A failed check is retried as the poll would
+ * (no later). */
+static int64_t next_wait(sq_watch *w)
 {
   int64_t poll = w->st->poll_ms, wait;
   if(!w->notify)
     return poll;
-  if(sctime_mono_ms() < w->hot_until)
+  if(sctime_mono_ms() < w->hot_until) {
     wait = hot_ms(w);
+    if(w->chase_ms && w->chase_ms < wait) {
+      wait = w->chase_ms;
+      w->chase_ms *= 2;
+    }
+    else
+      w->chase_ms = 0;
+  }
   else
     wait = poll > SQ_WATCH_SAFETY_MS ? poll : SQ_WATCH_SAFETY_MS;
   return w->failing && poll < wait ? poll : wait;
@@ -333,6 +344,7 @@ static void on_notify(bool lost, void *ud)
   if(w->dead)
     return;
   w->hot_until = now + SQ_WATCH_LINGER_MS;
+  w->chase_ms = 1;
   /* one check for what this turn brought: at once, or, while changes
    * stream in, hot_ms after the check that found the last ones */
   due = w->gate_until > now ? w->gate_until : now;
@@ -386,6 +398,8 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
   eb.msg[0] = 0;
   err = read_batch(s, w->pos, &rev, &compacted, &rows, &n, &eb);
   w->gate_until = n ? sctime_mono_ms() + hot_ms(w) : 0;
+  if(n)
+    w->chase_ms = 0; /* found: no chase */
   w->delivering = true;
   if(err) {
     /* Transient (busy, I/O): told once per run of failures; retried. */
