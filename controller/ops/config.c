@@ -35,8 +35,11 @@ static const opt opts[] = {
    "sqlite store: create PATH when it does not exist (else the controller "
    "refuses to start: a mistyped path is not an empty store)"},
   {"watch-poll", OPT_DUR, O(watch_poll_ms), "10ms",
-   "how often the store watch looks for changes (sqlite store; one "
-   "small read of the revision each time)"},
+   "sqlite store: how often the watch looks for changes (one small read "
+   "of the revision) when the kernel cannot tell it of writes (no "
+   "inotify); with inotify a write wakes it at once and it polls only "
+   "every max(this, 1s), for writes the kernel does not see (another "
+   "host on a network filesystem)"},
   {"kubeconfig", OPT_STR, O(kubeconfig), NULL,
    "kube store: kubeconfig file (default $KUBECONFIG, in-cluster, "
    "~/.kube/config)"},

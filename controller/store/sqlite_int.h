@@ -10,8 +10,9 @@
  *   sqlite_crud.c   get, list, apply, update spec/status, set annotation,
  *                   delete, purge, and the write every change goes
  *                   through (save)
- *   sqlite_watch.c  the watch: a libevent timer polling the history, and
+ *   sqlite_watch.c  the watch: a libevent timer checking the history, and
  *                   this process's own writes it hands out undecoded
+ *   sqlite_notify.c the watch's wake-up when the file is written (inotify)
  *   sqlite_name.c   the controller name table (claim, served-by)
  *   sqlite_cache.c  the decode cache (rows unchanged since decoded)
  *   sqlite_group.c  asynchronous status writes, committed in groups
@@ -104,6 +105,7 @@ typedef struct sq_store {
   int64_t last_dv;           /* PRAGMA data_version then */
   int64_t last_changes;      /* sqlite3_total_changes64() then */
   uint64_t last_hits;        /* lists handed out from last (for tests) */
+  bool notify_told;          /* a watch said it polls (sqlite_watch.c) */
 } sq_store;
 
 /* --- sqlite_stmt.c: errors, statements, transactions --- */

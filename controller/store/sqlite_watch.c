@@ -1,12 +1,25 @@
 /*
- * sqlite_watch.c - the SQLite backend's watch: a libevent timer polls the
- * history table (every poll_ms, at once while batches come full) and
- * hands each entry after the watch's revision to the callback, in order;
- * a hole, a store behind the watch or history compacted past it ends the
- * watch with SC_ERR_EXPIRED (relist). See sqlite_int.h and docs/store.md.
+ * sqlite_watch.c - the SQLite backend's watch: a libevent timer checks
+ * the history table and hands each entry after the watch's revision to
+ * the callback, in order; a hole, a store behind the watch or history
+ * compacted past it ends the watch with SC_ERR_EXPIRED (relist).
+ *
+ * When it checks: at once while batches come full; with a change
+ * notification (sqlite_notify.c: the kernel says the file was written)
+ * at once on a wake (once per loop turn however many writes it brings;
+ * SQ_WATCH_HOT_MS after a check that found something, so that a stream
+ * of writes is read in batches, not row by row), then every
+ * SQ_WATCH_HOT_MS for SQ_WATCH_LINGER_MS after the last wake, sooner
+ * after a wake that found nothing (a commit can be reported before the
+ * writer has published it), then every SQ_WATCH_SAFETY_MS
+ * (a write the kernel did not see); without one, every poll_ms as
+ * before. See sqlite_int.h and docs/store.md, "Watch".
  */
 #include "controller/store/sqlite_write.h"
+#include "controller/store/sqlite_notify.h"
+#include "controller/ops/log.h"
 #include "api/session_json.h"
+#include "lib/sctime.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +29,12 @@
 #include <json-c/json.h>
 
 #define SQ_WATCH_BATCH 1000
+/* With a change notification: the checks at most this far apart while
+ * hot (poll_ms when shorter), hot this long after a wake, and the safety
+ * poll when idle (poll_ms when longer). */
+#define SQ_WATCH_HOT_MS 10
+#define SQ_WATCH_LINGER_MS 100
+#define SQ_WATCH_SAFETY_MS 1000
 
 struct sq_watch {
   store_watch base;
@@ -30,6 +49,11 @@ struct sq_watch {
   bool stop_requested;
   bool dead;                 /* reported EXPIRED: no more polls */
   bool failing;              /* the last poll failed (reported once) */
+  sq_notify *notify;         /* the change notification, or NULL: poll */
+  int64_t hot_until;         /* sctime_mono_ms: check often until then */
+  int64_t gate_until;        /* a wake checks no sooner (a stream) */
+  int64_t chase_ms;          /* a wake found nothing yet: the next wait */
+  int64_t next_at;           /* when the timer is due */
 };
 
 typedef struct hist_row {
@@ -253,12 +277,79 @@ static void own_trim(sq_store *s)
   }
 }
 
-static void watch_schedule(sq_watch *w, int ms)
+static void watch_schedule(sq_watch *w, int64_t ms)
 {
   struct timeval tv;
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
+  tv.tv_sec = (time_t)(ms / 1000);
+  tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+  w->next_at = sctime_mono_ms() + ms;
   evtimer_add(w->timer, &tv);
+}
+
+static int64_t hot_ms(const sq_watch *w)
+{
+  return w->st->poll_ms < SQ_WATCH_HOT_MS ? w->st->poll_ms : SQ_WATCH_HOT_MS;
+}
+
+/* The wait before the next check when the last found no full batch. A
+ * wake whose check found nothing was likely early (the commit is in the
+ * file, not yet published): the checks after it come 1, 2, 4, 8 ms
+ * apart, then every hot_ms. A failed check is retried as the poll would
+ * (no later). */
+static int64_t next_wait(sq_watch *w)
+{
+  int64_t poll = w->st->poll_ms, wait;
+  if(!w->notify)
+    return poll;
+  if(sctime_mono_ms() < w->hot_until) {
+    wait = hot_ms(w);
+    if(w->chase_ms && w->chase_ms < wait) {
+      wait = w->chase_ms;
+      w->chase_ms *= 2;
+    }
+    else
+      w->chase_ms = 0;
+  }
+  else
+    wait = poll > SQ_WATCH_SAFETY_MS ? poll : SQ_WATCH_SAFETY_MS;
+  return w->failing && poll < wait ? poll : wait;
+}
+
+/* Why this watch polls (no change notification): said once per store,
+ * at info level. */
+static void tell_polling(sq_watch *w, const char *why)
+{
+  sq_store *s = w->st;
+  char poll[32];
+  if(s->notify_told)
+    return;
+  s->notify_told = true;
+  snprintf(poll, sizeof(poll), "%dms", s->poll_ms);
+  log_kv(s->base.log, LOG_INFO, "store watch: no change notification, "
+         "polling instead", "store", s->label, "reason", why, "poll", poll,
+         NULL);
+}
+
+/* sqlite_notify.c: the file was written (or the notification is gone). */
+static void on_notify(bool lost, void *ud)
+{
+  sq_watch *w = ud;
+  int64_t now = sctime_mono_ms(), due;
+  if(lost) {
+    sq_notify_free(w->notify);
+    w->notify = NULL;
+    tell_polling(w, "the change notification stopped (the directory's "
+                 "file system was unmounted, or the directory removed)");
+  }
+  if(w->dead)
+    return;
+  w->hot_until = now + SQ_WATCH_LINGER_MS;
+  w->chase_ms = 1;
+  /* one check for what this turn brought: at once, or, while changes
+   * stream in, hot_ms after the check that found the last ones */
+  due = w->gate_until > now ? w->gate_until : now;
+  if(due < w->next_at)
+    watch_schedule(w, due - now);
 }
 
 /* Report an error to the watcher; EXPIRED ends the watch. */
@@ -306,6 +397,9 @@ static void watch_poll(evutil_socket_t fd, short what, void *arg)
 
   eb.msg[0] = 0;
   err = read_batch(s, w->pos, &rev, &compacted, &rows, &n, &eb);
+  w->gate_until = n ? sctime_mono_ms() + hot_ms(w) : 0;
+  if(n)
+    w->chase_ms = 0; /* found: no chase */
   w->delivering = true;
   if(err) {
     /* Transient (busy, I/O): told once per run of failures; retried. */
@@ -388,8 +482,12 @@ out:
     sq_watch_free(w);
     return;
   }
-  if(!w->dead)
-    watch_schedule(w, n == SQ_WATCH_BATCH ? 0 : s->poll_ms);
+  if(w->dead) { /* polls no more: no wake either */
+    sq_notify_free(w->notify);
+    w->notify = NULL;
+  }
+  else
+    watch_schedule(w, n == SQ_WATCH_BATCH ? 0 : next_wait(w));
 }
 
 sc_err sq_watch_start(store *base, const char *from_revision,
@@ -399,6 +497,7 @@ sc_err sq_watch_start(store *base, const char *from_revision,
   sq_store *s = (sq_store *)base;
   sq_watch *w;
   int64_t pos = 0;
+  sc_errbuf eb_n;
   sc_err err;
 
   if(!s->evbase)
@@ -429,6 +528,10 @@ sc_err sq_watch_start(store *base, const char *from_revision,
     free(w);
     return SC_ERR_NOMEM;
   }
+  /* the change notification, or the poll alone (said once) */
+  eb_n.msg[0] = 0;
+  if(sq_notify_new(s->evbase, s->path, on_notify, w, &w->notify, &eb_n))
+    tell_polling(w, eb_n.msg[0] ? eb_n.msg : "out of memory");
   w->next = s->watches;
   if(s->watches)
     s->watches->prev = w;
@@ -448,6 +551,7 @@ void sq_watch_free(sq_watch *w)
   if(w->next)
     w->next->prev = w->prev;
   event_free(w->timer);
+  sq_notify_free(w->notify);
   free(w);
   if(!s->watches)
     sq_own_free(s); /* no one left to read them */
