@@ -465,17 +465,61 @@ static void start_action(act_run *run, const plan_action *a)
     act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
 }
 
+/* The actions other than orphans come first in plan order (action_cmp
+ * sorts orphans last): how many. */
+static size_t n_session_actions(const plan *p)
+{
+  size_t n = p->n_actions;
+  while(n && p->actions[n - 1].del_kind == PLAN_DEL_ORPHAN)
+    n--;
+  return n;
+}
+
+static bool same_session(const plan_action *a, const plan_action *b)
+{
+  return a->s == b->s;
+}
+
+/* The first action of the session at run->rotate among the sessions'
+ * actions (a session's actions are contiguous in plan order, and stay
+ * in their order: the first destructive one of a session is the one that
+ * goes, see below) */
+static size_t rotation_start(const plan *p, uint64_t rotate)
+{
+  size_t n = n_session_actions(p), i;
+  if(!n || !rotate)
+    return 0;
+  i = (size_t)(rotate % n);
+  while(i > 0 && same_session(&p->actions[i], &p->actions[i - 1]))
+    i--;
+  return i;
+}
+
+/* the k-th action to start: the sessions' from first round to it, then
+ * the orphans in plan order */
+static size_t action_at(const plan *p, size_t first, size_t k)
+{
+  size_t n = n_session_actions(p);
+  if(k >= n)
+    return k;
+  return first + k < n ? first + k : first + k - n;
+}
+
 static void start_actions(act_run *run)
 {
-  size_t i;
+  size_t i, k, first;
   if(*run->env->stopping) {
     run->finished(run); /* no new work after SIGTERM */
     return;
   }
   run->pending = 1; /* held while starting */
-  for(i = 0; i < run->p->n_actions; i++) {
-    const plan_action *a = &run->p->actions[i];
-    size_t si = act_run_find(run, a->s);
+  first = rotation_start(run->p, run->rotate);
+  for(k = 0; k < run->p->n_actions; k++) {
+    const plan_action *a;
+    size_t si;
+    i = action_at(run->p, first, k);
+    a = &run->p->actions[i];
+    si = act_run_find(run, a->s);
     if(si != (size_t)-1 && run->sess[si].held)
       continue; /* no finalizer yet: nothing may be made for it */
     if(si != (size_t)-1 && plan_intent_kind(a)) {

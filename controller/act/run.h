@@ -127,6 +127,15 @@ struct act_run {
   act_session_end_fn session_end;
   act_finished_fn finished;
   void *ud;              /* the loop's (its pass) */
+  /* Where the actions start (set before act_run_start; 0: the plan's
+   * order): the sessions' actions in plan order from the session at
+   * rotate % (actions but orphans), round to the first, orphans last.
+   * Every action is queued at once and Cube's token bucket serves them in
+   * that order, so a fixed order serves the same sessions last every
+   * pass; a replica killed or a pass cut short before the tail never
+   * reaches it, and replicas that plan alike work the same sessions at
+   * the same time. The loop turns it each full pass (pass.c). */
+  uint64_t rotate;
 };
 
 sc_err act_run_init(act_run *run, const act_env *env, plan *p,

@@ -256,6 +256,8 @@ static void on_observed(observation *obs, void *ud)
   ps->run.session_end = on_session_end;
   ps->run.finished = on_run_finished;
   ps->run.ud = ps;
+  if(ps->full) /* a new start each full pass, apart from other replicas' */
+    ps->run.rotate = r->act_seed + (r->full_passes++) * 0x9e3779b97f4a7c15ULL;
   /* the run adds the kube finalizer first (act_run_start) */
   act_run_start(&ps->run);
 }

@@ -131,6 +131,9 @@ struct reconciler {
   act_ledger orphans_done;  /* the brakes' windows (act/ledger.c) */
   act_ledger reclaims_done;
   intent_seen *intent_seen; /* rule 11: intents' ages (intent_seen.h) */
+  /* where a full pass's actions start (act_run.rotate): this process's
+   * own seed, turned each full pass */
+  uint64_t act_seed, full_passes;
   /* store_check_identity() failed: no pass starts (store_still_ours) */
   bool store_lost;
   char store_lost_why[SC_ERRBUF_SIZE];

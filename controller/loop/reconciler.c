@@ -15,6 +15,7 @@
 #include "controller/loop/shard_loop.h"
 #include "controller/act/claim.h"
 #include "controller/store/reflector.h"
+#include "lib/schash.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -189,6 +190,7 @@ reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb)
   r->qtimer = event_new(opts->base, -1, 0, loop_on_qtimer, r);
   r->env.claims = act_claims_new();
   r->intent_seen = intent_seen_new();
+  r->act_seed = sc_hash_seed() | 1;
   if(!r->q || !r->heartbeat || !r->resync || !r->qtimer || !r->env.claims ||
      !r->intent_seen) {
     sc_errf(eb, SC_ERR_NOMEM, "out of memory");
