@@ -341,7 +341,7 @@ steady_and_react() {
   done
   # at -> ms since the epoch (cubesim's clock), then minus the offset
   jq -rn --rawfile p "$T/D-$side.pauses" '$p | split("\n")[] | select(length > 0) | split(" ") |
-    "\(.[0]) \((.[1] | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) * 1000 + (.[1] | capture("\\.(?<f>[0-9]{3})") | .f | tonumber))"' \
+    "\(.[0]) \((.[1] | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) * 1000 + ((.[1] | capture("\\.(?<f>[0-9]{3})") | .f | tonumber)? // 0))"' \
     >"$T/D-$side.atms"
   awk -v off="$off" 'NR == FNR {t0[$1] = $2; next} ($1 in t0) {print $2 - off - t0[$1]}' \
     "$T/D-$side.t0" "$T/D-$side.atms" | sort -n >"$T/D-$side.lat"

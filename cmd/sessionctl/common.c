@@ -79,9 +79,10 @@ store *ctl_open_store(const ctl_env *env, struct event_base *base,
   return open_store(env, base, may_create, 0);
 }
 
-/* connect and wait: a caller waits on the answer, so the SQLite watch
- * looks every 10 ms instead of 100 (a SELECT of one row; ?poll_ms= in the
- * URL still wins) */
+/* connect and wait: a caller waits on the answer. The SQLite watch wakes
+ * on the kernel's report of a write (inotify); where there is none it
+ * polls, every 10 ms here instead of 100 (a SELECT of one row; ?poll_ms=
+ * in the URL still wins) */
 store *ctl_open_store_waiting(const ctl_env *env, struct event_base *base)
 {
   return open_store(env, base, false, 10);
