@@ -5,6 +5,7 @@
  * polls as before. They count the watch's checks (its read of the meta
  * row) with SQLite's statement trace on the store's connection. */
 #include "test/harness.h"
+#include "test/unit/tmp_store.h"
 #include "controller/store/store.h"
 #include "controller/store/sqlite_int.h"
 #include "controller/ops/log.h"
@@ -20,39 +21,9 @@
 
 /* --- fixtures --- */
 
-typedef struct tmp {
-  char dir[256];
-  char path[300];
-  char url[310];
-} tmp;
-
 static int tmp_make(tmp *t)
 {
-  const char *base = getenv("TMPDIR");
-  snprintf(t->dir, sizeof(t->dir), "%s/sc-sqnt-XXXXXX",
-           base && *base ? base : "/tmp");
-  if(!mkdtemp(t->dir))
-    return -1;
-  snprintf(t->path, sizeof(t->path), "%s/s.db", t->dir);
-  snprintf(t->url, sizeof(t->url), "sqlite:%s", t->path);
-  return 0;
-}
-
-static void tmp_clean(tmp *t)
-{
-  DIR *d = opendir(t->dir);
-  struct dirent *e;
-  if(!d)
-    return;
-  while((e = readdir(d))) {
-    char p[600];
-    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(t->dir);
+  return tmp_make_named(t, "sc-sqnt");
 }
 
 static store *open_poll(const tmp *t, struct event_base *b, int poll_ms,

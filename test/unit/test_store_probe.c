@@ -4,6 +4,7 @@
  * file's size: a write past it fails (EFBIG; SIGXFSZ ignored) as a write
  * past the last free block fails with ENOSPC. */
 #include "test/harness.h"
+#include "test/unit/tmp_store.h"
 #include "controller/store/store.h"
 #include "api/session.h"
 
@@ -15,41 +16,9 @@
 #include <unistd.h>
 #include <event2/event.h>
 
-typedef struct tmp {
-  char dir[256];
-  char path[300];
-  char wal[310];
-  char url[310];
-} tmp;
-
 static int tmp_make(tmp *t)
 {
-  const char *base = getenv("TMPDIR");
-  snprintf(t->dir, sizeof(t->dir), "%s/sc-probe-XXXXXX",
-           base && *base ? base : "/tmp");
-  if(!mkdtemp(t->dir))
-    return -1;
-  snprintf(t->path, sizeof(t->path), "%s/s.db", t->dir);
-  snprintf(t->wal, sizeof(t->wal), "%s-wal", t->path);
-  snprintf(t->url, sizeof(t->url), "sqlite:%s", t->path);
-  return 0;
-}
-
-static void tmp_clean(tmp *t)
-{
-  DIR *d = opendir(t->dir);
-  struct dirent *e;
-  if(!d)
-    return;
-  while((e = readdir(d))) {
-    char p[600];
-    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(t->dir);
+  return tmp_make_named(t, "sc-probe");
 }
 
 static long long file_size(const char *path)

@@ -3,6 +3,7 @@
  * writes, the watch's own writes, and apply's duplicate check at scale.
  * They look under the hood (sqlite_int.h) where a cache is the point. */
 #include "test/harness.h"
+#include "test/unit/tmp_store.h"
 #include "controller/store/store.h"
 #include "controller/store/sqlite_int.h"
 #include "api/manifest.h"
@@ -16,39 +17,9 @@
 
 /* --- fixtures --- */
 
-typedef struct tmp {
-  char dir[256];
-  char path[300];
-  char url[310];
-} tmp;
-
 static int tmp_make(tmp *t)
 {
-  const char *base = getenv("TMPDIR");
-  snprintf(t->dir, sizeof(t->dir), "%s/sc-sqst-XXXXXX",
-           base && *base ? base : "/tmp");
-  if(!mkdtemp(t->dir))
-    return -1;
-  snprintf(t->path, sizeof(t->path), "%s/s.db", t->dir);
-  snprintf(t->url, sizeof(t->url), "sqlite:%s", t->path);
-  return 0;
-}
-
-static void tmp_clean(tmp *t)
-{
-  DIR *d = opendir(t->dir);
-  struct dirent *e;
-  if(!d)
-    return;
-  while((e = readdir(d))) {
-    char p[600];
-    if(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(t->dir);
+  return tmp_make_named(t, "sc-sqst");
 }
 
 static store *open_busy(const tmp *t, struct event_base *b, int busy_ms)
