@@ -19,25 +19,10 @@
 #  6. usage errors: --shards 3 without an index, --shards auto --once.
 # The kube store's form (a Lease per replica) is test/e2e/shards_kube.sh.
 . "$(dirname "$0")/lib/common.sh"
+SHARD_TENANTS=20
+. "$(dirname "$0")/lib/shards.sh"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-metric() { # NAME METRIC: the sum of a metric's samples on replica NAME
-  curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" |
-    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2 } END { printf "%d\n", s }'
-}
-linked() { ctl get sessions -A -o json | jq '[.items[] | select(.status.sandboxID != null and .status.phase == "Running")] | length'; }
-manifest() { # PREFIX PER_TENANT: PER_TENANT sessions in each of t0..t19
-  : >"$T/m.yaml"
-  t=0
-  while [ $t -lt 20 ]; do
-    i=1
-    while [ $i -le "$2" ]; do
-      printf -- '---\napiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s%d, namespace: t%d}\nspec: {template: shell}\n' "$1" "$i" "$t" >>"$T/m.yaml"
-      i=$((i + 1))
-    done
-    t=$((t + 1))
-  done
-}
 # creates by replica: "TENANT REPLICA" per create, from Cube's audit (the
 # User-Agent names the replica) joined with the truth's tags
 creates_by() {
@@ -46,10 +31,6 @@ creates_by() {
     ($t[0] | map({key: .sandboxID, value: .metadata["lea.tenant_id"]}) | from_entries) as $ten
     | .[] | select(.event == "create" and .status == 201)
     | "\($ten[.sandboxID] // "?") \(.userAgent | capture("replica (?<r>[^)]*)").r)"'
-}
-members_are() { # WANT NAME...: every replica NAME sees WANT live members
-  m_want=$1; shift
-  for m_n in "$@"; do [ "$(metric "$m_n" session_controller_shard_members)" = "$m_want" ] || return 1; done
 }
 
 start_cubesim --clock-speed 1

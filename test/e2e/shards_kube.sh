@@ -17,34 +17,15 @@
 #     resourceVersion precondition is stale (409, the Lease stays);
 #  6. a --name that is not a label value is refused at start.
 . "$(dirname "$0")/lib/common.sh"
+SHARD_TENANTS=12
+. "$(dirname "$0")/lib/shards.sh"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-metric() { # NAME METRIC: the sum of a metric's samples on replica NAME
-  curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" |
-    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2 } END { printf "%d\n", s }'
-}
-members_are() { # WANT NAME...: every replica NAME sees WANT live members
-  m_want=$1; shift
-  for m_n in "$@"; do [ "$(metric "$m_n" session_controller_shard_members)" = "$m_want" ] || return 1; done
-}
 LEASES=/apis/coordination.k8s.io/v1/namespaces/default/leases
 SEL='labelSelector=lea.io%2Fmember-of%3Dsession-controller'
 api() { curl -sf "$API$1"; }
 member_leases() { api "$LEASES?$SEL" | jq '.items | length'; }
 holders() { api "$LEASES?$SEL" | jq -r '[.items[].spec.holderIdentity | sub("#.*"; "")] | sort | join(" ")'; }
-linked() { ctl get sessions -A -o json | jq '[.items[] | select(.status.sandboxID != null and .status.phase == "Running")] | length'; }
-manifest() { # PREFIX PER_TENANT: PER_TENANT sessions in each of t0..t11
-  : >"$T/m.yaml"
-  t=0
-  while [ $t -lt 12 ]; do
-    i=1
-    while [ $i -le "$2" ]; do
-      printf -- '---\napiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s%d, namespace: t%d}\nspec: {template: shell}\n' "$1" "$i" "$t" >>"$T/m.yaml"
-      i=$((i + 1))
-    done
-    t=$((t + 1))
-  done
-}
 creates_by() { # "TENANT REPLICA" per create (Cube's audit: the User-Agent)
   sim_truth >"$T/truth.json"
   sim_audit | jq -r -s --slurpfile t "$T/truth.json" '

@@ -18,29 +18,10 @@
 #     every tenant, are all running within two resyncs (+1 s for date's
 #     whole seconds); no sandbox twice.
 . "$(dirname "$0")/lib/common.sh"
+SHARD_TENANTS=9
+. "$(dirname "$0")/lib/shards.sh"
 
-metric() { # NAME METRIC [LABEL-TEXT]: the sum of a metric's samples on NAME
-  curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" |
-    awk -v m="$2" -v l="${3:-}" '($1 == m || index($1, m "{") == 1) && index($1, l) { s += $2 } END { printf "%d\n", s }'
-}
 sum_of() { echo $(( $(metric s1 "$@") + $(metric s2 "$@") + $(metric s3 "$@") )); }
-linked() { ctl get sessions -A -o json | jq '[.items[] | select(.status.sandboxID != null and .status.phase == "Running")] | length'; }
-manifest() { # PREFIX PER_TENANT: PER_TENANT sessions in each of t0..t8
-  : >"$T/m.yaml"
-  t=0
-  while [ $t -lt 9 ]; do
-    i=1
-    while [ $i -le "$2" ]; do
-      printf -- '---\napiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s%d, namespace: t%d}\nspec: {template: shell}\n' "$1" "$i" "$t" >>"$T/m.yaml"
-      i=$((i + 1))
-    done
-    t=$((t + 1))
-  done
-}
-members_are() { # WANT NAME...
-  m_want=$1; shift
-  for m_n in "$@"; do [ "$(metric "$m_n" session_controller_shard_members)" = "$m_want" ] || return 1; done
-}
 live_id() { sim_truth | jq -r --arg id "$1" '[.[] | select(.sandboxID == $id and .state != "deleted")] | length'; }
 
 start_cubesim --dialect e2b --clock-speed 1

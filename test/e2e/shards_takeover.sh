@@ -17,28 +17,9 @@
 #  4. the same with --shard-whole-list-every 0 (always whole): the
 #     takeover pass lists both states whole.
 . "$(dirname "$0")/lib/common.sh"
+SHARD_TENANTS=18
+. "$(dirname "$0")/lib/shards.sh"
 
-metric() { # NAME METRIC: the sum of a metric's samples on NAME
-  curl -sf "http://127.0.0.1:$(metrics_port "$1")/metrics" |
-    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2 } END { printf "%d\n", s }'
-}
-linked() { ctl get sessions -A -o json | jq '[.items[] | select(.status.sandboxID != null and .status.phase == "Running")] | length'; }
-manifest() { # PREFIX PER_TENANT: PER_TENANT sessions in each of t0..t17
-  : >"$T/m.yaml"
-  t=0
-  while [ $t -lt 18 ]; do
-    i=1
-    while [ $i -le "$2" ]; do
-      printf -- '---\napiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: %s%d, namespace: t%d}\nspec: {template: shell}\n' "$1" "$i" "$t" >>"$T/m.yaml"
-      i=$((i + 1))
-    done
-    t=$((t + 1))
-  done
-}
-members_are() { # WANT NAME...
-  m_want=$1; shift
-  for m_n in "$@"; do [ "$(metric "$m_n" session_controller_shard_members)" = "$m_want" ] || return 1; done
-}
 owned_by_both() { [ $(( $(metric "$1" session_controller_shard_sessions) + $(metric "$2" session_controller_shard_sessions) )) -eq "$3" ]; }
 # lists_after NAME: the "lists of this full pass" lines of NAME after its
 # last "membership changed" line
