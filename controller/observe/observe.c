@@ -301,17 +301,17 @@ static void start_list(obs_run *run, const sc_kvlist *f, const char *tenant,
   sc_kvlist_clear(&by);
 }
 
-sc_err observe_start_links(cube_client *c, metrics *m, logger *lg,
-                           session *const *sessions, size_t n_sessions,
-                           observe_cb cb, void *ud)
+/* A run and its empty observation (NULL: out of memory). */
+static obs_run *run_new(cube_client *c, metrics *m, logger *lg,
+                        session *const *sessions, size_t n_sessions,
+                        observe_cb cb, void *ud)
 {
   obs_run *run = calloc(1, sizeof(*run));
   if(!run || !(run->o = calloc(1, sizeof(*run->o)))) {
     free(run);
-    return SC_ERR_NOMEM;
+    return NULL;
   }
   run->o->retry_after_ms = -1;
-  run->o->links_only = true;
   run->c = c;
   run->m = m;
   run->lg = lg;
@@ -319,6 +319,17 @@ sc_err observe_start_links(cube_client *c, metrics *m, logger *lg,
   run->n_sessions = n_sessions;
   run->cb = cb;
   run->ud = ud;
+  return run;
+}
+
+sc_err observe_start_links(cube_client *c, metrics *m, logger *lg,
+                           session *const *sessions, size_t n_sessions,
+                           observe_cb cb, void *ud)
+{
+  obs_run *run = run_new(c, m, lg, sessions, n_sessions, cb, ud);
+  if(!run)
+    return SC_ERR_NOMEM;
+  run->o->links_only = true;
   run->pending = 1; /* held while starting */
   if(!start_gets(run)) {
     /* nothing linked, or the client refused: nothing to report from the
@@ -348,26 +359,13 @@ sc_err observe_start_lists(cube_client *c, metrics *m, logger *lg,
                            session *const *sessions, size_t n_sessions,
                            observe_cb cb, void *ud)
 {
-  obs_run *run = calloc(1, sizeof(*run));
+  obs_run *run = run_new(c, m, lg, sessions, n_sessions, cb, ud);
   const char *whole_kind =
     sc_kvlist_get(filter, SESSION_TAG_SESSION_ID) ? "session" : "whole";
   size_t j, k;
   int i;
   if(!run)
     return SC_ERR_NOMEM;
-  run->o = calloc(1, sizeof(*run->o));
-  if(!run->o) {
-    free(run);
-    return SC_ERR_NOMEM;
-  }
-  run->o->retry_after_ms = -1;
-  run->c = c;
-  run->m = m;
-  run->lg = lg;
-  run->sessions = sessions;
-  run->n_sessions = n_sessions;
-  run->cb = cb;
-  run->ud = ud;
   for(i = 0; lists && i < 2; i++)
     run->o->by_tenant[i] = lists->by_tenant[i];
   if(run->o->by_tenant[0] && run->o->by_tenant[1] && !lists->n_tenants)
