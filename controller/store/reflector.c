@@ -173,6 +173,8 @@ static void do_list(reflector *r)
   store_list_opts lo;
   sc_errbuf eb;
   sc_err err;
+  memset(&lo, 0, sizeof(lo)); /* every field: shared stays false (the
+                                 reflector keeps and changes its copies) */
   lo.namespace_ = r->ns;
   lo.include_deleted = r->include_deleted;
   eb.msg[0] = '\0';
