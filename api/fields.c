@@ -75,9 +75,11 @@ static const sf_field network_rows[] = {
   {.name = "allowPublicTraffic", .type = SF_OPTBOOL, S(net_public)},
 };
 static const sf_field workspace_rows[] = {
-  {.name = "hostPath", .type = SF_STR, .flags = SF_REQUIRED | SF_GATE,
+  /* hostPath absent: the short form, the session's own directory under
+   * the tenant's workspace root (api/policy.h) */
+  {.name = "hostPath", .type = SF_STR, .flags = SF_OPTIONAL,
    S(workspace_host_path), .val = PATH_RULE},
-  {.name = "mountPath", .type = SF_STR, .flags = SF_REQUIRED,
+  {.name = "mountPath", .type = SF_STR, .flags = SF_REQUIRED | SF_GATE,
    S(workspace_mount_path), .val = PATH_RULE},
 };
 #undef S

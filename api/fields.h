@@ -94,6 +94,9 @@ typedef struct sf_str_rule {
 #define SF_NONNEG 0x100u   /* integers: must not be negative */
 #define SF_GATE 0x200u     /* an SF_OBJECT member: the object is present
                               exactly when this member is set */
+#define SF_OPTIONAL 0x400u /* strings: may be absent, in a manifest too
+                              (no default: absent has a meaning of its
+                              own, e.g. spec.workspace.hostPath) */
 
 typedef struct sf_table sf_table;
 

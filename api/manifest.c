@@ -107,6 +107,7 @@ static sc_err read_buffer(const char *name, const char *buf, size_t len,
   w.e = &e;
   w.set = set;
   w.index = index;
+  w.policy = opts ? opts->policy : NULL;
   docs = ytree_parse(&e, buf ? buf : "", buf ? len : 0, manifest_walk_doc,
                      &w);
   if(docs == 0 && !e.stop)

@@ -37,8 +37,12 @@
 
 #define MANIFEST_DEFAULT_MAX_BYTES (1024 * 1024)
 
+struct policy;
 typedef struct manifest_opts {
   size_t max_bytes;  /* per file; 0 = MANIFEST_DEFAULT_MAX_BYTES */
+  /* the tenant policy (api/policy.h) each object must also keep, its
+   * refusals reported at their fields like any other error; NULL: none */
+  const struct policy *policy;
 } manifest_opts;
 
 typedef struct manifest_item {

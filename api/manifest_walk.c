@@ -7,6 +7,7 @@
  * and a List's own fields are the only names written here.
  */
 #include "api/manifest_walk.h"
+#include "api/policy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -655,6 +656,9 @@ static void walk_session(mwalk *c, const ynode *m, bool doc_bad)
   if(c->e->n == before && spec && spec->kind == YK_MAP) {
     cross_at x = {c, spec};
     rule_spec_cross(&s->spec, cross_report, &x);
+    /* the operator's bounds, reported where the field is */
+    if(c->e->n == before)
+      policy_check(c->policy, s, cross_report, &x);
   }
 
   if(c->e->n != before || c->e->stop) {

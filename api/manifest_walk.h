@@ -28,6 +28,7 @@ typedef struct mwalk {
   yerrs *e;          /* the source's errors; e->file names it */
   manifest_set *set;
   mindex *index;
+  const struct policy *policy; /* NULL: no tenant policy to keep */
 } mwalk;
 
 /* A ytree_doc_fn: ud is an mwalk. */

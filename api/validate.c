@@ -130,6 +130,8 @@ static void vrow(vctx *v, const char *part, const sf_field *f,
   switch(f->type) {
   case SF_STR: {
     const char *s = *SF_CAT(base, f->off, char *);
+    if(!s && (f->flags & SF_OPTIONAL))
+      break;
     if(!s)
       verr_row(v, part, f, NULL, "required field missing");
     else if(!rule_check(&f->val, s, strlen(s), &mb))

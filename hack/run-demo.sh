@@ -50,6 +50,7 @@ fi
 
 "$bin/session-controller" --store "$store" --cube-url "$url" \
   --resync "$resync" --metrics-addr 127.0.0.1:0 \
+  --policy "$top/deploy/tenant-policy.yaml" \
   --audit-log "$dir/audit.jsonl" 2>"$dir/controller.log" &
 ctl_pid=$!
 

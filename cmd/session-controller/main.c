@@ -24,6 +24,7 @@
 #include "controller/ops/log.h"
 #include "controller/ops/metrics.h"
 #include "controller/plan/plan.h"
+#include "controller/ops/policy_watch.h"
 #include "controller/loop/reconciler.h"
 #include "controller/store/store.h"
 
@@ -43,6 +44,7 @@ typedef struct app {
   kube_events *kev;    /* kube store only */
   kube_leader *kl;     /* --leader-elect only */
   audit *au;
+  policy_watch *pw;    /* the tenant policy, read again on change */
   struct event *sigterm, *sigint, *sighup, *poll;
   bool stopping;
   int64_t stop_deadline;
@@ -91,6 +93,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
   app *a = arg;
   (void)fd;
   (void)what;
+  policy_watch_poll(a->pw, sctime_mono_ms());
   if(!a->stopping && reconciler_done(a->rec)) {
     a->stopping = true;
     a->stop_deadline = sctime_mono_ms() + SHUTDOWN_GRACE_MS;
@@ -131,6 +134,14 @@ static void on_key_reload(void *ud, bool ok, const char *message)
   else
     log_kv(a->lg, LOG_ERROR, "cannot reload the Cube API key", "error",
            message, NULL);
+}
+
+/* a reloaded tenant policy: the next sandboxes and the next pass's
+ * decisions follow it (policy_watch.c logged and counted the reload) */
+static void on_policy(void *ud, const policy *p)
+{
+  app *a = ud;
+  reconciler_set_policy(a->rec, p);
 }
 
 static void on_leader(bool leader, void *ud)
@@ -380,6 +391,7 @@ int main(int argc, char **argv)
   a.m = m;
   if(!a.lg || !a.base || !m || reconciler_declare_metrics(m) ||
      kube_events_declare_metrics(m) || store_declare_metrics(m) ||
+     policy_watch_declare_metrics(m) ||
      metrics_declare(m, "session_controller_leader", METRIC_GAUGE,
                      "1 when this replica may act on Cube (the Lease holder, "
                      "or no leader election), else 0.", NULL, 0) ||
@@ -468,6 +480,21 @@ int main(int argc, char **argv)
   }
   a.au = au;
 
+  {
+    /* the tenant policy: a bad one refuses to start, never opens up */
+    policy_flags pf = {cfg.workspace_root, cfg.volume_policy,
+                       cfg.egress_ceiling, cfg.egress_allow,
+                       cfg.allowed_templates};
+    char desc[512];
+    if(policy_watch_new(&pf, cfg.policy_file, a.lg, m, &a.pw, &eb)) {
+      log_kv(a.lg, LOG_ERROR, "cannot load the tenant policy", "error",
+             eb.msg, NULL);
+      goto out;
+    }
+    policy_describe(policy_watch_current(a.pw), desc, sizeof(desc));
+    log_kv(a.lg, LOG_INFO, "tenant policy", "policy", desc, NULL);
+  }
+
   memset(&ro, 0, sizeof(ro));
   ro.base = a.base;
   ro.st = st;
@@ -512,6 +539,7 @@ int main(int argc, char **argv)
     cfg.cube_api_key = NULL;
   }
   ro.plan.link_key = link_key;
+  ro.plan.policy = policy_watch_current(a.pw);
   ro.replica = replica;
   ro.resync_ms = cfg.resync_ms;
   ro.dry_run = cfg.dry_run;
@@ -529,6 +557,7 @@ int main(int argc, char **argv)
     recorder rc_ = kube_events_recorder(a.kev);
     reconciler_set_recorder(a.rec, &rc_);
   }
+  policy_watch_on_change(a.pw, on_policy, &a);
   reconciler_set_leader(a.rec, a.kl == NULL);
   metrics_set(m, "session_controller_leader", NULL, a.kl ? 0 : 1);
   if(cfg.metrics_addr && *cfg.metrics_addr) {
@@ -574,6 +603,7 @@ out:
   httpd_stop(hd);
   cube_client_free(cube); /* aborts what is still in flight */
   reconciler_free(a.rec);
+  policy_watch_free(a.pw);
   kube_leader_free(a.kl);
   kube_events_free(a.kev);
   kube_http_free(kh);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/manifest.h"
+#include "api/policy.h"
 #include "controller/store/store.h"
 #include "cmd/sessionctl/ctl.h"
 
@@ -28,7 +29,7 @@ static const char apply_help[] =
   "deletionGracePeriodSeconds, finalizers, managedFields, selfLink.\n"
   "\n"
   "Usage:\n"
-  "  sessionctl apply -f FILE|DIR|- [-f ...] [--store URL]\n"
+  "  sessionctl apply -f FILE|DIR|- [-f ...] [--store URL] [--policy FILE]\n"
   "\n"
   "Flags:\n"
   "  -f, --filename PATH   a manifest file, a directory (its *.yaml, *.yml "
@@ -38,6 +39,13 @@ static const char apply_help[] =
   "                        at most 1 MiB each\n"
   "      --store URL       sqlite:PATH or kube[:CONTEXT], see sessionctl --help\n"
   "                        (default $SESSION_STORE, else " CTL_DEFAULT_STORE ")\n"
+  "      --policy FILE     also judge every object by the tenant policy\n"
+  "                        (kind: TenantPolicy, as session-controller\n"
+  "                        --policy reads it): a spec it refuses is an\n"
+  "                        error at its field. Judged by the file alone:\n"
+  "                        the controller's --workspace-root, --egress-*\n"
+  "                        and --volume-policy flags are not known here, so\n"
+  "                        put the whole policy in the file's defaults\n"
   "  -h, --help            this help\n";
 
 static const char validate_help[] =
@@ -48,25 +56,35 @@ static const char validate_help[] =
   "or no object was found.\n"
   "\n"
   "Usage:\n"
-  "  sessionctl validate -f FILE|DIR|- [-f ...]\n"
+  "  sessionctl validate -f FILE|DIR|- [-f ...] [--policy FILE]\n"
   "\n"
   "Flags:\n"
   "  -f, --filename PATH   a manifest file (YAML or JSON), a directory or - "
   "for\n"
   "                        stdin; repeatable\n"
+  "      --policy FILE     also judge every object by the tenant policy\n"
+  "                        (kind: TenantPolicy, as session-controller\n"
+  "                        --policy reads it): a spec it refuses is an\n"
+  "                        error at its field. Judged by the file alone:\n"
+  "                        the controller's --workspace-root, --egress-*\n"
+  "                        and --volume-policy flags are not known here, so\n"
+  "                        put the whole policy in the file's defaults\n"
   "  -h, --help            this help\n";
 
-enum { OPT_FILE = 1 };
+enum { OPT_FILE = 1, OPT_POLICY };
 
 static const ctl_opt file_opts[] = {
   {"filename", 'f', true, OPT_FILE},
+  {"policy", 0, true, OPT_POLICY},
   {NULL, 0, false, 0}
 };
 
-/* Parse "-f X" flags into files; returns -1 to go on, else an exit code. */
+/* Parse "-f X" flags into files and --policy into *pol (loaded); returns
+ * -1 to go on, else an exit code. */
 static int parse_files(ctl_env *env, int argc, char **argv, const char *help,
-                       const char **files, size_t *n_files)
+                       const char **files, size_t *n_files, policy **pol)
 {
+  sc_errbuf eb;
   ctl_args p;
   const char *val;
   int id, rc;
@@ -88,6 +106,15 @@ static int parse_files(ctl_env *env, int argc, char **argv, const char *help,
                                MAX_FILES);
       files[(*n_files)++] = val;
       break;
+    case OPT_POLICY:
+      if(*pol)
+        return ctl_usage_error("%s: --policy given twice", argv[0]);
+      eb.msg[0] = '\0';
+      if(policy_load(NULL, val, pol, &eb)) {
+        fprintf(stderr, "error: %s\n", eb.msg);
+        return CTL_EXIT_FAIL;
+      }
+      break;
     default:
       return ctl_usage_error("%s: unexpected flag", argv[0]);
     }
@@ -102,11 +129,16 @@ int ctl_cmd_validate(ctl_env *env, int argc, char **argv)
   const char *files[MAX_FILES];
   size_t n_files, n_err;
   manifest_set set;
-  int rc = parse_files(env, argc, argv, validate_help, files, &n_files);
-  if(rc >= 0)
+  policy *pol = NULL;
+  int rc = parse_files(env, argc, argv, validate_help, files, &n_files,
+                       &pol);
+  if(rc >= 0) {
+    policy_free(pol);
     return rc;
+  }
   memset(&set, 0, sizeof(set));
-  n_err = ctl_read_manifests(files, n_files, &set);
+  n_err = ctl_read_manifests(files, n_files, pol, &set);
+  policy_free(pol);
   if(n_err) {
     fprintf(stderr, "error: %zu error%s in %zu object%s read\n", n_err,
             n_err == 1 ? "" : "s", set.n_read, set.n_read == 1 ? "" : "s");
@@ -134,11 +166,15 @@ int ctl_cmd_apply(ctl_env *env, int argc, char **argv)
   store *st = NULL;
   sc_errbuf eb;
   sc_err err;
-  int rc = parse_files(env, argc, argv, apply_help, files, &n_files);
-  if(rc >= 0)
+  policy *pol = NULL;
+  int rc = parse_files(env, argc, argv, apply_help, files, &n_files, &pol);
+  if(rc >= 0) {
+    policy_free(pol);
     return rc;
+  }
   memset(&set, 0, sizeof(set));
-  n_err = ctl_read_manifests(files, n_files, &set);
+  n_err = ctl_read_manifests(files, n_files, pol, &set);
+  policy_free(pol);
   if(n_err) {
     fprintf(stderr, "error: no objects applied (%zu error%s)\n", n_err,
             n_err == 1 ? "" : "s");

@@ -348,7 +348,7 @@ static int read_manifest(const char *file, const connect_run *r,
   int rc = CTL_EXIT_FAIL;
   *out = NULL;
   memset(&set, 0, sizeof(set));
-  if(ctl_read_manifests(&file, 1, &set))
+  if(ctl_read_manifests(&file, 1, NULL, &set))
     fprintf(stderr, "error: -f %s: the manifest is not valid; nothing "
             "written\n", file);
   else if(set.n != 1)

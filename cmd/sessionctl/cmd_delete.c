@@ -151,7 +151,7 @@ int ctl_cmd_delete(ctl_env *env, int argc, char **argv)
     return CTL_EXIT_USAGE;
 
   memset(&set, 0, sizeof(set));
-  if(n_files && ctl_read_manifests(files, n_files, &set)) {
+  if(n_files && ctl_read_manifests(files, n_files, NULL, &set)) {
     fprintf(stderr, "error: no objects deleted (invalid manifests)\n");
     manifest_set_free(&set);
     return CTL_EXIT_FAIL;

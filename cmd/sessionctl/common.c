@@ -12,11 +12,12 @@
 #include "cmd/sessionctl/print.h"
 
 size_t ctl_read_manifests(const char *const *paths, size_t n,
-                          manifest_set *set)
+                          const struct policy *pol, manifest_set *set)
 {
   size_t i, before = set->n_errors;
+  manifest_opts o = {0, pol};
   for(i = 0; i < n; i++)
-    (void)manifest_read_path(paths[i], NULL, set); /* errors land in set */
+    (void)manifest_read_path(paths[i], &o, set); /* errors land in set */
   for(i = before; i < set->n_errors; i++)
     fprintf(stderr, "%s\n", set->errors[i]);
   return set->n_errors - before;

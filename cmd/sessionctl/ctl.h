@@ -125,9 +125,12 @@ struct manifest_set;
 struct store;
 struct event_base;
 
+struct policy;
 /* Read every path (file, directory or "-") into set; returns the number
- * of errors found (also printed to stderr, one per line). */
+ * of errors found (also printed to stderr, one per line). pol: the
+ * tenant policy the objects must keep too (NULL: none). */
 size_t ctl_read_manifests(const char *const *paths, size_t n,
+                          const struct policy *pol,
                           struct manifest_set *set);
 /* Open env->store_url; on failure print "error: ..." and return NULL.
  * Only apply passes may_create: every other command fails on a store that

@@ -23,6 +23,7 @@
  */
 #include "controller/act/call.h"
 #include "controller/act/claim.h"
+#include "api/policy.h"
 #include "controller/status/write.h"
 #include "controller/observe/observe.h"
 #include "lib/scstr.h"
@@ -174,15 +175,15 @@ static int64_t refusal_wait(act_claims *cl, int64_t resync_ms,
 /* spec.workspace as Cube's host-mount metadata: a JSON array of
  * {hostPath, mountPath, readOnly} (Cube checks hostPath against its
  * allowlist) */
-static sc_err host_mount(const session *s, sc_kvlist *md)
+static sc_err host_mount(const session_spec *sp, sc_kvlist *md)
 {
   json_object *a = json_object_new_array(), *o = json_object_new_object();
   sc_err err = SC_ERR_NOMEM;
   if(a && o &&
      !json_object_object_add(
-       o, "hostPath", json_object_new_string(s->spec.workspace_host_path)) &&
+       o, "hostPath", json_object_new_string(sp->workspace_host_path)) &&
      !json_object_object_add(
-       o, "mountPath", json_object_new_string(s->spec.workspace_mount_path)) &&
+       o, "mountPath", json_object_new_string(sp->workspace_mount_path)) &&
      !json_object_object_add(o, "readOnly", json_object_new_boolean(0)) &&
      !json_object_array_add(a, o)) {
     o = NULL;
@@ -196,8 +197,9 @@ static sc_err host_mount(const session *s, sc_kvlist *md)
   return err;
 }
 
+/* sb: the sandbox as the tenant policy makes it (policy_sandbox_of) */
 static sc_err create_metadata(const act_env *env, const session *s,
-                              sc_kvlist *md)
+                              const session_spec *sb, sc_kvlist *md)
 {
   sc_err err = sc_kvlist_copy(md, &s->spec.sandbox_metadata);
   if(!err)
@@ -216,11 +218,11 @@ static sc_err create_metadata(const act_env *env, const session *s,
   /* what a running sandbox cannot be given later: the planner compares */
   if(!err) {
     char dg[SESSION_CONFIG_DIGEST_LEN + 1];
-    session_sandbox_config_digest(&s->spec, dg);
+    session_sandbox_config_digest(sb, dg);
     err = sc_kvlist_set(md, SESSION_TAG_CONFIG, dg);
   }
-  if(!err && s->spec.workspace_host_path)
-    err = host_mount(s, md);
+  if(!err && sb->workspace_host_path)
+    err = host_mount(sb, md);
   return err;
 }
 
@@ -247,8 +249,21 @@ static void claim_written(act_run *run, size_t si, sc_err err,
   const session *s = run->p->sessions[si].s;
   sc_kvlist md = {0};
   cube_create_req req = {0};
-  if(err || *env->stopping)
+  policy_sandbox ps;
+  char denied[POLICY_REASON_MAX];
+  bool refused = !err && !*env->stopping &&
+                 policy_denied(env->plan->policy, s, denied, sizeof(denied));
+  if(err || *env->stopping || refused)
     env->cube->unreserve(env->cube->cl); /* no create: the token back */
+  if(refused) {
+    /* the policy was reloaded since the plan and refuses the spec now:
+     * no create, the claim withdrawn; the next pass says PolicyDenied */
+    claim_withdrawn(c);
+    act_log(run, a, LOG_WARN, "the tenant policy refuses the spec now: "
+            "no create", denied);
+    act_not_started(c, "error", -1);
+    return;
+  }
   if(!err && *env->stopping) {
     /* SIGTERM came while the claim was written: no create goes out now,
      * and the claim goes with the final write */
@@ -270,7 +285,8 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
     return;
   }
-  err = create_metadata(env, s, &md);
+  policy_sandbox_of(env->plan->policy, s, &ps);
+  err = create_metadata(env, s, &ps.spec, &md);
   if(err) /* no create: its slot and token back (cube.h: every turn ends
            * in a create or a cancel) */
     env->cube->unreserve(env->cube->cl);
@@ -281,18 +297,19 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     req.env_vars = &s->spec.env_vars;
     /* OnConnect: only a connect request resumes it, never raw traffic */
     req.no_auto_resume = s->spec.resume_policy == SESSION_RESUME_ON_CONNECT;
-    /* the network policy: the session's, else the controller's default */
-    req.allow_internet = s->spec.net_internet ? s->spec.net_internet
+    /* the network policy: the session's within its tenant's ceiling,
+     * else the controller's default */
+    req.allow_internet = ps.spec.net_internet ? ps.spec.net_internet
                                               : env->plan->default_internet;
-    req.allow_out = s->spec.net_allow_out;
-    req.n_allow_out = s->spec.n_net_allow_out;
-    req.deny_out = s->spec.n_net_deny_out ? s->spec.net_deny_out
+    req.allow_out = ps.spec.net_allow_out;
+    req.n_allow_out = ps.spec.n_net_allow_out;
+    req.deny_out = ps.spec.n_net_deny_out ? ps.spec.net_deny_out
                                           : env->plan->default_deny_out;
-    req.n_deny_out = s->spec.n_net_deny_out ? s->spec.n_net_deny_out
+    req.n_deny_out = ps.spec.n_net_deny_out ? ps.spec.n_net_deny_out
                                             : env->plan->n_default_deny_out;
-    req.allow_public = s->spec.net_public;
-    req.volume_mounts = s->spec.volume_mounts;
-    req.n_volume_mounts = s->spec.n_volume_mounts;
+    req.allow_public = ps.spec.net_public;
+    req.volume_mounts = ps.spec.volume_mounts;
+    req.n_volume_mounts = ps.spec.n_volume_mounts;
     c->op = CUBE_OP_CREATE;
     c->t0 = sctime_mono_ms();
     err = env->cube->create(env->cube->cl, &req, act_on_mutation, c);

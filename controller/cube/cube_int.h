@@ -33,6 +33,7 @@
 
 #include "controller/cube/cube.h"
 #include "lib/curlev.h"
+#include "lib/filesig.h"
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -55,13 +56,6 @@ typedef struct cube_keyset {
 
 /* What stat says about the key file: a change of any field is a change
  * of the file (err: the errno of a stat that failed, else 0). */
-typedef struct cube_key_sig {
-  int err;
-  dev_t dev;
-  ino_t ino;
-  off_t size;
-  struct timespec mtime, ctime;
-} cube_key_sig;
 
 struct cube_client {
   struct event_base *base;
@@ -73,7 +67,7 @@ struct cube_client {
   cube_keyset *keys;          /* the key of the next request */
   /* the API key file (key.c): NULL when the key came from opts.api_key */
   char *key_file;
-  cube_key_sig key_sig;       /* the file as last read */
+  sc_filesig key_sig;       /* the file as last read */
   bool key_sig_bad;           /* that read was refused (said once) */
   int64_t key_checked_ms;     /* last look (monotonic) */
   int64_t key_forced_ms;      /* last read after a 401/403 ... */
@@ -191,7 +185,7 @@ sc_err cube_key_check(const char *key, sc_errbuf *eb);
 /* Read the key file at c->key_file into *key (malloc'd; wipe it) and
  * its signature into *sig. */
 sc_err cube_key_file_read(const cube_client *c, char **key,
-                          cube_key_sig *sig, sc_errbuf *eb);
+                          sc_filesig *sig, sc_errbuf *eb);
 /* Before a request starts: look at the key file when due (see cube.h,
  * "The API key file") and take a new key from it. */
 void cube_key_poll(cube_client *c);

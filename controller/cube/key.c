@@ -151,29 +151,8 @@ sc_err cube_client_set_api_key(cube_client *c, const char *key,
 
 /* --- the key file --- */
 
-static void sig_of(const struct stat *sb, cube_key_sig *sig)
-{
-  memset(sig, 0, sizeof(*sig));
-  sig->dev = sb->st_dev;
-  sig->ino = sb->st_ino;
-  sig->size = sb->st_size;
-  sig->mtime = sb->st_mtim;
-  sig->ctime = sb->st_ctim;
-}
-
-static bool sig_equal(const cube_key_sig *a, const cube_key_sig *b)
-{
-  if(a->err || b->err)
-    return a->err == b->err;
-  return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-         a->mtime.tv_sec == b->mtime.tv_sec &&
-         a->mtime.tv_nsec == b->mtime.tv_nsec &&
-         a->ctime.tv_sec == b->ctime.tv_sec &&
-         a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
 sc_err cube_key_file_read(const cube_client *c, char **key,
-                          cube_key_sig *sig, sc_errbuf *eb)
+                          sc_filesig *sig, sc_errbuf *eb)
 {
   /* one buffer for the whole file, wiped after: no copy of the key is
    * left in freed memory by a growing buffer */
@@ -201,7 +180,7 @@ sc_err cube_key_file_read(const cube_client *c, char **key,
     return sc_errf(eb, SC_ERR_IO, "cube: API key file %s: %s", path,
                    strerror(e));
   }
-  sig_of(&sb, sig);
+  sc_filesig_from_stat(&sb, sig);
   while(len < sizeof(buf) - 1) {
     n = read(fd, buf + len, sizeof(buf) - 1 - len);
     if(n < 0 && errno == EINTR)
@@ -257,13 +236,13 @@ static void tell(cube_client *c, bool ok, const char *msg)
 static void reload(cube_client *c, bool forced)
 {
   char *key = NULL, msg[SC_ERRBUF_SIZE];
-  cube_key_sig sig;
+  sc_filesig sig;
   sc_errbuf eb;
   sc_err err;
   bool same_file;
   eb.msg[0] = '\0';
   err = cube_key_file_read(c, &key, &sig, &eb);
-  same_file = sig_equal(&sig, &c->key_sig);
+  same_file = sc_filesig_equal(&sig, &c->key_sig);
   if(!err && c->keys->key && !strcmp(key, c->keys->key)) {
     wipe_str(key); /* the same key: nothing to say */
     c->key_sig = sig;
@@ -294,8 +273,7 @@ static void reload(cube_client *c, bool forced)
 void cube_key_poll(cube_client *c)
 {
   int64_t now;
-  struct stat sb;
-  cube_key_sig sig;
+  sc_filesig sig;
   if(!c->key_file)
     return;
   now = sctime_mono_ms();
@@ -313,13 +291,8 @@ void cube_key_poll(cube_client *c)
   if(now - c->key_checked_ms < CUBE_KEY_CHECK_MS)
     return;
   c->key_checked_ms = now;
-  if(stat(c->key_file, &sb)) {
-    memset(&sig, 0, sizeof(sig));
-    sig.err = errno ? errno : EIO;
-  }
-  else
-    sig_of(&sb, &sig);
-  if(!sig_equal(&sig, &c->key_sig))
+  sc_filesig_of(c->key_file, &sig);
+  if(!sc_filesig_equal(&sig, &c->key_sig))
     reload(c, false);
 }
 

@@ -42,9 +42,9 @@ char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
   size_t i, bad = 0;
   for(i = 0; i < n; i++) {
     char *m = session_invalid_reason(ss[i]);
-    if(!m && dialect == CUBE_DIALECT_E2B && ss[i]->spec.workspace_host_path)
+    if(!m && dialect == CUBE_DIALECT_E2B && ss[i]->spec.workspace_mount_path)
       m = strdup(E2B_NO_WORKSPACE);
-    else if(!m && dialect_unanswered && ss[i]->spec.workspace_host_path)
+    else if(!m && dialect_unanswered && ss[i]->spec.workspace_mount_path)
       m = strdup(DIALECT_UNKNOWN_WORKSPACE);
     const session_condition *c;
     if(!m)
@@ -56,7 +56,8 @@ char **loop_check_objects(logger *lg, metrics *mt, session *const *ss,
     why[i] = m;
     bad++;
     c = session_status_get_condition(&ss[i]->status, "Ready");
-    if(!c || !sc_str_eq0(c->reason, "InvalidSpec"))
+    if(!c || (!sc_str_eq0(c->reason, "InvalidSpec") &&
+              !sc_str_eq0(c->reason, "PolicyDenied")))
       log_kv(lg, LOG_WARN, "session is invalid: nothing is done for it "
              "until it is fixed", "session", ss[i]->meta.name, "namespace",
              session_eff_namespace(ss[i]), "error", m, NULL);

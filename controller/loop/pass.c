@@ -329,8 +329,11 @@ static void update_gauges(reconciler *r, pass *ps)
              cube_sb_state_name((cube_sb_state)k));
     metrics_add(r->o.m, "session_controller_sandboxes", l, sb.n[k]);
   }
-  if(ps->p)
+  if(ps->p) {
     loop_capacity_gauges(r->o.m, ps->p, &r->o.plan);
+    metrics_set(r->o.m, "session_controller_sessions_policy_denied", NULL,
+                (double)ps->p->n_policy_denied);
+  }
   if(ps->p && ps->p->capacity_known)
     r->quota_waiting = ps->p->n_quota_waiting;
 }

@@ -85,6 +85,9 @@ sc_err reconciler_declare_metrics(metrics *m)
     {"session_controller_sessions_invalid", METRIC_GAUGE,
      "Sessions that fail validation (Ready=False/InvalidSpec), as of the "
      "last full pass."},
+    {"session_controller_sessions_policy_denied", METRIC_GAUGE,
+     "Live sessions the tenant policy refuses (Ready=False/PolicyDenied: "
+     "no Cube call for them), as of the last full pass."},
     {"session_controller_single_observations_total", METRIC_COUNTER,
      "How single-session passes learned Cube's facts: by=\"link\" (one GET "
      "of the linked sandbox), \"lists\" (the session's sandboxes listed by "
@@ -298,6 +301,16 @@ void reconciler_set_recorder(reconciler *r, const recorder *rec)
     r->rec = *rec;
   else
     memset(&r->rec, 0, sizeof(r->rec));
+}
+
+void reconciler_set_policy(reconciler *r, const struct policy *p)
+{
+  r->o.plan.policy = p;
+  if(!r->stopping) {
+    /* a new policy is looked at over the whole fleet at once */
+    r->full_pending = true;
+    loop_pump(r);
+  }
 }
 
 void reconciler_set_leader(reconciler *r, bool leader)

@@ -66,6 +66,12 @@ void reconciler_set_recorder(reconciler *r, const recorder *rec);
  * writes no status and starts no single-session pass. Becoming leader
  * starts a full pass. Default: leader (no election). */
 void reconciler_set_leader(reconciler *r, bool leader);
+/* The tenant policy (api/policy.h, borrowed: the caller keeps it alive
+ * until the next call or reconciler_free()). Set before
+ * reconciler_start() through opts->plan.policy; a reload sets the new
+ * one here, and a full pass starts. */
+struct policy;
+void reconciler_set_policy(reconciler *r, const struct policy *p);
 
 /* For /readyz: the store answered, a first full pass completed, and the
  * store is still the one opened (store_check_identity, checked before

@@ -14,9 +14,11 @@
 #include "lib/dynbuf.h"
 #include "controller/ops/log.h"
 
-/* OPT_COUNT: a whole number from 0 (a budget with no limit) to 100000 */
+/* OPT_COUNT: a whole number from 0 (a budget with no limit) to 100000;
+ * OPT_LIST: a string of comma-separated entries, and a flag given again
+ * on the command line adds its entries to the first one's */
 typedef enum opt_type { OPT_STR, OPT_BOOL, OPT_DUR, OPT_INT, OPT_DOUBLE,
-                        OPT_COUNT } opt_type;
+                        OPT_COUNT, OPT_LIST } opt_type;
 
 typedef struct opt {
   const char *name;
@@ -171,6 +173,35 @@ static const opt opts[] = {
    "comma-separated CIDRs or IP addresses denied to sessions whose "
    "spec.network.denyOut is empty (e.g. 169.254.169.254/32,10.0.0.0/8: "
    "the metadata service and the platform's own network)"},
+  {"policy", OPT_STR, O(policy_file), NULL,
+   "the tenant policy file (kind: TenantPolicy; docs/security.md): per "
+   "tenant or glob, workspace roots, volumes, egress ceiling and "
+   "templates over the flags below; read again when it changes (a bad "
+   "file refuses to start; on a reload the last good policy stays, and "
+   "the log says why)"},
+  {"workspace-root", OPT_LIST, O(workspace_root), NULL,
+   "a directory under which each tenant's spec.workspace.hostPath must "
+   "lie, as DIR/<tenant>/... (repeatable, or comma-separated); the short "
+   "form, spec.workspace with mountPath alone, mounts "
+   "DIR/<tenant>/<sessionID> of the first. Without one, spec.workspace is "
+   "refused (PolicyDenied)"},
+  {"volume-policy", OPT_STR, O(volume_policy), "none",
+   "which spec.volumeMounts a tenant may name: none (refused), "
+   "tenant-prefix (names beginning with <tenant>-), or file (the "
+   "allowlist of each tenant in --policy)"},
+  {"egress-ceiling", OPT_STR, O(egress_ceiling), "none",
+   "the most egress a tenant's spec may ask for: none (no internet and no "
+   "allowOut, whatever the spec asks), allowlist (no internet; allowOut "
+   "only within --egress-allow, all of it when the spec names none), or "
+   "internet (the spec as written: the behaviour before this flag). A "
+   "spec may narrow it, never widen it"},
+  {"egress-allow", OPT_LIST, O(egress_allow), NULL,
+   "with --egress-ceiling allowlist: the CIDRs, IP addresses and host "
+   "names (*.example.com too) a tenant's allowOut may name (repeatable, "
+   "or comma-separated)"},
+  {"allowed-templates", OPT_LIST, O(allowed_templates), NULL,
+   "the templates (names or globs) a tenant may start (repeatable, or "
+   "comma-separated; default any)"},
   {"dry-run", OPT_BOOL, O(dry_run), "false",
    "plan, log and write status, but call no mutating Cube endpoint"},
   {"audit-log", OPT_STR, O(audit_log), NULL,
@@ -210,6 +241,7 @@ static sc_err set_opt(config *c, const opt *o, const char *v,
   char *base = (char *)c + o->off;
   char *end;
   switch(o->type) {
+  case OPT_LIST:
   case OPT_STR: {
     char **p = (char **)(void *)base;
     char *d = strdup(v);
@@ -433,6 +465,7 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
   int a;
   sc_err err;
   const char *v;
+  bool list_seen[N_OPTS];
 
   memset(c, 0, sizeof(*c));
   for(i = 0; i < N_OPTS; i++)
@@ -464,6 +497,7 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
       return err;
   }
   /* flags */
+  memset(list_seen, 0, sizeof(list_seen));
   for(a = 1; a < argc; a++) {
     const char *arg = argv[a], *eq;
     const opt *o;
@@ -497,9 +531,24 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
       v = argv[++a];
     else
       return sc_errf(eb, SC_ERR_INVALID, "--%s needs a value", o->name);
+    if(o->type == OPT_LIST && list_seen[o - opts]) {
+      /* given again: its entries join the earlier ones */
+      char **p = (char **)(void *)((char *)c + o->off);
+      size_t l1 = *p ? strlen(*p) : 0, l2 = strlen(v);
+      char *j = malloc(l1 + l2 + 2);
+      if(!j)
+        return SC_ERR_NOMEM;
+      memcpy(j, *p ? *p : "", l1);
+      j[l1] = ',';
+      memcpy(j + l1 + 1, v, l2 + 1);
+      free(*p);
+      *p = j;
+      continue;
+    }
     err = set_opt(c, o, v, "flag", eb);
     if(err)
       return err;
+    list_seen[o - opts] = true;
   }
   if(c->help || c->version)
     return SC_OK;
@@ -597,6 +646,12 @@ sc_err config_parse(config *c, int argc, char **argv, sc_errbuf *eb)
      strcmp(c->default_internet_access, "cube"))
     return sc_errf(eb, SC_ERR_INVALID, "--default-internet-access: \"%s\" "
                    "is not true, false or cube", c->default_internet_access);
+  if(!strcmp(c->default_internet_access, "true") &&
+     strcmp(c->egress_ceiling, "internet"))
+    return sc_errf(eb, SC_ERR_INVALID, "--default-internet-access true is "
+                   "beyond --egress-ceiling %s (a default cannot widen the "
+                   "ceiling; set --egress-ceiling internet to keep open "
+                   "egress)", c->egress_ceiling);
   if(c->default_deny_out) {
     sc_err e = split_deny_out(c, eb);
     if(e)
@@ -615,7 +670,7 @@ void config_clear(config *c)
   if(!c)
     return;
   for(i = 0; i < N_OPTS; i++)
-    if(opts[i].type == OPT_STR)
+    if(opts[i].type == OPT_STR || opts[i].type == OPT_LIST)
       free(*(char **)(void *)((char *)c + opts[i].off));
   if(c->cube_api_key) {
     /* do not leave the secret in freed memory */
@@ -649,6 +704,7 @@ void config_usage(FILE *out, const char *argv0)
                     : opts[i].type == OPT_INT    ? " N"
                     : opts[i].type == OPT_COUNT  ? " N"
                     : opts[i].type == OPT_DOUBLE ? " X"
+                    : opts[i].type == OPT_LIST   ? " LIST"
                                                  : " VALUE";
     snprintf(left, sizeof(left), "--%s%s", opts[i].name, t);
     fprintf(out, "  %-34s %s", left, opts[i].help);

@@ -61,6 +61,14 @@ typedef struct config {
   char *default_internet_access; /* "true", "false" or "cube" */
   char *default_deny_out;      /* the flag's text: CIDRs, commas */
   char **deny_out;             /* it split and checked */
+  /* the tenant policy (api/policy.h): the file, and the flags it builds
+   * on; the lists comma-separated, checked by policy_load() */
+  char *policy_file;
+  char *workspace_root;
+  char *volume_policy;
+  char *egress_ceiling;
+  char *egress_allow;
+  char *allowed_templates;
   size_t n_deny_out;
   int64_t create_claim_ttl_ms; /* --create-claim-ttl */
   int64_t reclaim_void_after_ms; /* --reclaim-void-after */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/duration.h"
+#include "api/policy.h"
 #include "lib/sctext.h"
 
 static int64_t timeout_secs(int64_t ms)
@@ -514,7 +515,7 @@ static sc_err decide_live(planner *pl, const sess_rec *r, want *w,
                         "(status.sandboxID): delete duplicate %s", r->n_sbs,
                         win->id, sb->id))
       return SC_ERR_NOMEM;
-  want_sandbox(w, s, win);
+  want_sandbox(pl, w, s, win);
   if(w->intent_paused && win->b->state != CUBE_SB_RUNNING)
     w->paused_by_controller = true; /* the pause its intent recorded */
   if(pl->cfg->link_key && !w->proof && win->ours) {
@@ -542,6 +543,7 @@ sc_err decide_session(planner *pl, sess_rec *r)
   const session *s = r->s;
   plan_session *ps = &pl->p->sessions[r->idx];
   const char *invalid = pl->in->invalid ? pl->in->invalid[r->idx] : NULL;
+  char denied[POLICY_REASON_MAX];
   sc_time due = 0;
   bool blocked;
   want w;
@@ -555,6 +557,16 @@ sc_err decide_session(planner *pl, sess_rec *r)
                          r->tomb ? "deleted" : "Ended (spec.state)");
     if(w.phase == SESSION_PHASE_ENDED)
       w.clear_pending = true; /* nothing is left to act on */
+  }
+  else if(rule5_tenant_policy_bounds(pl, s, denied, sizeof(denied))) {
+    /* before the spec's own rules: a spec that reaches past its tenant
+     * is refused as that, whatever else is wrong with it. No Cube call
+     * for it; a sandbox it has stays as it is */
+    w.phase = SESSION_PHASE_FAILED;
+    want_ready(&w, "False", "PolicyDenied", "%s", denied);
+    want_connect_refused(&w, "%s", denied);
+    pl->p->n_policy_denied++;
+    err = SC_OK;
   }
   else if(invalid) {
     /* written straight to the store past sessionctl's checks: the same

@@ -101,6 +101,15 @@ typedef struct plan_config {
   size_t max_paused;
   size_t max_paused_per_tenant;
   size_t max_running_per_tenant;
+  /* The operator's tenant policy (api/policy.h, rule 5): a live session
+   * whose spec asks for more than its tenant may (a workspace outside the
+   * tenant's root, another's volume, egress past the ceiling, a template
+   * not allowed) gets phase Failed, Ready=False/PolicyDenied and no
+   * action; its link still protects its sandbox. The digest that shows a
+   * live sandbox out of date is of the sandbox the policy makes
+   * (policy_sandbox_of), so a policy change shows too. NULL: no policy
+   * (the planner's tests); the controller always sets one. Borrowed. */
+  const struct policy *policy;
 } plan_config;
 
 #define PLAN_LINK_KEY_LEN 32
@@ -273,6 +282,7 @@ typedef struct plan {
   size_t n_tenants;
   size_t n_capacity_reclaims; /* planned this pass (before the brake) */
   size_t n_quota_waiting;     /* creates held by --max-running-per-tenant */
+  size_t n_policy_denied;     /* live sessions the tenant policy refuses */
   /* A create was held because this pass could not count the tenant's
    * running sandboxes (a single-session pass): a full pass decides. */
   bool wants_full_pass;

@@ -191,6 +191,9 @@ enum link_state rule4_judge_link(const planner *pl, const sess_rec *r,
                                  const sb_rec *sb);
 bool rule5_tenants_never_cross(const sess_rec *r, const sb_rec *sb);
 bool rule5_tenant_is_namespace(const planner *pl, const session *s);
+/* The tenant policy refuses s: why, into buf (api/policy.h). */
+bool rule5_tenant_policy_bounds(const planner *pl, const session *s,
+                                char *buf, size_t len);
 const sb_rec *rule6_pick_duplicate_winner(const sess_rec *r);
 sc_err rule9_orphan_guard(planner *pl, size_t first_orphan);
 sc_err rule13_reclaim_brake(planner *pl);
@@ -226,7 +229,8 @@ sc_err decide_orphans(planner *pl);
 void want_from_old(const session *s, want *w);
 void want_ready(want *w, const char *status, const char *reason,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void want_sandbox(want *w, const session *s, const sb_rec *sb);
+void want_sandbox(const planner *pl, want *w, const session *s,
+                  const sb_rec *sb);
 void want_nosandbox(want *w);
 /* the connect request answered: served, or refused with why */
 void want_connect_served(want *w);

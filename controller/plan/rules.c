@@ -23,7 +23,10 @@
  *    ID) or our managed-by tag       rule4_judge_link(), rule4_link_proven()
  *    gives grounds to touch one      (an untagged link needs its proof)
  *  5 another tenant's sandbox is     rule5_tenants_never_cross(),
- *    never acted on for a session    rule5_tenant_is_namespace()
+ *    never acted on for a session,   rule5_tenant_is_namespace(),
+ *    nor its workspace, volumes or   rule5_tenant_policy_bounds() (the
+ *    egress past the operator's      operator's policy, api/policy.h)
+ *    policy
  *  6 duplicates: keep the linked     rule6_pick_duplicate_winner(): the one
  *    one, else the oldest startedAt, tie-break order; the others are
  *    then the lowest ID              deleted once the winner is linked
@@ -78,6 +81,7 @@
 #include <string.h>
 
 #include "api/duration.h"
+#include "api/policy.h"
 #include "lib/scstr.h"
 
 /* ---------- rule 2: absence is not evidence ---------- */
@@ -193,6 +197,15 @@ bool rule5_tenant_is_namespace(const planner *pl, const session *s)
   const char *tenant = session_eff_tenant_id(s);
   return !pl->cfg->bind_tenant_to_namespace || !tenant ||
          !strcmp(tenant, session_eff_namespace(s));
+}
+
+/* Tenants write their own specs and never hold the Cube key: what a spec
+ * may reach (host workspace, volumes, egress, templates) is bounded by the
+ * operator's policy, and a spec that asks for more gets nothing. */
+bool rule5_tenant_policy_bounds(const planner *pl, const session *s,
+                                char *buf, size_t len)
+{
+  return policy_denied(pl->cfg->policy, s, buf, len);
 }
 
 /* ---------- rule 6: duplicates resolve deterministically ---------- */
@@ -538,7 +551,7 @@ sc_err rule11_resume_intent(planner *pl, const sess_rec *r, want *w,
     return SC_OK;
   }
   *done = true;
-  want_sandbox(w, s, sb);
+  want_sandbox(pl, w, s, sb);
   w->phase = SESSION_PHASE_RECLAIMING;
   if(unwanted) {
     /* the session says otherwise now, but a DELETE of the intent may

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/policy.h"
 #include "lib/scstr.h"
 
 #define MSG_RESOLVED "no conflicting sandbox or session"
@@ -165,7 +166,8 @@ void want_ready(want *w, const char *status, const char *reason,
 /* sb is the session's sandbox: its facts as Cube reports them; what was
  * recorded about another sandbox (paused by us, the applied timeout, the
  * proof) does not carry over */
-void want_sandbox(want *w, const session *s, const sb_rec *sb)
+void want_sandbox(const planner *pl, want *w, const session *s,
+                  const sb_rec *sb)
 {
   const session_status *o = &s->status;
   bool same = sc_str_eq0(o->sandbox_id, sb->id);
@@ -198,14 +200,19 @@ void want_sandbox(want *w, const session *s, const sb_rec *sb)
   w->cfg_stale = false;
   if(!w->tmpl_stale && sb->cfg) {
     char dg[SESSION_CONFIG_DIGEST_LEN + 1];
-    session_sandbox_config_digest(&s->spec, dg);
+    policy_sandbox ps;
+    /* the sandbox as the tenant policy makes it (a narrowed egress
+     * ceiling, a workspace root moved) */
+    policy_sandbox_of(pl->cfg->policy, s, &ps);
+    session_sandbox_config_digest(&ps.spec, dg);
     w->cfg_stale = strcmp(dg, sb->cfg) != 0;
     if(w->cfg_stale)
       snprintf(w->uptodate_msg, sizeof(w->uptodate_msg),
-               "spec.network, spec.volumeMounts or spec.workspace changed "
-               "after sandbox %s was created: a running sandbox cannot take "
-               "them; they apply to the next sandbox (after a reclaim and a "
-               "wake, or once this one is gone)", sb->id);
+               "spec.network, spec.volumeMounts, spec.workspace or the "
+               "tenant policy changed after sandbox %s was created: a "
+               "running sandbox cannot take them; they apply to the next "
+               "sandbox (after a reclaim and a wake, or once this one is "
+               "gone)", sb->id);
   }
 }
 

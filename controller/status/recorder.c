@@ -130,9 +130,40 @@ static bool conflict_true(const session_status *st, const char **reason)
   return true;
 }
 
+/* Ready says reason with message msg (NULL: any message) */
+static bool ready_is(const session_status *st, const char *reason,
+                     const char *msg)
+{
+  const session_condition *c = session_status_get_condition(st, "Ready");
+  return c && c->reason && !strcmp(c->reason, reason) &&
+         (!msg || (c->message && !strcmp(c->message, msg)));
+}
+
+/* A session the tenant policy newly refuses (or refuses for a new
+ * reason): a warning Event and a warn log line, once per change. */
+static void note_denied(const recorder *rec, logger *lg,
+                        const plan_session *ps)
+{
+  const session_condition *c;
+  char key[300];
+  if(!ps->status_changed || !ready_is(&ps->status, "PolicyDenied", NULL))
+    return;
+  c = session_status_get_condition(&ps->status, "Ready");
+  if(ready_is(&ps->s->status, "PolicyDenied", c->message))
+    return; /* said when it appeared */
+  session_key(ps->s, key, sizeof(key));
+  log_kv(lg, LOG_WARN, "the tenant policy refuses the session: no sandbox "
+         "is made for it", "session", key, "error",
+         c->message ? c->message : "", NULL);
+  emit(rec, lg, ps->s, RECORDER_WARNING, "PolicyDenied",
+       c->message ? c->message : "refused by the tenant policy");
+}
+
 void recorder_note_plan(const recorder *rec, logger *lg, const plan *p)
 {
   size_t i;
+  for(i = 0; i < p->n_sessions; i++)
+    note_denied(rec, lg, &p->sessions[i]);
   for(i = 0; i < p->n_sessions; i++) {
     const plan_session *ps = &p->sessions[i];
     const session_condition *ready, *cc;

@@ -42,7 +42,7 @@ if command -v kubectl >/dev/null 2>&1; then
   if kubectl kustomize "$D" >"$T/render.yaml" 2>"$T/render.err"; then
     ok "kubectl kustomize $D renders"
     kinds=$(sed -n 's/^kind: //p' "$T/render.yaml" | sort | tr '\n' ' ')
-    want="ClusterRole ClusterRoleBinding ConfigMap CustomResourceDefinition Deployment Namespace NetworkPolicy PodDisruptionBudget Service ServiceAccount "
+    want="ClusterRole ClusterRoleBinding ConfigMap ConfigMap CustomResourceDefinition Deployment Namespace NetworkPolicy PodDisruptionBudget Service ServiceAccount "
     check "rendered kinds: $kinds" [ "$kinds" = "$want" ]
   else
     fail "kubectl kustomize $D renders" "$(head -n 3 "$T/render.err")"
@@ -334,4 +334,21 @@ fi
 grep -q 'USER 65532:65532' Dockerfile && grep -q 'ENTRYPOINT \["/usr/local/bin/session-controller"\]' Dockerfile
 check "Dockerfile: non-root user, session-controller entrypoint" [ $? -eq 0 ]
 check "Dockerfile: sessionctl in the image" grep -q '/out/sessionctl /usr/local/bin/' Dockerfile
+# ---- 8. the tenant policy and its admission check
+check "tenant-policy.yaml: the examples keep it (sessionctl validate --policy)" \
+  "$BINDIR/sessionctl" validate --policy "$D/tenant-policy.yaml" -f "$D/examples"
+ppath=$(sed -n '/^        - --policy$/{n;s/^ *- //p;}' "$D/controller.yaml")
+pmount=$(sed -n '/^        - name: tenant-policy$/{n;s/^ *mountPath: //p;}' "$D/controller.yaml")
+check "controller: --policy is the mounted ConfigMap's file ($ppath)" \
+  test "$ppath" = "$pmount/tenant-policy.yaml"
+check "kustomization: the ConfigMap of the policy file, without a hash suffix" sh -c \
+  "grep -q '^- name: session-controller-policy\$' $D/kustomization.yaml && grep -q 'disableNameSuffixHash: true' $D/kustomization.yaml"
+root=$(sed -n 's/^  workspaceRoots: \[\([^],]*\)\]$/\1/p' "$D/tenant-policy.yaml")
+aroot=$(sed -n "s/^    expression: \"'\\(.*\\)'\"\$/\\1/p" "$D/admission/admission-policy.yaml")
+check "admission policy: the same workspace root as the tenant policy ($root)" \
+  test -n "$root" -a "$root" = "$aroot"
+if command -v kubectl >/dev/null 2>&1; then
+  check "kubectl kustomize $D/admission renders the policy and its binding" sh -c \
+    "kubectl kustomize $D/admission | grep -c '^kind: ValidatingAdmissionPolicy' | grep -qx 2"
+fi
 finish

@@ -11,8 +11,19 @@
 . "$(dirname "$0")/lib/common.sh"
 
 start_cubesim --clock-speed 1 --host-mount-allow /srv/nfs
+# the tenant policy this script's sessions keep (tenant_policy.sh tests the
+# policy itself): the NFS root, the models volume, egress as written
+cat >"$T/policy.yaml" <<'EOF'
+apiVersion: lea.io/v1alpha1
+kind: TenantPolicy
+defaults:
+  workspaceRoots: [/srv/nfs]
+  volumePolicy: file
+  volumes: [models]
+  egressCeiling: internet
+EOF
 start_controller c1 --default-internet-access false \
-  --default-deny-out 169.254.169.254/32
+  --default-deny-out 169.254.169.254/32 --policy "$T/policy.yaml"
 
 # refused as the service refuses: status code and {"code","message"}
 # refused NAME BODY CODE MESSAGE-PART: a create of BODY answers CODE with
@@ -145,7 +156,8 @@ if command -v kubectl >/dev/null 2>&1; then
     >"$T/d.yaml"
   check "kubectl: apply with validation on" sh -c \
     "timeout 30 kubectl --kubeconfig '$T/kc' --cache-dir '$T/kcache' apply -f '$T/d.yaml' >'$T/kubectl.out' 2>&1"
-  KUBECONFIG="$T/kc" STORE=kube start_controller c3 --watch-timeout 2s
+  KUBECONFIG="$T/kc" STORE=kube start_controller c3 --watch-timeout 2s \
+    --policy "$T/policy.yaml"
   check "kubectl: a sandbox is made" wait_eq 10 1 sim_live_for kube-d
   check "kubectl: internet off in the create" \
     test "$(create kube-d .allow_internet_access)" = false
@@ -159,7 +171,7 @@ fi
 # --- the E2B dialect has no host mounts: the session is refused
 start_cubesim --dialect e2b
 STORE="sqlite:$T/e2b.db"
-start_controller c2
+start_controller c2 --policy "$T/policy.yaml"
 wait_until 10 grep -q 'msg="cube dialect".*dialect=e2b' "$T/c2.log" ||
   fail "the controller did not see the e2b dialect"
 ctl apply -f "$T/a.yaml" >/dev/null || fail "apply ws-a (e2b)"
@@ -179,7 +191,7 @@ kill "$CTL_PID" 2>/dev/null; wait "$CTL_PID" 2>/dev/null
 dead=$SIM
 kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
 STORE="sqlite:$T/e2b-late.db"
-start_controller c3
+start_controller c3 --policy "$T/policy.yaml"
 check "cube down: the probe fails" wait_until 10 grep -q 'msg="cube probe failed"' "$T/c3.log"
 start_cubesim --dialect e2b --listen "${dead#http://}"
 check "cube up again on the same address" test "$SIM" = "$dead"

@@ -222,7 +222,7 @@ static manifest_set read_buf(const char *name, const char *text,
                              size_t max_bytes)
 {
   manifest_set set = {0};
-  manifest_opts o = {max_bytes};
+  manifest_opts o = {max_bytes, NULL};
   manifest_read_buffer(name, text, strlen(text), &o, &set);
   return set;
 }
@@ -468,7 +468,7 @@ static sc_err read_stdin(const char *text, size_t max, manifest_set *set)
 {
   char *dir = make_tmpdir(), p[1024];
   int fd, saved;
-  manifest_opts o = {max};
+  manifest_opts o = {max, NULL};
   sc_err err;
   if(!dir)
     return SC_ERR_IO;
@@ -827,8 +827,13 @@ TEST(validate_network_and_mounts)
   set_str(&s->spec.volume_mounts[1].path, NULL);
   want_one(test_failed_, s, "spec.volumeMounts[1].path: required field missing");
   set_str(&s->spec.volume_mounts[1].path, "/data2");
+  /* hostPath alone is no workspace; mountPath alone is the short form
+   * (the session's own directory under its tenant's root: api/policy.h) */
+  s->spec.workspace_host_path = strdup("/srv/nfs/a");
+  want_one(test_failed_, s, "spec.workspace.mountPath: required field missing");
+  set_str(&s->spec.workspace_host_path, NULL);
   s->spec.workspace_mount_path = strdup("/workspace");
-  want_one(test_failed_, s, "spec.workspace.hostPath: required field missing");
+  want_one(test_failed_, s, NULL);
   s->spec.workspace_host_path = strdup("/srv/nfs/a");
   want_one(test_failed_, s, NULL);
   set_str(&s->spec.workspace_mount_path, "/data");
