@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/policy.h"
 #include "api/duration.h"
 #include "api/manifest.h"
 #include "controller/ops/config.h"
@@ -53,6 +54,10 @@ static const char plan_help[] =
   "      --max-running-per-tenant N delete/reclaim with their budget, and a\n"
   "                                 \"quota:\" line counts the creates that wait\n"
   "      --force                    plan as the controller would with --force\n"
+  "      --policy FILE              the tenant policy file, as the controller's\n"
+  "                                 --policy (without it no spec is judged by\n"
+  "                                 a policy: a session the controller refuses\n"
+  "                                 PolicyDenied would show a create)\n"
   "      --store URL                sqlite:PATH or kube[:CONTEXT], see sessionctl\n"
   "                                 --help (default $SESSION_STORE, else\n"
   "                                 " CTL_DEFAULT_STORE ")\n"
@@ -72,7 +77,8 @@ enum {
   OPT_FORCE,
   OPT_MAX_PAUSED,
   OPT_MAX_PAUSED_TENANT,
-  OPT_MAX_RUNNING_TENANT
+  OPT_MAX_RUNNING_TENANT,
+  OPT_POLICY
 };
 
 /* a budget flag: 0 (no limit) to 100000, as the controller's */
@@ -286,11 +292,14 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
     {"max-paused", 0, true, OPT_MAX_PAUSED},
     {"max-paused-per-tenant", 0, true, OPT_MAX_PAUSED_TENANT},
     {"max-running-per-tenant", 0, true, OPT_MAX_RUNNING_TENANT},
+    {"policy", 0, true, OPT_POLICY},
     {NULL, 0, false, 0}};
   const char *e = getenv("SESSION_CONTROLLER_CUBE_URL");
   const char *url = e && *e ? e : CUBE_DEFAULT_URL;
   const char *key_file = NULL, *ca = NULL, *val;
   char *key = NULL;
+  policy *pol = NULL;
+  const char *policy_path = NULL;
   bool insecure = false;
   plan_run pr;
   ctl_args p;
@@ -358,15 +367,26 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
                       &pr.cfg.max_running_per_tenant))
         return CTL_EXIT_USAGE;
       break;
+    case OPT_POLICY:
+      policy_path = val;
+      break;
     case CTL_ARG_POS:
       return ctl_usage_error("plan: unexpected argument \"%s\"", val);
     default:
       return ctl_usage_error("plan: unexpected flag");
     }
   }
+  if(policy_path) {
+    if(policy_load(NULL, policy_path, &pol, &eb)) {
+      fprintf(stderr, "error: %s\n", eb.msg);
+      return CTL_EXIT_FAIL;
+    }
+    pr.cfg.policy = pol;
+  }
   if(key_file) {
     if(config_read_key_file(key_file, &key, &eb)) {
       fprintf(stderr, "error: %s\n", eb.msg);
+      policy_free(pol);
       return CTL_EXIT_FAIL;
     }
   }
@@ -415,5 +435,6 @@ out:
   store_list_result_free(&pr.list);
   store_close(st);
   free(key);
+  policy_free(pol);
   return pr.rc;
 }

@@ -169,6 +169,13 @@ check "the gauge counts the denied sessions" wait_until 10 sh -c \
 creates=$(sim_audit | jq -s '[.[] | select(.event == "create")] | length')
 check "no create call beyond the accepted sessions" test "$creates" = "$(sim_truth | jq length)"
 
+# --- sessionctl plan --policy plans as the controller does
+ctl plan --cube-url "$SIM" --policy "$T/pol.yaml" >"$T/plan.out" 2>&1 ||
+  fail "plan --policy" "$(cat "$T/plan.out")"
+check "plan --policy: no create for the refused repro" sh -c "! grep -q 'tenant-a/repro' '$T/plan.out'"
+ctl plan --cube-url "$SIM" >"$T/plan0.out" 2>&1
+check "plan without the policy would create it (so the flag matters)" grep -q '^create .*tenant-a/repro' "$T/plan0.out"
+
 # --- sessionctl apply / validate --policy: the same refusal at file:line
 ctl validate --policy "$T/pol.yaml" -f "$T/repro.yaml" >"$T/v.out" 2>&1 &&
   fail "validate --policy accepted the reproducer"
