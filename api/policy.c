@@ -944,7 +944,10 @@ static void check_egress(pcheck *c, const session *s)
   const session_spec *sp = &s->spec;
   char from[300], list[300];
   size_t i;
-  if(v->egress == EGR_INTERNET)
+  /* the texts only for a refusal: this runs for every session of every
+   * pass, and most ask for nothing */
+  if(v->egress == EGR_INTERNET ||
+     (sp->net_internet != SESSION_OPT_TRUE && !sp->n_net_allow_out))
     return;
   from_text(c->p, v->egress_from, "--egress-ceiling", "egressCeiling",
             from, sizeof(from));
@@ -960,12 +963,15 @@ static void check_egress(pcheck *c, const session *s)
            "is allowed", sp->net_allow_out[i], v->tenant, from);
     return;
   }
-  allow_text(v->egress_allow, list, sizeof(list));
+  list[0] = '\0';
   for(i = 0; i < sp->n_net_allow_out; i++)
-    if(!egress_within(sp->net_allow_out[i], v->egress_allow))
+    if(!egress_within(sp->net_allow_out[i], v->egress_allow)) {
+      if(!list[0])
+        allow_text(v->egress_allow, list, sizeof(list));
       deny(c, "network", "allowOut", (long)i, NULL,
            "%s is not within tenant %s's egress allowlist (%s; %s)",
            sp->net_allow_out[i], v->tenant, list, from);
+    }
 }
 
 static void check_template(pcheck *c, const session *s)

@@ -16,7 +16,7 @@ CC=${CC:-cc}
 FLAGS="-std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -Wall -Wextra
   -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
   -Wno-format-nonliteral -O2 -g"
-LIBS="$(pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lm"
+LIBS="$(pkg-config --libs openssl yaml-0.1 2>/dev/null || echo -lssl -lcrypto -lyaml) -lm"
 make -s build/libsc.a
 mkdir -p build/bench
 # shellcheck disable=SC2086

@@ -18,7 +18,8 @@
  * read of every string a pass must read (in input order, nothing else).
  * The passes keep one plan_scratch across them, as the reconciler does,
  * when the library has plan_compute_ex() (BENCH_NO_SCRATCH=1: they call
- * plan_compute() instead). BENCH_CAPACITY=1: with the capacity budgets
+ * plan_compute() instead). BENCH_POLICY=1: with a tenant policy (the
+ * roots, volumes and egress allowlist of docs/security.md). BENCH_CAPACITY=1: with the capacity budgets
  * on (--max-paused N/20, the per-tenant ones N/400 + 1).
  */
 #include <malloc.h>
@@ -30,6 +31,10 @@
 
 #include "api/session.h"
 #include "controller/plan/plan.h"
+#if __has_include("api/policy.h") /* an older checkout (BEFORE=) has none */
+#include "api/policy.h"
+#define BENCH_HAS_POLICY 1
+#endif
 #include "controller/cube/sandbox.h"
 #include "lib/dynbuf.h"
 
@@ -332,6 +337,20 @@ int main(int argc, char **argv)
     cfg.max_paused_per_tenant = (size_t)n / 400 + 1;
     cfg.max_running_per_tenant = (size_t)n / 400 + 1;
   }
+#ifdef BENCH_HAS_POLICY
+  if(getenv("BENCH_POLICY") && *getenv("BENCH_POLICY") == '1') {
+    /* a tenant policy as a deployment has one (docs/security.md): every
+     * session is checked against it, and every linked sandbox's digest
+     * is of the sandbox it makes */
+    policy_flags pf = {"/data/ws", "tenant-prefix", "allowlist",
+                       "10.0.0.0/8,pypi.org,*.example.com", NULL};
+    policy *pol = NULL;
+    sc_errbuf peb;
+    if(policy_load(&pf, NULL, &pol, &peb))
+      die(peb.msg);
+    cfg.policy = pol; /* for the process's life */
+  }
+#endif
   if(plan_scratch_new && plan_compute_ex && !(nosc && *nosc == '1') &&
      !(sc = plan_scratch_new()))
     die("out of memory");
