@@ -88,6 +88,7 @@ TEST(bad_values_are_usage_errors)
     {"--log-level=loud", "--log-level: \"loud\" is not debug, info, warn or error"},
     {"--cube-api-key=s3cret", "--cube-api-key is not a flag: a key on the command line shows in the process list; use --cube-api-key-file or CUBE_API_KEY"},
     {"--default-internet-access=no", "--default-internet-access: \"no\" is not true, false or cube"},
+    {"--default-internet-access=true", "--default-internet-access true is beyond --egress-ceiling none (a default cannot widen the ceiling; set --egress-ceiling internet to keep open egress)"},
     {"--default-deny-out=10.0.0.0/8,example.com", "--default-deny-out: \"example.com\" is not a CIDR or an IP address (use e.g. 169.254.169.254/32,10.0.0.0/8)"},
     {"--default-deny-out=10.0.0.0/8,,1.1.1.1", "--default-deny-out: \"\" is not a CIDR or an IP address (use e.g. 169.254.169.254/32,10.0.0.0/8)"},
   };
@@ -158,6 +159,33 @@ TEST(default_network_policy_flags)
   config_clear(&c);
 }
 
+/* the tenant policy's flags: closed defaults; a list flag given again
+ * joins the first (the command line only: the file and the environment
+ * set a list whole) */
+TEST(tenant_policy_flags)
+{
+  config c;
+  sc_errbuf eb;
+  char *argv[] = {"x", NULL};
+  char *argv2[] = {"x", "--workspace-root", "/data/ws",
+                   "--workspace-root=/nfs/b,/nfs/c", "--egress-ceiling",
+                   "internet", "--default-internet-access=true",
+                   "--policy", "/etc/p.yaml", NULL};
+  CHECK_OK(parse(&c, &eb, argv));
+  CHECK_STR(c.volume_policy, "none");
+  CHECK_STR(c.egress_ceiling, "none");
+  CHECK(!c.workspace_root && !c.policy_file && !c.egress_allow &&
+        !c.allowed_templates);
+  config_clear(&c);
+  setenv("SESSION_CONTROLLER_WORKSPACE_ROOT", "/from/env", 1);
+  CHECK_OK(parse(&c, &eb, argv2));
+  unsetenv("SESSION_CONTROLLER_WORKSPACE_ROOT");
+  CHECK_STR(c.workspace_root, "/data/ws,/nfs/b,/nfs/c");
+  CHECK_STR(c.egress_ceiling, "internet");
+  CHECK_STR(c.policy_file, "/etc/p.yaml");
+  config_clear(&c);
+}
+
 TEST(api_key_from_file_trimmed_or_env)
 {
   config c;
@@ -185,6 +213,7 @@ TEST_LIST = {
   T(config_file_errors_name_file_and_line),
   T(bad_values_are_usage_errors),
   T(default_network_policy_flags),
+  T(tenant_policy_flags),
   T(capacity_budgets_zero_is_no_limit),
   T(api_key_from_file_trimmed_or_env),
   {0},
