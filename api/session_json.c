@@ -137,12 +137,25 @@ static void enc_row(jenc *e, json_object *o, const sf_field *f,
   }
 }
 
+/* Whether row f goes into the encoding. An object goes when any member is
+ * set, even without its gate (sf_is_set's meaning of "present"): the
+ * round trip stays lossless, and the validator, not the encoder, tells
+ * the user that the gate member is missing. */
+static bool enc_wanted(const sf_field *f, const void *base)
+{
+  if(f->flags & SF_ALWAYS)
+    return true;
+  if(f->type == SF_OBJECT)
+    return !sf_empty(f->sub, base);
+  return sf_is_set(f, base);
+}
+
 static void enc_fields(jenc *e, json_object *o, const sf_table *t,
                        const void *base)
 {
   size_t i;
   for(i = 0; i < t->n && !e->nomem; i++)
-    if(sf_is_set(&t->f[i], base) || (t->f[i].flags & SF_ALWAYS))
+    if(enc_wanted(&t->f[i], base))
       enc_row(e, o, &t->f[i], base);
 }
 
