@@ -1,6 +1,6 @@
 # session-controller build. Everything is discovered by wildcard, so adding
 # a source file needs no edit here:
-#   lib/ api/ controller/*/    -> $(BUILD)/libsc.a
+#   lib/ api/ controller/*/ controller/*/*/ -> $(BUILD)/libsc.a
 #   cmd/NAME/*.c               -> $(BINDIR)/NAME  (cmd/NAME/main.c has main;
 #                                 the rest also go to $(BUILD)/libNAME.a)
 #   test/unit/test_*.c         -> $(BUILD)/test/unit/test_*   (+ libsc.a)
@@ -36,7 +36,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 endif
 
-LIB_SRC := $(wildcard lib/*.c api/*.c controller/*/*.c)
+LIB_SRC := $(wildcard lib/*.c api/*.c controller/*/*.c controller/*/*/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIBSC   := $(BUILD)/libsc.a
 

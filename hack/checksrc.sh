@@ -64,5 +64,48 @@ if [ -n "$pfiles" ]; then
     status=1
   fi
 fi
+
+# layering: a room includes only rooms before it on the data flow
+# (docs/architecture.md, "The rooms"). "ROOM: FORBIDDEN..." per line. The
+# planner reads the fact types (cube/sandbox.h) but calls no source; the
+# Kubernetes client's Events are a backend of status/recorder.h.
+layers='controller/plan: controller/act controller/status controller/loop controller/observe controller/store controller/kubeclient
+controller/status: controller/act controller/loop
+controller/act: controller/loop
+controller/store/sqlite: controller/store/kube controller/kubeclient
+controller/store/kube: controller/store/sqlite
+controller/store: controller/act controller/status controller/loop controller/plan controller/observe
+controller/cube: controller/act controller/status controller/loop controller/plan controller/observe controller/store
+controller/kubeclient: controller/act controller/loop controller/plan controller/observe controller/store controller/cube'
+nlayers=0
+while IFS= read -r line; do
+  room=${line%%:*}
+  [ -d "$room" ] || continue
+  nlayers=$((nlayers + 1))
+  for f in ${line#*:}; do
+    bad=$(grep -rn "^#include \"$f/" "$room" 2>/dev/null)
+    if [ -n "$bad" ]; then
+      echo "checksrc: layering: $room/ must not include $f/:" >&2
+      echo "$bad" >&2
+      status=1
+    fi
+  done
+done <<EOF
+$layers
+EOF
+
+# the room table of docs/architecture.md names every folder of controller/
+# (and of controller/store/), and only those
+if [ -f docs/architecture.md ]; then
+  doc=$(sed -n '/^controller\/$/,/^cmd\//p' docs/architecture.md |
+        sed -n 's|^  \([a-z]*\)/ .*|\1|p; s|^    \([a-z]*\)/ .*|store/\1|p' | sort)
+  tree=$( (cd controller && ls -d */ store/*/ 2>/dev/null) | sed 's|/$||' | sort)
+  if [ "$doc" != "$tree" ]; then
+    echo "checksrc: docs/architecture.md's room table does not match controller/:" >&2
+    echo "  in the table: $(echo "$doc" | tr '\n' ' ')" >&2
+    echo "  in the tree:  $(echo "$tree" | tr '\n' ' ')" >&2
+    status=1
+  fi
+fi
 [ "$status" -eq 0 ] || exit 1
-echo "checksrc: $(echo "$files" | wc -l) files clean, planner pure ($(echo "$pfiles" | wc -w) files)"
+echo "checksrc: $(echo "$files" | wc -l) files clean, planner pure ($(echo "$pfiles" | wc -w) files), layering kept ($nlayers rooms)"

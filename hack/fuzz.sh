@@ -27,7 +27,7 @@ mkdir -p "$out/obj" "$out/corpus" "$out/crash" || exit 2
 
 # 1. the library sources, instrumented for coverage (fuzzer-no-link);
 # compiled two at a time, each only when its source is newer.
-srcs=$(ls lib/*.c api/*.c controller/*/*.c cmd/cubesim/*.c | grep -v '/main\.c$')
+srcs=$(ls lib/*.c api/*.c controller/*/*.c controller/*/*/*.c cmd/cubesim/*.c | grep -v '/main\.c$')
 todo=""
 for s in $srcs; do
   o="$out/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')"

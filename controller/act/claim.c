@@ -24,7 +24,7 @@
 #include "controller/act/call.h"
 #include "controller/act/claim.h"
 #include "api/policy.h"
-#include "controller/status/write.h"
+#include "controller/act/status.h"
 #include "controller/observe/observe.h"
 #include "lib/scstr.h"
 
@@ -231,7 +231,7 @@ static sc_err create_metadata(const act_env *env, const session *s,
 static void claim_withdrawn(act_call *c)
 {
   act_sess *sa = &c->run->sess[c->si];
-  if(status_own(c->run, c->si))
+  if(act_status_own(c->run, c->si))
     return;
   free(sa->st.create_intent_by);
   sa->st.create_intent_by = NULL;
@@ -334,7 +334,7 @@ static sc_err claim_create(act_call *c, sc_errbuf *eb)
     session_status_clear(&st);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   }
-  return status_write_early(run, c->si, &st, claim_written, c, eb);
+  return act_status_write_early(run, c->si, &st, claim_written, c, eb);
 }
 
 /* The create's turn in the queue and the token bucket has come: the
@@ -463,7 +463,7 @@ static void create_refused(act_call *c, const cube_result *res)
   cond.message = msg;
   cond.last_transition_time = run->cube_now;
   cond.observed_generation = s->meta.generation;
-  if(status_own(run, c->si) || session_status_set_condition(&sa->st, &cond))
+  if(act_status_own(run, c->si) || session_status_set_condition(&sa->st, &cond))
     return;
   sa->st.phase = SESSION_PHASE_FAILED;
   free(sa->st.create_intent_by);

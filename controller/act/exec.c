@@ -3,14 +3,14 @@
  * run.h). Every action leaves by act_end(), the one exit, which audits
  * the destructive ones (rule 10) whatever their outcome.
  *
- * Order: the links the plan adopted are written first (status/write.c),
+ * Order: the links the plan adopted are written first (act/status.c),
  * then every action starts (ps->pending held while they start, so an
  * answer that comes at once cannot end the run early); a session whose
  * actions have all ended gets its status written once (rule 7).
  */
 #include "controller/act/call.h"
 #include "controller/observe/observe.h"
-#include "controller/status/write.h"
+#include "controller/act/status.h"
 #include "lib/hmap.h"
 #include "lib/scstr.h"
 
@@ -195,16 +195,16 @@ static void rule10_audit_action(const act_call *c, const act_outcome *o)
 
 /* a success folded into the session's status (st carries the effects of
  * its earlier actions); a copy that fails makes the session's status
- * unknown: nothing is written for it (status_own) */
+ * unknown: nothing is written for it (act_status_own) */
 static void fold(act_run *run, size_t si, const plan_action *a,
                  const act_outcome *o)
 {
   act_sess *sa = &run->sess[si];
-  if(status_own(run, si))
+  if(act_status_own(run, si))
     return;
   if(plan_status_after(run->p->sessions[si].s, a, o->new_id, &sa->st) ||
      (a->type == PLAN_CREATE && plan_status_set_domain(&sa->st, o->domain)))
-    status_broken(run, si); /* the effect is unknown: write nothing */
+    act_status_broken(run, si); /* the effect is unknown: write nothing */
   else
     sa->wants_write = true;
   if(a->type == PLAN_CREATE && o->new_id && !sa->broken &&
@@ -229,7 +229,7 @@ static void fold(act_run *run, size_t si, const plan_action *a,
                     run->p->sessions[si].s->meta.uid, o->new_id, proof);
     free(sa->st.sandbox_proof);
     if(!(sa->st.sandbox_proof = strdup(proof)))
-      status_broken(run, si);
+      act_status_broken(run, si);
   }
 }
 
@@ -263,7 +263,7 @@ void act_end(act_call *c, const act_outcome *o)
     act_sess *sa = &run->sess[si];
     if(ok && a->type != PLAN_CONFIRM)
       fold(run, si, a, o);
-    if(o->res == ACT_SKIPPED && c->intent && !status_own(run, si)) {
+    if(o->res == ACT_SKIPPED && c->intent && !act_status_own(run, si)) {
       /* the last look withheld the call: the facts void the intent */
       plan_status_intent_cancel(&sa->st, a);
       sa->wants_write = true;
@@ -274,7 +274,7 @@ void act_end(act_call *c, const act_outcome *o)
         sa->retry_after_ms = o->retry_after_ms;
     }
     if(--sa->pending == 0)
-      status_session_end(run, si);
+      act_status_session_end(run, si);
   }
   free(c);
   act_run_release(run);
@@ -534,7 +534,7 @@ static void start_actions(act_run *run)
   }
   for(i = 0; i < run->p->n_sessions; i++)
     if(--run->sess[i].pending == 0)
-      status_session_end(run, i);
+      act_status_session_end(run, i);
   act_run_release(run);
 }
 
@@ -578,11 +578,11 @@ static void start_links(act_run *run)
        sc_str_eq0(pl->status.sandbox_id, pl->s->status.sandbox_id))
       continue;
     if(session_status_copy(&st, act_run_status(run, i))) {
-      status_broken(run, i); /* the final write would be as unsure */
+      act_status_broken(run, i); /* the final write would be as unsure */
       continue;
     }
     eb.msg[0] = '\0';
-    if(!status_write_early(run, i, &st, on_link_written, NULL, &eb))
+    if(!act_status_write_early(run, i, &st, on_link_written, NULL, &eb))
       run->early++;
     else
       log_kv(run->env->lg, LOG_DEBUG, "early link write failed", "session",
@@ -625,7 +625,7 @@ static void on_finalized(store_reply *rep, void *ud)
     rep->new_version = NULL;
     session_status_clear(&sa->stored);
     if(session_status_copy(&sa->stored, &s->status))
-      status_broken(run, w->si);
+      act_status_broken(run, w->si);
   }
   else if(rep->err) {
     log_kv(run->env->lg, rep->err == SC_ERR_CONFLICT ? LOG_INFO : LOG_WARN,

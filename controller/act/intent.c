@@ -27,7 +27,7 @@
  * the sandbox is gone, and nothing would make it again.
  */
 #include "controller/act/call.h"
-#include "controller/status/write.h"
+#include "controller/act/status.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +74,7 @@ static void on_intent_written(act_run *run, size_t si, sc_err err,
 {
   act_call *c = ud;
   act_then_fn then = c->then;
-  (void)si; /* act_health: noted by the write (status/write.c) */
+  (void)si; /* act_health: noted by the write (act/status.c) */
   if(err == SC_ERR_CONFLICT) {
     /* rule 3's store side: what the plan read is no longer so */
     act_skip(c, c->get_status, "the session changed since the plan (the "
@@ -109,12 +109,12 @@ static void intent_session(act_call *c, act_then_fn then)
   if(!err && (err = plan_status_intent(s, c->a, run->env->identity, &st)))
     session_status_clear(&st);
   if(err) {
-    status_broken(run, c->si);
+    act_status_broken(run, c->si);
     act_fail(c, 0, "intent not written (out of memory): no call", -1);
     return;
   }
   c->then = then;
-  err = status_write_early(run, c->si, &st, on_intent_written, c, &eb);
+  err = act_status_write_early(run, c->si, &st, on_intent_written, c, &eb);
   if(err)
     on_intent_written(run, c->si, err, eb.msg, c);
 }

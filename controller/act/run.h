@@ -1,6 +1,6 @@
 /*
  * run.h - one plan being carried out: the executor's run (act/exec.c),
- * shared with the status writer (status/write.c) and the loop
+ * shared with the status writer (act/status.c) and the loop
  * (loop/pass.c), which owns it inside a pass.
  *
  *   act_run_init()  takes a plan, sizes one act_sess per plan session

@@ -4,7 +4,7 @@
  * wiped with the last of them), cube_client_set_api_key(), and the key
  * file looked at again while the client runs (cube.h, "The API key
  * file"), the way the kube store reads its token file again
- * (controller/kube/cred.c). See cube_int.h and docs/cube-client.md.
+ * (controller/kubeclient/cred.c). See cube_int.h and docs/cube-client.md.
  */
 #include "controller/cube/cube_int.h"
 

@@ -8,7 +8,7 @@
 #include "controller/loop/input.h"
 #include "controller/loop/result.h"
 #include "controller/loop/shard_loop.h"
-#include "controller/status/write.h"
+#include "controller/status/key.h"
 
 #include <stdio.h>
 #include <stdlib.h>

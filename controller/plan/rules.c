@@ -30,7 +30,7 @@
  *  6 duplicates: keep the linked     rule6_pick_duplicate_winner(): the one
  *    one, else the oldest startedAt, tie-break order; the others are
  *    then the lowest ID              deleted once the winner is linked
- *  7 store writes compare-and-set    status/write.c (every write carries
+ *  7 store writes compare-and-set    act/status.c (every write carries
  *                                    the version read), controller/store/
  *  8 a repeated answer (gone,        cube/answers.c on_pause(), on_delete();
  *    already paused) is success      act/exec.c rule8_on_already_paused_get()

@@ -1,10 +1,10 @@
 /*
- * key.c - Ready=False/CubeUnauthorized (see write.h): while Cube refuses
+ * key.c - Ready=False/CubeUnauthorized (see key.h): while Cube refuses
  * the key no pass gets as far as acting, so no action can tell the
  * sessions why nothing happens: their status says it, once per session
  * (an unchanged status is not written again).
  */
-#include "controller/status/write.h"
+#include "controller/status/key.h"
 #include "lib/scstr.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
  * completes or is refused, plus the pure mapping from action outcomes and
  * plans to event reasons (docs/deploy.md "Events" lists them).
  *
- * With the kube store, controller/kube/events.c implements the interface (Kubernetes
+ * With the kube store, controller/kubeclient/events.c implements the interface (Kubernetes
  * Events); with the SQLite store no recorder is set and the same reasons
  * only reach the log.
  *

@@ -12,7 +12,7 @@
  * seen Running (wall-clock ms since the epoch), then "done N" or
  * "timeout GOT/N" (exit 1). It reads the store's table directly,
  * read-only, every 2 ms (a benchmark tool tied to the sqlite schema of
- * controller/store/sqlite.c, like bench_converge), so the time it adds
+ * controller/store/sqlite/sqlite.c, like bench_converge), so the time it adds
  * to a measurement is at most 2 ms plus one query.
  */
 #include <errno.h>

@@ -15,7 +15,7 @@
  * cheap COUNT every 20 ms, so that the waiting costs the controller as
  * little CPU as possible (store_list would parse 10k JSON objects each
  * time). It is a benchmark tool tied to the sqlite schema of
- * controller/store/sqlite.c, not a client of the store API.
+ * controller/store/sqlite/sqlite.c, not a client of the store API.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * Exit 0, or 1 with a message naming the file and the query on stderr.
  * It opens the file read-only and waits up to 5 s for a writer's lock.
  * Like bench_converge.c it is a benchmark tool tied to the sqlite schema
- * of controller/store/sqlite.c (tables meta and objects), not a client
+ * of controller/store/sqlite/sqlite.c (tables meta and objects), not a client
  * of the store API: store_list would parse every object to count them.
  */
 #include <errno.h>

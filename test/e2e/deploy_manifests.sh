@@ -194,11 +194,11 @@ check "crd: value maxLength 4096 (C VALUE_MAX_LEN $(sed -n 's/^#define VALUE_MAX
   [ "$(sed -n '/^ *envVars:$/,/^ *wake:$/p' "$CRD" | grep -c 'maxLength: 4096')" = 2 ]
 
 # ---- 5. RBAC: the grants equal the calls the controller makes: through
-# the kube store (controller/store/kube.c: list/watch/get of Sessions, a
+# the kube store (controller/store/kube/kube.c: list/watch/get of Sessions, a
 # merge PATCH of metadata.finalizers, PUT of /status), its Events
-# (controller/kube/events.c: POST, merge PATCH) and its leader election
-# (controller/kube/leader.c: GET, POST, PUT of a Lease) and the member
-# Leases of --shards auto (controller/store/kube_members.c: the same, and
+# (controller/kubeclient/events.c: POST, merge PATCH) and its leader election
+# (controller/kubeclient/leader.c: GET, POST, PUT of a Lease) and the member
+# Leases of --shards auto (controller/store/kube/kube_members.c: the same, and
 # list, DELETE). When the sources
 # are in the tree, each call is also looked for in its file (grep-level:
 # the path and the HTTP method appear), each file uses no HTTP method
@@ -223,13 +223,13 @@ check "rbac: grants = the controller's calls ($(echo $granted))" \
   [ "$granted" = "$(printf '%s\n' $calls | sort)" ]
 check "rbac: bound to the controller's ServiceAccount only" sh -c \
   "[ \"\$(grep -c '^- kind: ServiceAccount' $D/rbac.yaml)\" = 1 ] && ! grep -q '^kind: Role\$' $D/rbac.yaml"
-# the kube store is several files (controller/store/kube*.c but the name
+# the kube store is several files (controller/store/kube/*.c but the name
 # record, checked on its own below); KUBE_SRC="FILE..." checks other copies
-kube_src=${KUBE_SRC:-$(ls controller/store/kube*.c 2>/dev/null | grep -v 'kube_name.c\|kube_members.c' | tr '\n' ' ' || true)}
-ev_src=${EVENTS_SRC:-$(ls controller/kube/events.c 2>/dev/null || true)}
-le_src=${LEADER_SRC:-$(ls controller/kube/leader.c 2>/dev/null || true)}
-nm_src=${NAME_SRC:-$(ls controller/store/kube_name.c 2>/dev/null || true)}
-mb_src=${MEMBERS_SRC:-$(ls controller/store/kube_members.c 2>/dev/null || true)}
+kube_src=${KUBE_SRC:-$(ls controller/store/kube/*.c 2>/dev/null | grep -v 'kube_name.c\|kube_members.c' | tr '\n' ' ' || true)}
+ev_src=${EVENTS_SRC:-$(ls controller/kubeclient/events.c 2>/dev/null || true)}
+le_src=${LEADER_SRC:-$(ls controller/kubeclient/leader.c 2>/dev/null || true)}
+nm_src=${NAME_SRC:-$(ls controller/store/kube/kube_name.c 2>/dev/null || true)}
+mb_src=${MEMBERS_SRC:-$(ls controller/store/kube/kube_members.c 2>/dev/null || true)}
 # methods FILE: the HTTP methods a source names, sorted, on one line
 methods() { grep -oE '"(GET|POST|PUT|PATCH|DELETE)"' "$1" | tr -d '"' | sort -u | tr '\n' ' '; }
 if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ] && [ -n "$mb_src" ]; then
@@ -268,7 +268,7 @@ if [ -n "$kube_src" ] && [ -n "$ev_src" ] && [ -n "$le_src" ] && [ -n "$mb_src" 
   check "rbac: the CRD grant names sessions.lea.io only" \
     grep -q 'resources: \[customresourcedefinitions\], resourceNames: \[sessions.lea.io\],' "$D/rbac.yaml"
 else
-  echo "skip rbac calls in controller/store/kube.c, kube_events.c, kube_leader.c: not in this tree"
+  echo "skip rbac calls in controller/store/kube/kube.c, kube_events.c, kube_leader.c: not in this tree"
 fi
 
 # ---- 6. the NetworkPolicy

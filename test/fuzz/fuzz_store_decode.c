@@ -1,12 +1,12 @@
 /*
  * fuzz_store_decode.c - libFuzzer target for the store's object decoder:
- * what controller/store/sqlite.c does with the text of a row or of a
+ * what controller/store/sqlite/sqlite.c does with the text of a row or of a
  * history entry. The first byte picks the part:
  *   0 a whole object (session_from_json: history rows, watch events)
  *   1 the spec column (session_spec_from_json)
  *   2 the status column (session_status_from_json)
  *   3 the labels / annotations columns (kv_from_json, static in
- *     controller/store/sqlite.c: that file is included here to reach it)
+ *     controller/store/sqlite/sqlite.c: that file is included here to reach it)
  * Whatever decodes must survive encode -> decode -> encode with the same
  * bytes (session_json.h promises lossless round trips).
  */
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/store/sqlite.c"
+#include "controller/store/sqlite/sqlite.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* Tests of the kube store's member Leases (controller/store/kube_members.c,
+/* Tests of the kube store's member Leases (controller/store/kube/kube_members.c,
  * store/members.h) against kube-apiserver-fake, run in a child process
  * (the synchronous calls run a private loop, so it cannot share ours):
  * register and list by label (a Lease of another group, or without the

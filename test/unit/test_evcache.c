@@ -1,8 +1,8 @@
-/* Tests of the Event de-duplication table (controller/kube/evcache.c), with
+/* Tests of the Event de-duplication table (controller/kubeclient/evcache.c), with
  * an injected monotonic time. */
 #include <stdio.h>
 #include "test/harness.h"
-#include "controller/kube/evcache.h"
+#include "controller/kubeclient/evcache.h"
 
 #define MIN (60 * 1000)
 

@@ -1,5 +1,5 @@
 /* Tests of the executor's exits (controller/act/) and of the status writer
- * (controller/status/write.c), driven through a Cube call table that
+ * (controller/act/status.c), driven through a Cube call table that
  * answers as each test tells it, a real SQLite store and a real audit
  * file; and of the loop's result -> queue switch (controller/loop/result.c).
  *

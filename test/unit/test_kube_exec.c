@@ -1,4 +1,4 @@
-/* Tests of controller/kube/exec.c and controller/kube/cred.c: exec
+/* Tests of controller/kubeclient/exec.c and controller/kubeclient/cred.c: exec
  * credential plugins written as sh scripts in a temporary directory. The
  * ExecCredential checks, what the plugin is given (args, env,
  * KUBERNETES_EXEC_INFO, stdin, no descriptor of ours), its failures
@@ -17,9 +17,9 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 #include "test/harness.h"
-#include "controller/kube/cred.h"
-#include "controller/kube/exec.h"
-#include "controller/kube/config.h"
+#include "controller/kubeclient/cred.h"
+#include "controller/kubeclient/exec.h"
+#include "controller/kubeclient/config.h"
 #include "lib/sctime.h"
 
 static char dir[256];

@@ -1,4 +1,4 @@
-/* Tests of the streaming GET of controller/kube/http.c against a server
+/* Tests of the streaming GET of controller/kubeclient/http.c against a server
  * on the same loop (libevent's evhttp, chunked answers): lines in order
  * whatever the chunks, a line over the cap dropped and counted while the
  * others go on, the end of a 2xx stream, a non-2xx answer with its Status
@@ -6,7 +6,7 @@
  * calls, a transport failure, an idle stream, and cancel (from inside a
  * callback and from outside). */
 #include "test/harness.h"
-#include "controller/kube/http.h"
+#include "controller/kubeclient/http.h"
 
 #include <stdio.h>
 #include <stdlib.h>

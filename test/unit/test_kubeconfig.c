@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "test/harness.h"
-#include "controller/kube/config.h"
+#include "controller/kubeclient/config.h"
 
 /* the temporary directory with the certificates (made once) */
 static char dir[256];

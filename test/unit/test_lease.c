@@ -1,8 +1,8 @@
-/* Tests of the leader-election state machine (controller/kube/lease.c), driven
+/* Tests of the leader-election state machine (controller/kubeclient/lease.c), driven
  * by an injected monotonic time: each scenario is a table of steps. */
 #include <string.h>
 #include "test/harness.h"
-#include "controller/kube/lease.h"
+#include "controller/kubeclient/lease.h"
 
 enum op { GET, GET404, WRITTEN, FAILED, CHECK_, RELEASE };
 

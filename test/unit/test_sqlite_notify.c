@@ -7,7 +7,7 @@
 #include "test/harness.h"
 #include "test/unit/tmp_store.h"
 #include "controller/store/store.h"
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite/sqlite_int.h"
 #include "controller/ops/log.h"
 #include "lib/sctime.h"
 

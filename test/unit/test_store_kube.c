@@ -1,4 +1,4 @@
-/* Tests of controller/store/kube.c against a hostile API server: bodies
+/* Tests of controller/store/kube/kube.c against a hostile API server: bodies
  * that are not JSON, not a list, too deep, too large, objects that do not
  * decode, a resourceVersion that is not a string, 404 and 409. Each case
  * runs through the synchronous call (sessionctl's) and the asynchronous

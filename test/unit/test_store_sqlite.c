@@ -5,7 +5,7 @@
 #include "test/harness.h"
 #include "test/unit/tmp_store.h"
 #include "controller/store/store.h"
-#include "controller/store/sqlite_int.h"
+#include "controller/store/sqlite/sqlite_int.h"
 #include "api/manifest.h"
 #include "api/session_json.h"
 
