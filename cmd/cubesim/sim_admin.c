@@ -249,6 +249,29 @@ void sim_admin_faults_get(sim_req *r)
   sim_reply_json(r, 200);
 }
 
+/* the public API's requests by operation since start (or /_sim/reset) */
+void sim_admin_stats(sim_req *r)
+{
+  sim_jw w;
+  uint64_t total = 0;
+  int i;
+  dynbuf_reset(&r->out);
+  sim_jw_init(&w, &r->out);
+  sim_jw_obj_open(&w);
+  sim_jw_key(&w, "requests");
+  sim_jw_obj_open(&w);
+  for(i = 1; i < SIM_OP__COUNT; i++) {
+    if(i == SIM_OP_TRAFFIC)
+      continue;
+    sim_jw_kint(&w, sim_op_name((sim_op)i), (int64_t)r->srv->op_calls[i]);
+    total += r->srv->op_calls[i];
+  }
+  sim_jw_obj_close(&w);
+  sim_jw_kint(&w, "total", (int64_t)total);
+  sim_jw_obj_close(&w);
+  sim_reply_json(r, 200);
+}
+
 void sim_admin_faults_post(sim_req *r)
 {
   json_object *o = NULL;
@@ -307,6 +330,7 @@ void sim_admin_reset(sim_req *r)
   sim_faults *nf = NULL;
   sim_state_reset(s->state);
   sim_audit_reset(s->audit);
+  memset(s->op_calls, 0, sizeof(s->op_calls));
   if(!sim_faults_parse(s->faults_cli, s->seed, &nf, NULL)) {
     sim_faults_free(s->faults);
     s->faults = nf;

@@ -75,6 +75,7 @@ static const route routes[] = {
    NULL},
   {"/_sim/reset", "POST", sim_admin_reset, SIM_OP_NONE, 0, 0, NULL, NULL},
   {"/_sim/key", "POST", sim_admin_key, SIM_OP_NONE, 0, 0, NULL, NULL},
+  {"/_sim/stats", "GET", sim_admin_stats, SIM_OP_NONE, 0, 0, NULL, NULL},
 };
 
 /* does path match pattern? the "*" segment is copied into id */
@@ -499,6 +500,8 @@ static void on_request(struct evhttp_request *req, void *arg)
       sim_reply_error(&r, 404, "no such route: %s %s", r.method, r.path);
     goto done;
   }
+  if(rt->op != SIM_OP_NONE && rt->op != SIM_OP_TRAFFIC)
+    s->op_calls[rt->op]++;
   if(rt->mutating) {
     r.audit = 1;
     r.event = rt->event;

@@ -75,6 +75,9 @@ struct sim_server {
   sim_audit *audit;
   sim_pending *pending; /* replies held back by a latency fault */
   uint64_t reqno;
+  /* public API requests by operation, whatever their answer (faults
+   * included): GET /_sim/stats, to count what clients cost Cube */
+  uint64_t op_calls[SIM_OP__COUNT];
   /* the last X-Total-Running count: valid while the state's version and
    * the metadata filter are the same (a 100-page e2b list counted every
    * sandbox on every page: 1,000,000 filter matches at 10k, most of
@@ -155,5 +158,6 @@ void sim_admin_faults_get(sim_req *r);
 void sim_admin_faults_post(sim_req *r);
 void sim_admin_reset(sim_req *r);
 void sim_admin_key(sim_req *r);
+void sim_admin_stats(sim_req *r);
 
 #endif

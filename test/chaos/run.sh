@@ -15,6 +15,9 @@
 #                         $CHAOS_SHARDS, else off: the rules must hold
 #                         both ways, with any overlap while members churn)
 #          [--cube-qps Q]  (the replicas' --cube-qps; default their own)
+#          [--replicas N]  (1 to 3, default 3: N=1 against N=3 on one seed
+#                         compares what the replicas cost Cube)
+#          [--no-kill]     (no SIGKILLs: the calls of a calm fleet)
 # Prints a table of counts per dialect and a final "N passed, N failed";
 # a failure prints the command that replays it.
 set -u
@@ -33,6 +36,8 @@ climit=""
 cubeqps=""
 skews="-2h +0 +3h"
 shards=${CHAOS_SHARDS:-off}
+nrep=3
+nokill=0
 faults='*:error=0.1@500,*:error=0.05@503+retry=1,*:reset=0.02,list:truncate=0.05,pause:droplabels=0.05,*:latency=20ms~10ms'
 while [ $# -gt 0 ]; do
   case $1 in
@@ -50,13 +55,17 @@ while [ $# -gt 0 ]; do
   --shards) shards=$2; shift ;;
   --converge-limit) climit=$2; shift ;;
   --cube-qps) cubeqps=$2; shift ;;
-  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+  --replicas) nrep=$2; shift ;;
+  --no-kill) nokill=1 ;;
+  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
   *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 case $seed in ''|*[!0-9]*) echo "run.sh: --seed wants a number" >&2; exit 2 ;; esac
 case $shards in off|auto) ;; *) echo "run.sh: --shards wants off or auto" >&2; exit 2 ;; esac
+case $nrep in 1|2|3) ;; *) echo "run.sh: --replicas wants 1, 2 or 3" >&2; exit 2 ;; esac
+reps=$(seq 0 $((nrep - 1)) | tr '\n' ' ')
 
 # the programs: the product's binaries, and the driver and checker built
 # with the project's flags against build/libsc.a. Always the plain build:
@@ -107,7 +116,7 @@ start_replica() {
   sk=$1
   FAKETIME="$sk" LD_PRELOAD="$ftlib" bin/session-controller --store "sqlite:$D/sessions.db" \
     --cube-url "$SIM" --metrics-addr 127.0.0.1:0 --resync "${resync}s" \
-    --replica "r$i$sk" --create-store --audit-log "$D/audit-r$i.jsonl" --log-level warn \
+    --replica "r$i$sk" --create-store --audit-log "$D/audit-r$i.jsonl" --log-level "${CHAOS_LOG_LEVEL:-warn}" \
     --shards "$shards" ${cubeqps:+--cube-qps "$cubeqps"} \
     2>>"$D/r$i.log" &
   eval "RPID_$i=$!"
@@ -126,7 +135,7 @@ store_fault() {
   fault_done=1
   sleep 1   # a replica just restarted has opened its store
   fa=$(sim_now_ms)
-  for i in 0 1 2; do
+  for i in $reps; do
     eval "nerr0_$i=\$(grep -c 'store write failed' \"\$D/r\$i.log\")"
   done
   if chattr +i "$D/sessions.db" 2>/dev/null; then
@@ -136,16 +145,16 @@ store_fault() {
     fb=$(sim_now_ms)
     SF="--store-fault $fa,$fb"
     nerr=0
-    for i in 0 1 2; do
+    for i in $reps; do
       eval "n0=\$nerr0_$i"
       [ "$(grep -c 'store write failed' "$D/r$i.log")" -gt "$n0" ] && nerr=$((nerr + 1))
     done
     dead=0
-    for i in 0 1 2; do
+    for i in $reps; do
       eval "p=\$RPID_$i"
       kill -0 "$p" 2>/dev/null || { dead=$((dead + 1)); start_replica "$i"; }
     done
-    fault_note="${fault_len} s real from ${fault_at} s; $nerr of 3 replicas logged failing writes; $dead exited"
+    fault_note="${fault_len} s real from ${fault_at} s; $nerr of $nrep replicas logged failing writes; $dead exited"
   else
     fault_note="SKIP (chattr +i is not permitted here)"
   fi
@@ -167,7 +176,7 @@ run_dialect() {
     [ -n "$SIM" ] || { sleep 0.05; n=$((n + 1)); }
   done
   [ -n "$SIM" ] || { echo "cubesim did not start"; cat "$D/sim.log"; return 1; }
-  for i in 0 1 2; do start_replica $i; done
+  for i in $reps; do start_replica $i; done
   # Cube keeps changing the fleet after quiet by itself: a sandbox idle-
   # pauses up to the longest idleTimeout (30 min) after its last request
   # and is reclaimed up to the longest reclaimAfter (60 min) later, i.e.
@@ -207,8 +216,10 @@ run_dialect() {
       continue
     fi
     read -r who gap back <&3 || break
+    who=$((who % nrep))
     sleep "$gap"
     kill -0 "$DRV" 2>/dev/null || break
+    [ "$nokill" = 1 ] && continue
     eval "p=\$RPID_$who"
     kill -9 "$p" 2>/dev/null && kills=$((kills + 1))
     wait "$p" 2>/dev/null
@@ -219,6 +230,9 @@ run_dialect() {
   [ "$fault_done" = 1 ] || fault_note="SKIP (the workload ended first)"
   wait "$DRV"
   drv_rc=$?
+  # what the replicas cost Cube over the workload (cubesim counts every
+  # public API request, faults included; the driver makes none)
+  sim_get /_sim/stats >"$D/stats-workload.json"
   # quiet: faults off, traffic stopped (the driver is done); converge
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"spec": ""}' \
     "$SIM/_sim/faults" >/dev/null
@@ -243,15 +257,20 @@ run_dialect() {
     n=$(( $(date +%s) - quiet ))
   done
   rkills=0
-  for i in 0 1 2; do eval "p=\$RPID_$i"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for i in $reps; do eval "p=\$RPID_$i"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
+  sim_get /_sim/stats >"$D/stats-end.json"
   kill "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null
   cat "$D"/audit-r*.jsonl >"$D/ctl-audit.jsonl" 2>/dev/null
-  echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews, shards $shards"
+  echo "=== chaos $d: seed $seed, $sessions sessions, $hours virtual hours at x$speed, skews $skews, shards $shards, $nrep replicas$([ "$nokill" = 1 ] && echo ", no kills")"
   echo "faults: $faults"
   printf '%-38s %s\n' "duration (s)" "$(( $(date +%s) - start ))"
   printf '%-38s %s\n' "driver" "$(cat "$D/driver.out")"
   printf '%-38s %s\n' "replicas killed (SIGKILL)" "$kills"
+  printf '%-38s %s\n' "Cube requests, workload (replicas $nrep)" \
+    "$(jq -r '"\(.total): " + (.requests | to_entries | map(select(.value > 0) | "\(.key) \(.value)") | join(", "))' "$D/stats-workload.json" 2>/dev/null)"
+  printf '%-38s %s\n' "Cube requests, whole run" \
+    "$(jq -r '"\(.total): " + (.requests | to_entries | map(select(.value > 0) | "\(.key) \(.value)") | join(", "))' "$D/stats-end.json" 2>/dev/null)"
   printf '%-38s %s\n' "store fault (writes fail)" "$fault_note"
   printf '%-38s %s\n' "controller audit: deletes done" \
     "$(jq -s '[.[] | select(.action=="delete" and .outcome=="done")] | length' "$D/ctl-audit.jsonl")"
@@ -270,7 +289,7 @@ run_dialect() {
     # the rarer kinds first: a status still catching up hides nothing
     { grep -v "status does not match" "$D/problems" | head -n 30
       grep "status does not match" "$D/problems" | head -n 10; }
-    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours --shards $shards${cubeqps:+ --cube-qps $cubeqps}"
+    echo "FAIL chaos $d seed $seed: replay with: test/chaos/run.sh --dialect $d --seed $seed --sessions $sessions --virtual-hours $hours --shards $shards${cubeqps:+ --cube-qps $cubeqps} --replicas $nrep$([ "$nokill" = 1 ] && echo " --no-kill")"
     FAIL=$((FAIL + 1))
     keep=1
   fi
