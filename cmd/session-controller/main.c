@@ -547,6 +547,9 @@ int main(int argc, char **argv)
   ro.shards = cfg.shards;
   ro.shard_index = cfg.shard_index;
   ro.shard_whole_list_ms = cfg.shard_whole_list_ms;
+  /* only the leader acts, --once has no renewals, --dry-run shows all */
+  ro.share_work = cfg.share_work && !cfg.leader_elect && !cfg.once &&
+                  !cfg.dry_run;
   a.rec = reconciler_new(&ro, &eb);
   if(!a.rec) {
     log_kv(a.lg, LOG_ERROR, "cannot set up the reconciler", "error", eb.msg,

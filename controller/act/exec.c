@@ -522,6 +522,9 @@ static void start_actions(act_run *run)
     si = act_run_find(run, a->s);
     if(si != (size_t)-1 && run->sess[si].held)
       continue; /* no finalizer yet: nothing may be made for it */
+    if(si == (size_t)-1 && run->serves_orphan &&
+       !run->serves_orphan(a, run->serves_ud))
+      continue; /* another replica's share (--share-work) */
     if(si != (size_t)-1 && plan_intent_kind(a)) {
       /* one intent per session and run (status.pendingAction holds
        * one): a second pause or delete waits for the next pass, which
@@ -648,7 +651,7 @@ void act_run_start(act_run *run)
     const session *s = run->p->sessions[i].s;
     fin_write *w;
     sc_errbuf eb;
-    if(!store_needs_finalizer(run->env->st, s))
+    if(run->sess[i].elsewhere || !store_needs_finalizer(run->env->st, s))
       continue;
     w = calloc(1, sizeof(*w));
     snprintf(eb.msg, sizeof(eb.msg), "out of memory");

@@ -93,6 +93,9 @@ typedef struct act_sess {
                             write this pass (also broken) */
   bool conflict;         /* held for a lost compare-and-set: its turn ends
                             as a conflict (looked at again at once) */
+  bool elsewhere;        /* another replica serves it (the loop's
+                            --share-work): no finalizer, link, action or
+                            write here; its turn ends "elsewhere" */
   int pending;           /* actions not finished (+1 while starting) */
   bool failed;
   bool has_confirm;
@@ -136,6 +139,11 @@ struct act_run {
    * reaches it, and replicas that plan alike work the same sessions at
    * the same time. The loop turns it each full pass (pass.c). */
   uint64_t rotate;
+  /* Set before act_run_start, or NULL (every orphan is this run's): does
+   * this replica serve orphan action a? Sessions another replica serves
+   * are marked act_sess.elsewhere instead (the loop's --share-work). */
+  bool (*serves_orphan)(const plan_action *a, void *ud);
+  void *serves_ud;
 };
 
 sc_err act_run_init(act_run *run, const act_env *env, plan *p,

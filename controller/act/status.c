@@ -181,6 +181,11 @@ void act_status_session_end(act_run *run, size_t si)
                !sa->has_confirm && cur->phase == SESSION_PHASE_ENDED &&
                !run->env->dry_run;
   eb.msg[0] = '\0';
+  if(sa->elsewhere) {
+    /* another replica serves it: that one writes its status */
+    run->session_end(run, si, "elsewhere", false);
+    return;
+  }
   if(sa->conflict) {
     /* its plan lost to another writer: look again now, never overwrite */
     run->session_end(run, si, "conflict", true);

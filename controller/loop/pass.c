@@ -26,6 +26,7 @@ static void pass_free(pass *ps)
   if(!ps)
     return;
   store_list_result_free(&ps->list);
+  free(ps->served);
   session_free(ps->single);
   observation_free(ps->obs);
   if(ps->acting)
@@ -91,6 +92,8 @@ static void on_session_end(act_run *run, size_t si, const char *result,
   char key[300];
   loop_result res = {LOOP_REQUEUE, 0};
   count_result(ps, result);
+  if(sa->elsewhere)
+    return; /* another replica's share: its timers are that one's */
   if(!conflict)
     res = loop_result_of(sa->failed, sa->retry_after_ms, pl->next_due,
                          ps->cube_now);
@@ -258,6 +261,16 @@ static void on_observed(observation *obs, void *ud)
   ps->run.ud = ps;
   if(ps->full) /* a new start each full pass, apart from other replicas' */
     ps->run.rotate = r->act_seed + (r->full_passes++) * 0x9e3779b97f4a7c15ULL;
+  if(ps->full && loop_shard_sharing(r)) {
+    /* --share-work: the plan saw everything; this replica acts for its
+     * share, the others' sessions end here without a call or a write */
+    size_t i;
+    for(i = 0; i < ps->p->n_sessions; i++)
+      if(!loop_shard_serves(r, ps->p->sessions[i].s))
+        ps->run.sess[i].held = ps->run.sess[i].elsewhere = true;
+    ps->run.serves_orphan = loop_shard_serves_orphan;
+    ps->run.serves_ud = r;
+  }
   /* the run adds the kube finalizer first (act_run_start) */
   act_run_start(&ps->run);
 }
@@ -267,6 +280,10 @@ static void start_observe(pass *ps, const sc_kvlist *filter,
 {
   size_t n;
   session **ss = pass_sessions(ps, &n);
+  if(ps->served) { /* --share-work: the links of its share only */
+    ss = ps->served;
+    n = ps->n_served;
+  }
   ps->phase = PH_OBSERVE;
   if(observe_start_lists(ps->r->o.cube, ps->r->o.m, ps->r->o.lg, filter,
                          ps->r->o.plan.adopted_names,
@@ -438,6 +455,17 @@ static void on_full_list(store_reply *rep, void *ud)
     return;
   }
   loop_shard_lists(r, &lists); /* whole, or by owned tenant if cheaper */
+  if(loop_shard_sharing(r)) {
+    /* --share-work: the GETs of links (and intents) the lists miss are
+     * for the sessions this replica acts for; another's plan is not
+     * acted on here, so its facts need no extra call (a missed sandbox
+     * of it is only unknown to this pass) */
+    size_t i;
+    ps->served = calloc(ps->list.n ? ps->list.n : 1, sizeof(*ps->served));
+    for(i = 0; ps->served && i < ps->list.n; i++)
+      if(loop_shard_serves(r, ps->list.items[i]))
+        ps->served[ps->n_served++] = ps->list.items[i];
+  }
   start_observe(ps, &filter, &lists);
   sc_kvlist_clear(&filter);
 }
@@ -637,6 +665,10 @@ static void single_observe_lists(pass *ps)
   }
   metrics_add(r->o.m, "session_controller_single_observations_total",
               "by=\"lists\"", 1);
+  log_kv(r->o.lg, LOG_DEBUG, "single pass lists", "session", ps->key,
+         "linked", ps->single->status.sandbox_id ? "yes" : "no", "claim",
+         ps->single->status.create_intent_by ? "yes" : "no", "deleted",
+         ps->single->meta.deletion_timestamp ? "yes" : "no", NULL);
   start_observe(ps, &filter, NULL);
   sc_kvlist_clear(&filter);
 }

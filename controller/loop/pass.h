@@ -55,6 +55,9 @@ typedef struct pass {
 
   store_list_result list;/* the sessions (full) or one (single) */
   session *single;
+  session **served;      /* --share-work: the sessions of this replica's
+                            share, whose links the observation GETs */
+  size_t n_served;
 
   observation *obs;      /* Cube as seen by this pass */
   char *fail_msg;

@@ -42,6 +42,9 @@ typedef struct reconciler_opts {
   const char *shards;  /* --shards: "off" (NULL), "auto", N (loop/shard.h) */
   const char *shard_index; /* --shard-index with --shards N; NULL: none */
   int64_t shard_whole_list_ms; /* sharded: a whole list at least this often (0: always) */
+  /* --shards off: split the acting by session among the members
+   * registered in the store (--share-work; shard_loop.h) */
+  bool share_work;
 } reconciler_opts;
 
 reconciler *reconciler_new(const reconciler_opts *opts, sc_errbuf *eb);

@@ -18,6 +18,9 @@ struct shard_view {
   shard_mode mode;
   char *self;
   bool fallback;         /* auto: no read yet, or the last one failed */
+  bool blind;            /* auto: a read failed since the last update (the
+                            view kept, shard_view_blind) */
+  bool read_ok;          /* auto: an update has been folded in */
   shard_entry *e;        /* auto: the members the store listed */
   size_t n_e;
   char **live;           /* sorted; points into e[] or at self */
@@ -226,7 +229,7 @@ sc_err shard_view_update(shard_view *v, const shard_member_in *ms, size_t n,
      * (reads failed) every member starts again: when the store took no
      * writes, nobody could renew, and a member must not expire for this
      * replica's blindness */
-    ne[nn].changed_mono = old && !v->fallback &&
+    ne[nn].changed_mono = old && !v->fallback && !v->blind &&
                               !strcmp(old->version, ne[nn].version)
                             ? old->changed_mono
                             : now_mono;
@@ -256,6 +259,8 @@ sc_err shard_view_update(shard_view *v, const shard_member_in *ms, size_t n,
   v->live = nl;
   v->n_live = nlive;
   v->fallback = false;
+  v->blind = false;
+  v->read_ok = true;
   v->now_mono = now_mono;
   *changed = !same;
   return SC_OK;
@@ -276,6 +281,17 @@ bool shard_view_fallback(shard_view *v)
     return false;
   v->fallback = true;
   return !was;
+}
+
+bool shard_view_blind(shard_view *v, int64_t now_mono, int64_t grace_ms)
+{
+  if(v->mode != SHARD_AUTO)
+    return false;
+  v->blind = true;
+  if(!v->fallback && v->read_ok && grace_ms > 0 &&
+     now_mono - v->now_mono < grace_ms)
+    return false; /* the last view stands */
+  return shard_view_fallback(v);
 }
 
 bool shard_view_falling_back(const shard_view *v)

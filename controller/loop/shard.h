@@ -109,6 +109,20 @@ sc_err shard_view_update(shard_view *v, const shard_member_in *ms, size_t n,
 /* The membership cannot be read: own everything until the next update.
  * true when that is a change. */
 bool shard_view_fallback(shard_view *v);
+/* A read failed at now_mono: the last view stands while its read is
+ * younger than grace_ms, then shard_view_fallback (true when that is a
+ * change). While every replica's store fails (a read-only or full disk)
+ * nothing can be acted on anyway (no intent, no create); owning every
+ * session then only made each replica's failing passes N times the
+ * work, and the same when it read again. A replica blind for longer
+ * owns everything, as before. Either way every member's expiry starts
+ * again at the next read (nobody could renew meanwhile). */
+bool shard_view_blind(shard_view *v, int64_t now_mono, int64_t grace_ms);
+/* The grace of the loop (shard_loop.c), in resyncs: longer than a store
+ * that takes no writes for a while (the chaos run's 3-6 s at --resync 2s),
+ * and a replica blind alone is seen to expire by the others, who take its
+ * share (an overlap, safe), while it keeps its own. */
+#define SHARD_BLIND_RESYNCS 5
 /* No read yet (auto), or the last one failed. */
 bool shard_view_falling_back(const shard_view *v);
 

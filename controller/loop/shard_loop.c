@@ -57,7 +57,28 @@ struct loop_shard {
   bool last_takeover;
   uint64_t asked, asked_done, pass_asked;
   bool takeover;            /* the pass in flight: gained tenants only */
+  /* --shards off with --share-work: the membership is kept as with auto,
+   * and the view splits the acting by session (serve keys, below); the
+   * full pass in flight serves by its frozen view (NULL: everything) */
+  bool share;
+  shard_owners *served;
 };
+
+/* the membership is kept (renewed, read, pruned, left) */
+static bool keeps_members(const loop_shard *sh)
+{
+  return sh->mode == SHARD_AUTO || sh->share;
+}
+
+/* --share-work: what a session is served by, the same on every replica:
+ * (tenant, session ID), the tags its sandboxes carry */
+#define SERVE_KEY_MAX 600
+static const char *serve_key(char *buf, const char *tenant, const char *sid)
+{
+  snprintf(buf, SERVE_KEY_MAX, "%s\x1f%s", tenant ? tenant : "",
+           sid ? sid : "");
+  return buf;
+}
 
 sc_err loop_shard_declare_metrics(metrics *m)
 {
@@ -184,17 +205,32 @@ sc_err loop_shard_new(reconciler *r, sc_errbuf *eb)
       return sc_errf(eb, err, "--shards auto: %s", e2.msg);
     }
   }
-  sh->view = shard_view_new(sh->mode, r->identity, n, sh->index);
-  if(sh->mode == SHARD_AUTO)
+  else if(sh->mode == SHARD_OFF && r->o.share_work &&
+          store_members_supported(r->o.st)) {
+    /* a member list the store cannot scope (a --name that is no label
+     * value): every replica acts for every session, as before */
+    sc_errbuf e2;
+    e2.msg[0] = '\0';
+    sh->share = !store_members_scope(r->o.st, r->o.plan.controller_name ?
+                                     r->o.plan.controller_name : "", &e2);
+    if(!sh->share)
+      log_kv(r->o.lg, LOG_WARN, "--share-work: no member list (every "
+             "replica acts for every session)", "error", e2.msg, NULL);
+  }
+  /* sharing keeps the view of auto (the live members); the passes stay
+   * unsharded (sh->mode) */
+  sh->view = shard_view_new(sh->share ? SHARD_AUTO : sh->mode, r->identity,
+                            n, sh->index);
+  if(keeps_members(sh))
     sh->timer = event_new(r->o.base, -1, EV_PERSIST, on_timer, r);
   if(sh->mode != SHARD_OFF)
     sh->lists = shard_lists_new();
-  if(!sh->view || (sh->mode == SHARD_AUTO && !sh->timer) ||
+  if(!sh->view || (keeps_members(sh) && !sh->timer) ||
      (sh->mode != SHARD_OFF && !sh->lists)) {
     loop_shard_free(sh);
     return sc_errf(eb, SC_ERR_NOMEM, "out of memory");
   }
-  sh->ready = sh->mode != SHARD_AUTO;
+  sh->ready = !keeps_members(sh);
   r->shard = sh;
   metrics_set(r->o.m, "session_controller_shard_members", NULL,
               (double)shard_view_live(sh->view));
@@ -221,6 +257,7 @@ void loop_shard_free(loop_shard *sh)
     event_free(sh->timer);
   drop_pass_state(sh);
   shard_owners_free(sh->covered);
+  shard_owners_free(sh->served);
   shard_view_free(sh->view);
   shard_lists_free(sh->lists);
   free(sh);
@@ -342,12 +379,17 @@ static void on_renewed(sc_err err, const char *msg, store_member_list *list,
   if(err) {
     metrics_add(r->o.m, "session_controller_shard_membership_failures_total",
                 NULL, 1);
-    if(shard_view_fallback(sh->view) || strcmp(sh->fail_msg, msg)) {
-      log_kv(r->o.lg, LOG_WARN, "sharding: cannot read the membership; "
-             "this replica owns every session until it can (safe, more "
-             "work)", "error", msg, NULL);
+    /* the last view stands for up to SHARD_BLIND_RESYNCS resyncs */
+    changed = shard_view_blind(sh->view, sctime_mono_ms(),
+                               SHARD_BLIND_RESYNCS * r->o.resync_ms);
+    if(changed || strcmp(sh->fail_msg, msg)) {
+      log_kv(r->o.lg, LOG_WARN, shard_view_falling_back(sh->view)
+             ? "sharding: cannot read the membership; this replica owns "
+               "every session until it can (safe, more work)"
+             : "sharding: cannot read the membership; the last view "
+               "stands for up to 5 resyncs, then this replica owns every "
+               "session", "error", msg, NULL);
       snprintf(sh->fail_msg, sizeof(sh->fail_msg), "%s", msg);
-      changed = true;
     }
   }
   else {
@@ -416,7 +458,12 @@ void loop_shard_start(reconciler *r)
            sh->mode == SHARD_AUTO ? store_members_where(r->o.st) : "-",
            NULL);
   }
-  if(sh->mode != SHARD_AUTO)
+  if(sh->share)
+    log_kv(r->o.lg, LOG_INFO, "sharing the work: this replica plans every "
+           "session and acts only for its share of them (by session) among "
+           "the live replicas", "member", r->identity, "members_in",
+           store_members_where(r->o.st), NULL);
+  if(!keeps_members(sh))
     return;
   tv.tv_sec = (time_t)(renew_period_ms(r) / 1000);
   tv.tv_usec = (suseconds_t)(renew_period_ms(r) % 1000) * 1000;
@@ -428,7 +475,7 @@ void loop_shard_stop(reconciler *r)
 {
   loop_shard *sh = r->shard;
   sc_errbuf eb;
-  if(!sh || sh->mode != SHARD_AUTO || sh->left)
+  if(!sh || !keeps_members(sh) || sh->left)
     return;
   sh->left = true;
   event_del(sh->timer);
@@ -469,9 +516,13 @@ static bool owns_tenant(const reconciler *r, const char *tenant)
 
 bool loop_shard_owns(reconciler *r, const session *s)
 {
-  if(!r->shard || r->shard->mode == SHARD_OFF)
+  char key[SERVE_KEY_MAX];
+  if(!r->shard || (r->shard->mode == SHARD_OFF && !r->shard->share))
     return true;
-  if(owns_tenant(r, session_eff_tenant_id(s)))
+  if(r->shard->share ? owns_tenant(r, serve_key(key,
+                                                session_eff_tenant_id(s),
+                                                session_eff_session_id(s)))
+                     : owns_tenant(r, session_eff_tenant_id(s)))
     return true;
   metrics_add(r->o.m, "session_controller_shard_skipped_total", NULL,
               1);
@@ -513,6 +564,11 @@ void loop_shard_filter_list(reconciler *r, store_list_result *list)
   sc_hmap *tenants = NULL;
   size_t i, k = 0, n_owned = 0;
   bool oom = false, candidate;
+  if(sh && sh->share) {
+    /* the whole view is planned; the acting follows this frozen view */
+    shard_owners_free(sh->served);
+    sh->served = shard_view_freeze(sh->view);
+  }
   if(!sh || sh->mode == SHARD_OFF)
     return;
   drop_pass_state(sh);
@@ -714,4 +770,34 @@ void loop_shard_filter_obs(reconciler *r, observation *obs)
    * takeover pass: its gained ones, the others by the passes before) */
   set_covered(sh);
   drop_pass_state(sh);
+}
+
+/* ------------------------------------------------------------------ */
+/* --share-work: the full pass in flight acts for its share only */
+
+bool loop_shard_sharing(const reconciler *r)
+{
+  return r->shard && r->shard->share && r->shard->served &&
+         shard_owners_live(r->shard->served) > 1;
+}
+
+bool loop_shard_serves(const reconciler *r, const session *s)
+{
+  char key[SERVE_KEY_MAX];
+  if(!loop_shard_sharing(r))
+    return true;
+  return shard_owners_owns(r->shard->served,
+                           serve_key(key, session_eff_tenant_id(s),
+                                     session_eff_session_id(s)));
+}
+
+bool loop_shard_serves_orphan(const plan_action *a, void *ud)
+{
+  const reconciler *r = ud;
+  char key[SERVE_KEY_MAX];
+  if(!loop_shard_sharing(r))
+    return true;
+  /* no session: by the sandbox, one replica of the view */
+  return shard_owners_owns(r->shard->served,
+                           serve_key(key, "", a->sandbox_id));
 }

@@ -51,4 +51,19 @@ void loop_shard_lists(reconciler *r, observe_lists *out);
  * sessions (not orphans: their owner sees them). */
 void loop_shard_filter_obs(reconciler *r, observation *obs);
 
+/* --shards off with --share-work (reconciler_opts.share_work): the
+ * members are kept in the store as with auto, every full pass plans the
+ * whole store and the whole of Cube's lists (the rules' counts, the
+ * capacity and the quota see every tenant whole), and acts only for the
+ * sessions the hash of (tenant, session ID) over the pass's frozen view
+ * of the live members gives this replica (orphans: by their sandbox ID);
+ * watch events and single passes of the others end without a Cube call
+ * (loop_shard_owns). Alone, blind (no membership read) or out of memory:
+ * everything is served here. loop_shard_sharing: the pass in flight
+ * serves a share only; the others answer for it. */
+bool loop_shard_sharing(const reconciler *r);
+bool loop_shard_serves(const reconciler *r, const session *s);
+/* act_run.serves_orphan; ud is the reconciler */
+bool loop_shard_serves_orphan(const plan_action *a, void *ud);
+
 #endif

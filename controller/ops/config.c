@@ -82,6 +82,14 @@ static const opt opts[] = {
    "four times a --resync; one that stops renewing is dropped and its "
    "share taken within two resyncs; sqlite store: a row, kube: a Lease "
    "each), or N with --shard-index"},
+  {"share-work", OPT_BOOL, O(share_work), "true",
+   "with --shards off: the replicas registered in the store (as with "
+   "--shards auto) split the Cube work by session: each one plans every "
+   "session but acts, and reacts to store events and timers, only for the "
+   "sessions the hash of (tenant, session ID) over the live replicas gives "
+   "it; a replica that stops renewing is dropped and its share acted on "
+   "within two resyncs (false: every replica acts for every session; off "
+   "with --leader-elect, --once, --dry-run or a store without members)"},
   {"shard-index", OPT_STR, O(shard_index), NULL,
    "with --shards N: this replica's shard, 0 to N-1 (a fixed split: a "
    "stopped shard's tenants wait for it)"},

@@ -39,6 +39,7 @@ typedef struct config {
   int64_t resync_ms;
   char *shards;                /* --shards: off, auto, N */
   char *shard_index;           /* --shard-index with --shards N */
+  bool share_work;             /* --share-work (with --shards off) */
   int64_t shard_whole_list_ms; /* --shard-whole-list-every */
   double cube_qps;
   int max_inflight;

@@ -275,6 +275,47 @@ TEST(view_after_a_failed_read_expires_nobody_at_once)
   shard_view_free(v);
 }
 
+/* Issue 25: the store fault of the chaos run (every write fails for 3-6 s)
+ * made each of three replicas own every session: three times the failing
+ * passes, and three times the Cube calls of each. A failed read keeps the
+ * last view for the grace (a resync), and no member expires for it. */
+TEST(view_blind_keeps_the_last_view_for_the_grace)
+{
+  shard_view *v = shard_view_new(SHARD_AUTO, "a", 0, -1);
+  shard_member_in ms[2] = {{"a", "1", 1000}, {"b", "1", 1000}};
+  bool ch;
+  int n;
+  /* no read yet: blind is the fallback it already is (no change) */
+  CHECK(!shard_view_blind(v, 0, 2000));
+  CHECK(shard_view_falling_back(v));
+  CHECK_OK(shard_view_update(v, ms, 2, 0, &ch));
+  CHECK_INT(shard_view_live(v), 2);
+  n = owned(v);
+  CHECK(n > 200 && n < 400);
+  /* reads fail within the grace: the view stands, no change */
+  CHECK(!shard_view_blind(v, 500, 2000));
+  CHECK(!shard_view_blind(v, 1999, 2000));
+  CHECK(!shard_view_falling_back(v));
+  CHECK_INT(shard_view_live(v), 2);
+  CHECK_INT(owned(v), n);
+  /* it reads again at 2,400 (b could not renew either): b is live, its
+   * expiry counts from now, nothing changed */
+  CHECK_OK(shard_view_update(v, ms, 2, 2400, &ch));
+  CHECK(!ch);
+  CHECK_INT(shard_view_live(v), 2);
+  /* blind past the grace: owns everything, said once */
+  CHECK(!shard_view_blind(v, 3000, 2000));
+  CHECK(shard_view_blind(v, 4400, 2000));
+  CHECK(!shard_view_blind(v, 4500, 2000));
+  CHECK_INT(shard_view_live(v), 1);
+  CHECK_INT(owned(v), 600);
+  /* grace 0: the fallback at once, as before */
+  CHECK_OK(shard_view_update(v, ms, 2, 5000, &ch));
+  CHECK(ch);
+  CHECK(shard_view_blind(v, 5001, 0));
+  shard_view_free(v);
+}
+
 TEST(views_of_three_agree_and_cover)
 {
   const char *ids[3] = {"x#1", "y#2", "z#3"};
@@ -641,6 +682,7 @@ TEST_LIST = {
   T(view_expires_a_member_whose_version_stops),
   T(view_self_is_live_and_rows_gone_leave),
   T(view_after_a_failed_read_expires_nobody_at_once),
+  T(view_blind_keeps_the_last_view_for_the_grace),
   T(views_of_three_agree_and_cover),
   T(sqlite_members_renew_list_remove),
   T(frozen_owners_do_not_move_with_the_view),
