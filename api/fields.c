@@ -195,6 +195,7 @@ static const sf_field status_rows[] = {
   {.name = "sandboxState", .type = SF_STR, T(sandbox_state), .val = ANY(64)},
   {.name = "sandboxProof", .type = SF_STR, T(sandbox_proof), .val = ANY(64)},
   {.name = "endAt", .type = SF_TIME, T(end_at)},
+  {.name = "tenantID", .type = SF_STR, T(tenant_id), .val = ANY(ID_MAX_LEN)},
   {.name = "observedGeneration", .type = SF_INT, T(observed_generation)},
   {.name = "reclaimedGeneration", .type = SF_INT, T(reclaimed_generation)},
   {.name = "pausedByController", .type = SF_BOOL, T(paused_by_controller)},

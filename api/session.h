@@ -187,6 +187,12 @@ typedef struct session_status {
   char *sandbox_id;
   char *sandbox_state;       /* as Cube last said: running|paused|... */
   sc_time end_at;            /* as Cube last said */
+  /* "tenantID": the tenant the controller serves the object as
+   * (session_eff_tenant_id: spec.tenantID, else the namespace), written
+   * with every status, so the CRD's TENANT column (.status.tenantID) is
+   * filled for an object without spec.tenantID too. A record for
+   * readers (kubectl, jsonpath): no decision reads it. */
+  char *tenant_id;
   int64_t observed_generation;
   int64_t reclaimed_generation;
   bool paused_by_controller;

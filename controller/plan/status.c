@@ -292,6 +292,7 @@ static void view_apply_want(const session *s, want *w, sc_time now,
   v->sandbox_proof = w->sandbox_id ? (char *)w->proof : NULL;
   v->sandbox_state = (char *)w->sandbox_state;
   v->end_at = w->end_at;
+  v->tenant_id = (char *)session_eff_tenant_id(s);
   v->observed_generation = og;
   v->reclaimed_generation = w->reclaimed_generation;
   v->paused_by_controller = w->paused_by_controller;
@@ -393,6 +394,7 @@ static sc_err view_apply_action(const session *s, const plan_action *a,
   const char *connect = plan_connect_pending(s);
   const char *id = a->sandbox_id ? a->sandbox_id : "";
   v->observed_generation = og;
+  v->tenant_id = (char *)session_eff_tenant_id(s);
   switch(a->type) {
   case PLAN_CREATE:
     if(!new_id || !*new_id)

@@ -527,6 +527,7 @@ TEST(copy_and_equal_see_every_status_row)
   a.sandbox_state = strdup("running");
   a.sandbox_proof = strdup("proof");
   a.end_at = 1000;
+  a.tenant_id = strdup("tenant-a");
   a.observed_generation = 2;
   a.reclaimed_generation = 1;
   a.paused_by_controller = true;
@@ -563,6 +564,11 @@ TEST(copy_and_equal_see_every_status_row)
   b.pending_at = 601;
   CHECK(!session_status_equal(&a, &b));
   b.pending_at = 600;
+  free(b.tenant_id);
+  b.tenant_id = strdup("tenant-b");
+  CHECK(!session_status_equal(&a, &b));
+  free(b.tenant_id);
+  b.tenant_id = strdup("tenant-a");
   free(b.connect_nonce);
   b.connect_nonce = strdup("n2");
   CHECK(!session_status_equal(&a, &b));

@@ -1533,6 +1533,59 @@ TEST(absent_optional_fields_mean_their_defaults)
   }
 }
 
+/* status.tenantID (the CRD's TENANT column) is the effective tenant:
+ * spec.tenantID, else the namespace, else "default"; written with the
+ * first status and by plan_status_after(), and a status that has it
+ * settles (no write on the next pass). */
+TEST(status_records_the_effective_tenant)
+{
+  static const struct {
+    const char *ns, *spec_tenant, *want;
+  } cases[] = {
+    {NULL, NULL, "default"},       /* neither: the default namespace */
+    {"tenant-a", NULL, "tenant-a"}, /* no spec.tenantID: the namespace */
+    {"tenant-a", "team-x", "team-x"}, /* spec.tenantID (free binding) */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = session_new();
+    plan_action a;
+    session_status st;
+    plan *p;
+    w->cfg.bind_tenant_to_namespace = false;
+    s->meta.name = strdup("chat");
+    if(cases[i].ns)
+      s->meta.namespace_ = strdup(cases[i].ns);
+    if(cases[i].spec_tenant)
+      s->spec.tenant_id = strdup(cases[i].spec_tenant);
+    s->meta.generation = 1;
+    s->spec.template_id = strdup("python");
+    w->s[w->ns++] = s;
+    p = w_plan(w);
+    CHECK(p);
+    CHECK(p->sessions[0].status_changed);
+    CHECK_STR(p->sessions[0].status.tenant_id, cases[i].want);
+    session_status_clear(&s->status);
+    CHECK_OK(session_status_copy(&s->status, &p->sessions[0].status));
+    plan_free(p);
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(!p->sessions[0].status_changed, "case %zu: no settle", i);
+    plan_free(p);
+    /* a status from before the field (none recorded): written after a
+     * create too */
+    memset(&a, 0, sizeof(a));
+    memset(&st, 0, sizeof(st));
+    a.type = PLAN_CREATE;
+    a.cube_now = NOW;
+    CHECK_OK(plan_status_after(s, &a, "sb-new", &st));
+    CHECK_STR(st.tenant_id, cases[i].want);
+    session_status_clear(&st);
+    w_del(w);
+  }
+}
+
 /* ---------- rule 12: a sandbox belongs to one object ---------- */
 
 static cube_sandbox *w_sb_uid(world *w, const char *id, cube_sb_state st,
@@ -1986,6 +2039,7 @@ TEST_LIST = {
   T(unchanged_status_is_a_view_of_the_input),
   T(truncated_ready_message_settles),
   T(absent_optional_fields_mean_their_defaults),
+  T(status_records_the_effective_tenant),
   T(rule12_new_object_of_old_name_never_inherits),
   T(rule12_uid_tag_checked_on_tags_and_link),
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),

@@ -393,6 +393,7 @@ TEST(rule15_claims_count_and_single_pass_waits)
   CHECK_OK(session_status_set_condition(&y->status, &c));
   y->status.phase = SESSION_PHASE_PENDING;
   y->status.observed_generation = 1;
+  y->status.tenant_id = strdup("t0"); /* as the full pass wrote it */
   p = w_plan(w);
   CHECK(p);
   CHECK_INT(p->n_actions, 0);
