@@ -153,7 +153,8 @@ status_patch() { # NS NAME JSON
   curl -sf -X PATCH -H 'Content-Type: application/merge-patch+json' -d "$3" \
     "$API/apis/lea.io/v1alpha1/namespaces/$1/sessions/$2/status" >/dev/null
 }
-status_patch tenant-w w1 '{"status":{"phase":"Pending","sandboxID":"sb-w1"}}'
+# (the TENANT column reads status.tenantID, as the controller writes it)
+status_patch tenant-w w1 '{"status":{"phase":"Pending","sandboxID":"sb-w1","tenantID":"team-w"}}'
 timeout 30 kubectl --kubeconfig "$T/kc" --cache-dir "$T/kcache" \
   get sessions -n tenant-w -w >"$T/watch.out" 2>&1 &
 WPID=$!
@@ -209,9 +210,19 @@ check "controller: it wrote status through the subresource" reqlog \
 check "controller: its writes dropped no field" reqlog \
   '[.[] | select(.userAgent | startswith("session-controller")) | .dropped[]] | length == 0'
 out cols k get sessions -n tenant-a
-# NAME STATE PHASE SANDBOX AGE (TENANT empty: no spec.tenantID)
-check "get: PHASE and SANDBOX filled for chat-7f3a" test \
-  "$(awk '$1 == "chat-7f3a" && NF == 5 && length($4) > 8 { print "filled" }' "$T/cols.out")" = filled
+# NAME TENANT STATE PHASE SANDBOX AGE: TENANT is the namespace, from
+# status.tenantID (the examples have no spec.tenantID)
+check "get: TENANT, PHASE and SANDBOX filled for chat-7f3a" test \
+  "$(awk '$1 == "chat-7f3a" && NF == 6 && $2 == "tenant-a" && length($5) > 8 { print "filled" }' "$T/cols.out")" = filled
+check "the examples have no spec.tenantID" test \
+  "$(obj tenant-a chat-7f3a | jq -r '.spec | has("tenantID")')" = false
+# minimal: applied by kubectl above without spec.tenantID
+has_tenant_c() { k get sessions -A >"$T/all.out" 2>&1 &&
+  [ "$(awk '$1 == "tenant-c" && $2 == "minimal" { print $3 }' "$T/all.out")" = tenant-c ]; }
+check "get -A: TENANT of a kubectl-applied Session without spec.tenantID is its namespace" \
+  wait_until 20 has_tenant_c
+check "get -A: the status says it (status.tenantID)" test \
+  "$(obj tenant-c minimal | jq -r .status.tenantID)" = tenant-c
 echo "  (tenant-a phases: $(phases))"
 
 # --- connect with plain kubectl: annotate a fresh nonce, wait for the

@@ -34,6 +34,7 @@ check_rows() {
     uid=$(sess_field "$rn" tenant-x .metadata.uid)
     check "$1: $rn: tags, timeout and uid" wait_eq 15 "$sid,tenant-x,$idle,$uid" sb_of "$sid"
     check "$1: $rn: phase Running" wait_eq 10 Running sess_field "$rn" tenant-x .status.phase
+    check "$1: $rn: status.tenantID is the effective tenant" test "$(sess_field "$rn" tenant-x .status.tenantID)" = tenant-x
   done
 }
 
@@ -179,6 +180,15 @@ if command -v kubectl >/dev/null 2>&1; then
       fail "kubectl apply $rn" "$(cat "$T/kubectl.out")"
   done
   check_rows kubectl
+  # the CRD's TENANT column reads status.tenantID: filled for the objects
+  # without spec.tenantID too (all-absent, no-tenant)
+  timeout 20 kubectl get sessions -A >"$T/kget.out" 2>&1
+  check "kubectl get -A: the columns" test \
+    "$(head -n 1 "$T/kget.out" | tr -s ' ')" = "NAMESPACE NAME TENANT STATE PHASE SANDBOX AGE"
+  check "kubectl get -A: TENANT tenant-x on every row (7 rows)" test \
+    "$(awk 'NR > 1 && NF == 7 && $3 == "tenant-x"' "$T/kget.out" | wc -l)" = 7
+  check "kubectl get -A: TENANT of an object without spec.tenantID" test \
+    "$(awk '$2 == "no-tenant" { print $3 }' "$T/kget.out")" = tenant-x
   for rn in $(rows); do timeout 20 kubectl -n tenant-x delete session "$rn" --wait=false >/dev/null 2>&1; done
   for rn in $(rows); do
     check "kubectl: $rn: sandbox deleted with its session" wait_eq 15 0 sim_live_for "$(row "$rn" 3)"
