@@ -111,9 +111,7 @@ static sc_err read_buffer(const char *name, const char *buf, size_t len,
   docs = ytree_parse(&e, buf ? buf : "", buf ? len : 0, manifest_walk_doc,
                      &w);
   if(docs == 0 && !e.stop)
-    yerrs_add(&e, 1, 1, NULL,
-              "no objects (the file is empty, or holds only comments and "
-              "empty documents)");
+    yerrs_add(&e, 1, 1, NULL, MANIFEST_MSG_NO_OBJECTS);
   yerrs_sort(&e);
   for(i = 0; i < e.n; i++) {
     set_add_error(set, e.v[i].text, &nomem);

@@ -51,6 +51,12 @@ typedef struct manifest_item {
   int line;          /* of the document's first key */
 } manifest_item;
 
+/* The error of a source without any document (its errors[] line ends
+ * with it): sessionctl apply then says how to make an empty store. */
+#define MANIFEST_MSG_NO_OBJECTS \
+  "no objects (the file is empty, or holds only comments and empty " \
+  "documents)"
+
 typedef struct manifest_set {
   manifest_item *items;
   size_t n;

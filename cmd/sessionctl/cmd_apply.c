@@ -20,6 +20,11 @@ static const char apply_help[] =
   "transaction and one line is printed per object, in input order:\n"
   "session/NAME created|configured|unchanged.\n"
   "\n"
+  "A sqlite store that does not exist is created (\"created store\n"
+  "sqlite:PATH\" on stderr), but only with the objects: input without\n"
+  "any is an error and creates nothing (sessionctl store init makes an\n"
+  "empty store).\n"
+  "\n"
   "A manifest is YAML or JSON: a Session, or a List (or SessionList) of\n"
   "them, as `sessionctl get -o yaml|json` prints them, so\n"
   "`sessionctl get sessions -A -o json | sessionctl apply -f -` changes\n"
@@ -156,6 +161,21 @@ int ctl_cmd_validate(ctl_env *env, int argc, char **argv)
   return rc;
 }
 
+/* Every error is "no objects" (the inputs are empty): apply cannot make
+ * an empty store, store init can, and the error says so. */
+static bool only_empty_sources(const manifest_set *set)
+{
+  size_t i, k = strlen(MANIFEST_MSG_NO_OBJECTS);
+  if(!set->n_errors || set->n_read)
+    return false;
+  for(i = 0; i < set->n_errors; i++) {
+    size_t n = strlen(set->errors[i]);
+    if(n < k || strcmp(set->errors[i] + n - k, MANIFEST_MSG_NO_OBJECTS))
+      return false;
+  }
+  return true;
+}
+
 int ctl_cmd_apply(ctl_env *env, int argc, char **argv)
 {
   const char *files[MAX_FILES];
@@ -176,13 +196,17 @@ int ctl_cmd_apply(ctl_env *env, int argc, char **argv)
   n_err = ctl_read_manifests(files, n_files, pol, &set);
   policy_free(pol);
   if(n_err) {
-    fprintf(stderr, "error: no objects applied (%zu error%s)\n", n_err,
-            n_err == 1 ? "" : "s");
+    fprintf(stderr, "error: no objects applied (%zu error%s)%s\n", n_err,
+            n_err == 1 ? "" : "s",
+            only_empty_sources(&set)
+              ? "; nothing was written (to make an empty store: "
+                "sessionctl store init)" : "");
     rc = CTL_EXIT_FAIL;
     goto out;
   }
   if(!set.n) {
-    fprintf(stderr, "error: no objects passed to apply\n");
+    fprintf(stderr, "error: no objects passed to apply (nothing written; "
+            "sessionctl store init makes an empty store)\n");
     rc = CTL_EXIT_FAIL;
     goto out;
   }

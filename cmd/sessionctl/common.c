@@ -72,12 +72,19 @@ static bool parse_url_opts(const char *q, store_open_opts *o)
 }
 
 static store *open_store(const ctl_env *env, struct event_base *base,
-                         bool may_create, int poll_ms);
+                         bool may_create, int poll_ms, bool announce);
 
 store *ctl_open_store(const ctl_env *env, struct event_base *base,
                       bool may_create)
 {
-  return open_store(env, base, may_create, 0);
+  return open_store(env, base, may_create, 0, true);
+}
+
+store *ctl_init_store(const ctl_env *env, bool *created)
+{
+  store *st = open_store(env, NULL, true, 0, false);
+  *created = st && store_created(st);
+  return st;
 }
 
 /* connect and wait: a caller waits on the answer. The SQLite watch wakes
@@ -86,11 +93,11 @@ store *ctl_open_store(const ctl_env *env, struct event_base *base,
  * in the URL still wins) */
 store *ctl_open_store_waiting(const ctl_env *env, struct event_base *base)
 {
-  return open_store(env, base, false, 10);
+  return open_store(env, base, false, 10, true);
 }
 
 static store *open_store(const ctl_env *env, struct event_base *base,
-                         bool may_create, int poll_ms)
+                         bool may_create, int poll_ms, bool announce)
 {
   store_open_opts o;
   sc_errbuf eb;
@@ -120,10 +127,11 @@ static store *open_store(const ctl_env *env, struct event_base *base,
     fprintf(stderr, "error: cannot open store %s: %s%s\n", env->store_url,
             eb.msg[0] ? eb.msg : sc_strerror(err),
             err == SC_ERR_NOT_FOUND && !may_create
-              ? " (sessionctl apply creates a store)" : "");
+              ? " (sessionctl store init makes an empty store; apply makes "
+                "one with its objects)" : "");
     return NULL;
   }
-  if(store_created(st))
+  if(announce && store_created(st))
     fprintf(stderr, "created store %s\n", store_url(st));
   return st;
 }

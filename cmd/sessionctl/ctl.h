@@ -138,6 +138,10 @@ size_t ctl_read_manifests(const char *const *paths, size_t n,
  * reported on stderr ("created store sqlite:PATH"). */
 struct store *ctl_open_store(const ctl_env *env, struct event_base *base,
                              bool may_create);
+/* `store init`: open env->store_url, creating an empty store when there is
+ * none (silently: the command says it on stdout); *created tells whether
+ * this call made it. NULL after printing the error. */
+struct store *ctl_init_store(const ctl_env *env, bool *created);
 /* The same for a command that waits on an answer (connect, wait): the
  * SQLite watch polls every 10 ms unless the URL says otherwise. */
 store *ctl_open_store_waiting(const ctl_env *env, struct event_base *base);
@@ -173,6 +177,7 @@ int ctl_cmd_wake(ctl_env *env, int argc, char **argv);
 int ctl_cmd_plan(ctl_env *env, int argc, char **argv);
 int ctl_cmd_connect(ctl_env *env, int argc, char **argv);
 int ctl_cmd_wait(ctl_env *env, int argc, char **argv);
+int ctl_cmd_store(ctl_env *env, int argc, char **argv);
 
 /* The text of `sessionctl --help`. */
 extern const char ctl_usage_text[];

@@ -29,12 +29,15 @@ const char ctl_usage_text[] =
   "                          the session, --timeout, -o json|yaml|name)\n"
   "  wait NAME --for=C       wait for condition=TYPE[=VALUE], jsonpath=\n"
   "                          '{EXPR}'=VALUE or delete (--timeout), as kubectl\n"
+  "  store init              make an empty SQLite store at the --store path\n"
+  "                          (\"unchanged\" when one is there already)\n"
   "\n"
   "Global flags:\n"
   "  --store URL     where the sessions live, before or after the command\n"
   "                  (default $SESSION_STORE, else " CTL_DEFAULT_STORE "):\n"
-  "    sqlite:PATH   a SQLite database file (mode 0600); only apply creates\n"
-  "                  one that does not exist (and says so on stderr)\n"
+  "    sqlite:PATH   a SQLite database file (mode 0600); only store init\n"
+  "                  (an empty one) and apply (saying so on stderr) create\n"
+  "                  one that does not exist; the other commands refuse it\n"
   "    kube          the Kubernetes API server (the sessions.lea.io CRD), with\n"
   "                  the current context of the kubeconfig in $KUBECONFIG (its\n"
   "                  first file), else the in-cluster service account (when\n"
@@ -58,7 +61,7 @@ static const struct {
   {"describe", ctl_cmd_describe}, {"delete", ctl_cmd_delete},
   {"validate", ctl_cmd_validate}, {"wake", ctl_cmd_wake},
   {"plan", ctl_cmd_plan},          {"connect", ctl_cmd_connect},
-  {"wait", ctl_cmd_wait},
+  {"wait", ctl_cmd_wait},          {"store", ctl_cmd_store},
   {NULL, NULL}
 };
 

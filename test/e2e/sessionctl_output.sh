@@ -20,11 +20,8 @@ gens() { ctl get sessions -A -o 'jsonpath={range .items[*]}{.metadata.namespace}
 set_status() { sqlite3 "$T/sessions.db" "UPDATE objects SET status='$3' WHERE namespace='$1' AND name='$2'"; }
 
 # --- an empty store: valid JSON/YAML Lists on stdout, the message on stderr
-# (a store that exists and holds no session: only apply creates a store,
-# so one object is applied and deleted)
-printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: seed}\nspec: {template: shell}\n' |
-  ctl apply -f - >/dev/null 2>&1 || fail "seed the store"
-ctl delete session seed >/dev/null 2>&1 || fail "empty the store"
+# (a store that exists and holds no session: made by store init)
+ctl store init >/dev/null 2>&1 || fail "store init"
 run ctl get sessions -o json
 check "empty get -o json: exit 0" test "$rc" = 0
 check "empty get -o json: a List with 0 items" \

@@ -4,7 +4,8 @@
 #  1. a store path that does not exist: the controller exits 1 naming it
 #     (unless --create-store), sessionctl get/describe/plan/delete/wake fail
 #     naming it; nothing is created (no file, no -wal, no -shm); apply
-#     creates the store and says so;
+#     creates the store and says so, but not from an empty input;
+#     sessionctl store init makes an empty store, and nothing else;
 #  2. the database moved away under a running controller: /readyz 503 with
 #     the reason, no Cube mutation (a sandbox deleted behind its back is
 #     not re-created, a session set to Ended through the moved file keeps
@@ -68,6 +69,59 @@ check "apply says it created the store (stderr)" grep -qx "created store sqlite:
 check "apply: the object line on stdout" grep -qx 'session/a1 created' "$T/ap.out"
 sess_yaml a2 | "$BINDIR/sessionctl" --store "sqlite:$T/new.db" apply -f - >/dev/null 2>"$T/ap2.err"
 check "apply on an existing store: no 'created store'" test ! -s "$T/ap2.err"
+check "sessionctl on a missing store: the hint names store init" grep -q '(sessionctl store init makes an empty store; apply makes one with its objects)$' "$T/c1.err"
+
+# an empty input to apply: refused, nothing created, store init named
+: >"$T/empty.yaml"
+"$BINDIR/sessionctl" --store "sqlite:$typo" apply -f "$T/empty.yaml" >"$T/ae.out" 2>"$T/ae.err"
+check "apply of an empty file: exit 1" test "$?" = 1
+check "apply of an empty file: nothing created" none_of "$typo"
+check "apply of an empty file: the error names store init" grep -q '^error: no objects applied (1 error); nothing was written (to make an empty store: sessionctl store init)$' "$T/ae.err"
+
+# store init: an empty store on purpose, and only there
+si() { "$BINDIR/sessionctl" --store "$1" store init >"$T/si.out" 2>"$T/si.err"; rc=$?; }
+si "sqlite:$T/empty.db"
+check "store init: exit 0" test "$rc" = 0
+check "store init: says it created the store (stdout)" grep -qx "store sqlite:$T/empty.db created" "$T/si.out"
+check "store init: nothing on stderr" test ! -s "$T/si.err"
+check "store init: the file is mode 0600" test "$(stat -c %a "$T/empty.db")" = 600
+"$BINDIR/sessionctl" --store "sqlite:$T/empty.db" get sessions -A >"$T/ge.out" 2>"$T/ge.err"
+check "store init: get on it exits 0" test "$?" = 0
+check "store init: get says No resources found" grep -q '^No resources found$' "$T/ge.err"
+"$BINDIR/sessionctl" --store "sqlite:$T/empty.db" get sessions -o json >"$T/gj.out" 2>/dev/null
+check "store init: get -o json an empty List" test "$(jq -c .items "$T/gj.out")" = "[]"
+timeout 10 "$BINDIR/session-controller" --store "sqlite:$T/empty.db" --cube-url "$SIM" \
+  --metrics-addr "" --replica init --once 2>"$T/init.log"
+check "store init: a controller without --create-store runs on it" test "$?" = 0
+check "store init: the controller created nothing" sh -c "! grep -q 'created store' '$T/init.log'"
+sess_yaml i1 | "$BINDIR/sessionctl" --store "sqlite:$T/empty.db" apply -f - >/dev/null 2>"$T/ai.err"
+check "store init: apply on it does not say created store" test ! -s "$T/ai.err"
+si "sqlite:$T/empty.db"
+check "store init again: exit 0" test "$rc" = 0
+check "store init again: unchanged" grep -qx "store sqlite:$T/empty.db unchanged" "$T/si.out"
+check "store init again: the session is kept" sh -c "'$BINDIR/sessionctl' --store 'sqlite:$T/empty.db' get session i1 >/dev/null"
+si "sqlite:$T/no-dir/s.db"
+check "store init in a missing directory: exit 1" test "$rc" = 1
+check "store init in a missing directory: the error names the path" grep -q "^error: cannot open store sqlite:$T/no-dir/s.db: " "$T/si.err"
+check "store init in a missing directory: nothing created" test ! -e "$T/no-dir"
+printf 'notes, not a store\n' >"$T/notes.txt"
+cp "$T/notes.txt" "$T/notes.orig"
+si "sqlite:$T/notes.txt"
+check "store init on another file: exit 1" test "$rc" = 1
+check "store init on another file: says it is not a database" grep -q 'not an SQLite database' "$T/si.err"
+check "store init on another file: left byte for byte" cmp -s "$T/notes.txt" "$T/notes.orig"
+check "store init on another file: no -wal, no -shm" sh -c "! ls '$T/notes.txt-wal' '$T/notes.txt-shm' 2>/dev/null"
+si kube
+check "store init on kube: exit 1" test "$rc" = 1
+check "store init on kube: names the CRD" grep -q 'kubectl apply -f deploy/crd.yaml' "$T/si.err"
+"$BINDIR/sessionctl" --store "sqlite:$T/x.db" store >/dev/null 2>"$T/su.err"
+check "store without a subcommand: exit 2" test "$?" = 2
+check "store without a subcommand: nothing created" none_of "$T/x.db"
+"$BINDIR/sessionctl" --store "sqlite:$T/x.db" store inti >/dev/null 2>"$T/su.err"
+check "store with a mistyped subcommand: exit 2" test "$?" = 2
+check "store with a mistyped subcommand: nothing created" none_of "$T/x.db"
+check "--help lists store init" sh -c "'$BINDIR/sessionctl' --help | grep -q '^  store init '"
+
 timeout 10 "$BINDIR/session-controller" --store "sqlite:$T/made.db" --cube-url "$SIM" \
   --metrics-addr "" --replica made --create-store --once 2>"$T/made.log"
 check "--create-store: the controller runs on a new store" test "$?" = 0
