@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # The short chaos run inside `make test`: both dialects at once (each with
 # its own cubesim, 3 replicas with skewed clocks and random kills, one
 # store-writes-fail window), 100 sessions over 0.4 virtual hours at x60,

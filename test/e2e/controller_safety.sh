@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end: the safety rules of docs/architecture.md "Safety rules" against cubesim:
 # orphans and their grace, the blast-radius guard, dry-run, duplicates
 # resolved alike by two replicas, metadata lost on pause, injected faults,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end: an e2b list of exactly N * limit rows is whole. E2B pages and
 # sends X-Next-Token while more rows exist, so its last page may hold
 # exactly `limit` (100) rows and no token. Before, such a page set "list

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # daemons_valgrind.sh - the daemons under valgrind (--leak-check=full):
 # session-controller on each store (SQLite, then kube against
 # kube-apiserver-fake), cubesim and the fake itself. Each runs a short

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end: Kubernetes Events and leader election of the controller on
 # --store kube, against kube-apiserver-fake and cubesim.
 #  - events for create, pause, delete with the Session as involvedObject

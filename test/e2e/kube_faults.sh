@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end: the kube store under API server faults (kube-apiserver-fake's
 # POST /_fake/faults). Calls retry 429 and 5xx with backoff and succeed once
 # the faults stop; Retry-After is honoured; a persistent 500 fails the call

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # sessionctl_valgrind.sh - sessionctl's commands under valgrind
 # (--leak-check=full --error-exitcode=9): no leaks, no memory errors, on
 # success and failure paths, including a watch ended by SIGTERM. Skipped

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end (issue 25): three replicas with --shards off share the Cube
 # work (--share-work, the default) and cost Cube what one replica costs,
 # within the promise's 15 %: 30 Running sessions at Cube's clock x60,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# test-slow
 # End-to-end: the store is the one you meant (docs/store.md "Which store",
 # docs/controller.md "The store it serves"), on SQLite with cubesim:
 #  1. a store path that does not exist: the controller exits 1 naming it
