@@ -219,13 +219,21 @@ typedef enum store_apply_outcome {
 
 /* Create or update spec, labels and annotations of each object, never
  * status; all in one transaction: all or nothing. outcomes[i] says what
- * happened to objs[i] (outcomes may be NULL). Applying over a tombstone
- * creates a new object (new uid, generation 1, empty status). Each object
- * needs metadata.namespace and metadata.name (the caller has applied the
- * defaults and validated the spec); one key twice in objs is invalid.
- * uid, resourceVersion, generation, timestamps, finalizers and status of
- * objs are ignored. An apply that changes nothing is UNCHANGED and writes
- * no revision. */
+ * happened to objs[i] (outcomes may be NULL). An object whose name is held
+ * by a tombstone (deleted, its sandbox not yet confirmed gone) is refused
+ * with SC_ERR_CONFLICT and a message holding STORE_BEING_DELETED_MSG, in
+ * every backend (Kubernetes: a create while a finalizer holds the object);
+ * the name may be applied again once the controller has purged it, and
+ * then it is a new object (new uid, generation 1, empty status). Each
+ * object needs metadata.namespace and metadata.name (the caller has
+ * applied the defaults and validated the spec); one key twice in objs is
+ * invalid. uid, resourceVersion, generation, timestamps, finalizers and
+ * status of objs are ignored. An apply that changes nothing is UNCHANGED
+ * and writes no revision. */
+#define STORE_BEING_DELETED_MSG                                             \
+  "the object is being deleted (it waits for the controller to delete its " \
+  "sandbox); apply again once it is gone (sessionctl delete waits for "    \
+  "that)"
 sc_err store_apply(store *st, session *const *objs, size_t n,
                    store_apply_outcome *outcomes, sc_errbuf *eb);
 
@@ -269,8 +277,13 @@ sc_err store_set_annotation(store *st, const char *ns, const char *name,
                             sc_errbuf *eb);
 
 /* Mark the object deleted: it becomes a tombstone that watchers see as
- * DELETED and the controller sees in list(include_deleted). Deleting a
- * tombstone again is SC_OK and writes nothing. */
+ * DELETED and the controller sees in list(include_deleted); it holds its
+ * name until the controller purges it. Deleting a tombstone again is SC_OK
+ * and writes nothing. An object that no controller has taken on holds
+ * nothing to wait for and is gone at once after its DELETED event, in
+ * every backend: kube, one without the controller's finalizer; sqlite,
+ * one whose status was never written (every sandbox is preceded by a
+ * status write, its create claim, rule 11). */
 sc_err store_delete(store *st, const char *ns, const char *name,
                     sc_errbuf *eb);
 

@@ -546,6 +546,24 @@ TEST(cas_conflicts)
   tmp_clean(&t);
 }
 
+/* A controller takes an object on with its first status write (SQLite's
+ * form of the finalizer): write one, as the controller would. */
+static sc_err take_on(store *st, const char *ns, const char *name,
+                      char **version)
+{
+  session_status stt;
+  session *got = NULL;
+  sc_errbuf eb;
+  sc_err err = store_get(st, ns, name, &got, &eb);
+  memset(&stt, 0, sizeof(stt));
+  stt.phase = SESSION_PHASE_PENDING;
+  if(!err)
+    err = store_update_status(st, ns, name, got->meta.resource_version, &stt,
+                              version, &eb);
+  session_free(got);
+  return err;
+}
+
 TEST(tombstone_purge_and_reapply)
 {
   tmp t;
@@ -564,15 +582,16 @@ TEST(tombstone_purge_and_reapply)
   s = mk("ns", "d", "python");
   apply1(st, s, &err);
   CHECK_OK(err);
+  CHECK_OK(take_on(st, "ns", "d", NULL)); /* 2 */
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
   snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
   session_free(got);
 
   CHECK_OK(store_delete(st, "ns", "d", &eb));
   rev = list_rev(st);
-  CHECK_INT(rev, 2);
+  CHECK_INT(rev, 3);
   CHECK_OK(store_delete(st, "ns", "d", &eb)); /* again: nothing new */
-  CHECK_INT(list_rev(st), 2);
+  CHECK_INT(list_rev(st), 3);
   CHECK_INT(store_delete(st, "ns", "zz", &eb), SC_ERR_NOT_FOUND);
 
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
@@ -585,6 +604,16 @@ TEST(tombstone_purge_and_reapply)
   CHECK_INT(r.n, 1);
   CHECK(r.items[0]->meta.deletion_timestamp > 0);
   store_list_result_free(&r);
+
+  /* The name is held while the tombstone waits for the controller: an
+   * apply is refused (as the API server refuses a create while a
+   * finalizer holds the object) and writes nothing. */
+  CHECK_INT(apply1(st, s, &err), (store_apply_outcome)-1);
+  CHECK_INT(err, SC_ERR_CONFLICT);
+  CHECK_INT(store_apply(st, &s, 1, NULL, &eb), SC_ERR_CONFLICT);
+  CHECK_MSG(strstr(eb.msg, "ns/d: the object is being deleted"), "msg: %s",
+            eb.msg);
+  CHECK_INT(list_rev(st), 3);
 
   /* The controller records the end on the tombstone. */
   stt.phase = SESSION_PHASE_ENDED;
@@ -603,30 +632,60 @@ TEST(tombstone_purge_and_reapply)
   CHECK_INT(store_get(st, "ns", "d", &got, &eb), SC_ERR_NOT_FOUND);
   CHECK_INT(store_purge(st, "ns", "d", "1", &eb), SC_ERR_NOT_FOUND);
 
-  /* A live object cannot be purged. */
-  apply1(st, s, &err);
+  /* Purged, the name is free: a new object. A live one cannot be
+   * purged. */
+  CHECK_INT(apply1(st, s, &err), STORE_APPLY_CREATED);
   CHECK_OK(err);
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
   CHECK_INT(store_purge(st, "ns", "d", got->meta.resource_version, &eb),
             SC_ERR_INVALID);
   CHECK(strcmp(got->meta.uid, uid1)); /* a new object after the purge */
-  snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
-  /* Apply over a tombstone: a fresh object. */
-  stt.phase = SESSION_PHASE_RUNNING;
-  CHECK_OK(store_update_status(st, "ns", "d", got->meta.resource_version,
-                               &stt, NULL, &eb));
-  s->spec.idle_timeout_ms = 120000;
-  apply1(st, s, &err); /* generation 2 */
+  CHECK_INT(got->meta.generation, 1);
+  CHECK_INT(got->meta.deletion_timestamp, 0);
+  CHECK_INT(got->status.phase, SESSION_PHASE_NONE);
+  session_free(got);
+  session_free(s);
+  store_close(st);
+  tmp_clean(&t);
+}
+
+/* An object no controller took on (no status) holds nothing to wait for:
+ * delete removes it at once, after its DELETED event, and the name is
+ * free again (Kubernetes: an object without the controller's finalizer). */
+TEST(delete_of_object_not_taken_on_is_gone_at_once)
+{
+  tmp t;
+  store *st;
+  session *s, *got = NULL;
+  store_list_result r;
+  store_list_opts lo = {0};
+  char uid1[64];
+  sc_errbuf eb;
+  sc_err err;
+  CHECK(!tmp_make(&t));
+  st = open_store(&t, NULL, 0);
+  CHECK(st);
+  s = mk("ns", "d", "python");
+  apply1(st, s, &err);
   CHECK_OK(err);
+  CHECK_OK(store_get(st, "ns", "d", &got, &eb));
+  snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
   session_free(got);
   CHECK_OK(store_delete(st, "ns", "d", &eb));
+  CHECK_INT(list_rev(st), 2); /* the DELETED event's revision */
+  CHECK_INT(sql_int(t.path, "SELECT count(*) FROM history WHERE type = "
+                            "'DELETED' AND name = 'd'"), 1);
+  CHECK_INT(sql_int(t.path, "SELECT count(*) FROM objects"), 0);
+  CHECK_INT(store_get(st, "ns", "d", &got, &eb), SC_ERR_NOT_FOUND);
+  lo.include_deleted = true;
+  CHECK_OK(store_list(st, &lo, &r, &eb));
+  CHECK_INT(r.n, 0);
+  store_list_result_free(&r);
+  CHECK_INT(store_delete(st, "ns", "d", &eb), SC_ERR_NOT_FOUND);
   CHECK_INT(apply1(st, s, &err), STORE_APPLY_CREATED);
   CHECK_OK(err);
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
   CHECK(strcmp(got->meta.uid, uid1));
-  CHECK_INT(got->meta.generation, 1);
-  CHECK_INT(got->meta.deletion_timestamp, 0);
-  CHECK_INT(got->status.phase, SESSION_PHASE_NONE);
   session_free(got);
   session_free(s);
   store_close(st);
@@ -2015,6 +2074,7 @@ TEST_LIST = {
   T(generation_rules),
   T(cas_conflicts),
   T(tombstone_purge_and_reapply),
+  T(delete_of_object_not_taken_on_is_gone_at_once),
   T(apply_all_or_nothing),
   T(busy_reported),
   T(watch_in_order),

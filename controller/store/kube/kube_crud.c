@@ -331,9 +331,8 @@ static sc_err apply_one(kube_store *k, const session *o,
   if(err)
     return err;
   if(cur->meta.deletion_timestamp) {
-    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: apply %s/%s: the object is "
-                  "being deleted (it waits for its sandbox to go); apply "
-                  "again once it is gone", ns, name);
+    err = sc_errf(eb, SC_ERR_CONFLICT, "kube: apply %s/%s: %s", ns, name,
+                  STORE_BEING_DELETED_MSG);
     goto out;
   }
   if(session_spec_equal(&cur->spec, &o->spec) &&

@@ -489,8 +489,19 @@ static sc_err apply_one(sq_store *s, const session *in,
   sc_err err = load(s, in->meta.namespace_, in->meta.name, &cur, eb);
   if(err)
     return err;
-  if(!cur || cur->meta.deletion_timestamp) {
-    /* New, or over a tombstone: a new object with a new uid. */
+  if(cur && cur->meta.deletion_timestamp) {
+    /* A held tombstone: its sandbox is not confirmed gone yet, and the
+     * tombstone is the store's only record that the sandbox (tagged with
+     * the old uid) must go. Replacing it would turn that sandbox into an
+     * orphan judged by absence; so, as the API server answers a create
+     * while a finalizer holds the object, the name is refused until the
+     * controller purges it (docs/store.md, "A name applied again"). */
+    err = sc_errf(eb, SC_ERR_CONFLICT, "%s: apply %s/%s: %s", s->label,
+                  in->meta.namespace_, in->meta.name,
+                  STORE_BEING_DELETED_MSG);
+    goto out;
+  }
+  if(!cur) {
     err = new_object(s, in, &o, eb);
     if(!err)
       err = save(s, o, STORE_EVENT_ADDED, eb);
@@ -659,6 +670,24 @@ sc_err sq_update_status(store *base, const char *ns, const char *name,
   return update_end(s, err, "update status", cur, new_version, eb);
 }
 
+/* Remove the row of ns/name inside the caller's transaction (purge, and
+ * delete of an object no controller took on). */
+static sc_err remove_row(sq_store *s, const char *op, const char *ns,
+                         const char *name, sc_errbuf *eb)
+{
+  sqlite3_stmt *q;
+  sc_err err = sq_prep(s, "DELETE FROM objects WHERE namespace = ?1"
+                          " AND name = ?2", &q, op, eb);
+  if(err)
+    return err;
+  sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+  err = sq_done(s, q, op, eb);
+  if(!err)
+    sq_cache_drop(s, ns, name);
+  return err;
+}
+
 sc_err sq_delete(store *base, const char *ns, const char *name,
                  sc_errbuf *eb)
 {
@@ -671,8 +700,18 @@ sc_err sq_delete(store *base, const char *ns, const char *name,
     return err;
   err = load_current(s, "delete", ns, name, NULL, &cur, NULL, eb);
   if(!err && !cur->meta.deletion_timestamp) {
+    session_status none;
+    bool taken_on;
+    memset(&none, 0, sizeof(none));
+    /* SQLite's form of the controller's finalizer: a status written. No
+     * status, no claim, so no sandbox was made for this uid nor can be
+     * (a claim's compare-and-set finds the row gone): the object goes at
+     * once, as an object without the finalizer does on Kubernetes. */
+    taken_on = !session_status_equal(&cur->status, &none);
     cur->meta.deletion_timestamp = sctime_wall_ms();
     err = save(s, cur, STORE_EVENT_DELETED, eb);
+    if(!err && !taken_on)
+      err = remove_row(s, "delete", ns, name, eb);
   }
   session_free(cur);
   return sq_tx_end(s, err, "delete", eb);
@@ -683,7 +722,6 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
 {
   sq_store *s = (sq_store *)base;
   session *cur = NULL;
-  sqlite3_stmt *q;
   sc_err err;
   sq_group_flush(s);
   err = sq_tx_begin(s, "purge", eb);
@@ -696,15 +734,7 @@ sc_err sq_purge(store *base, const char *ns, const char *name,
                   ns, name);
   /* No revision and no history: watchers had the DELETED event. */
   if(!err)
-    err = sq_prep(s, "DELETE FROM objects WHERE namespace = ?1"
-                     " AND name = ?2", &q, "purge", eb);
-  if(!err) {
-    sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
-    err = sq_done(s, q, "purge", eb);
-  }
-  if(!err)
-    sq_cache_drop(s, ns, name);
+    err = remove_row(s, "purge", ns, name, eb);
   session_free(cur);
   return sq_tx_end(s, err, "purge", eb);
 }
