@@ -219,8 +219,12 @@ static void serve_create(kf_server *s, struct evhttp_request *req,
                     "object does not match the namespace sent on the request");
     return;
   }
-  if(kf_find_obj(s, rt->res, rt->ns, name)) {
-    kf_reply_status(req, 409, "AlreadyExists", "%s.%s \"%s\" already exists",
+  if((ob = kf_find_obj(s, rt->res, rt->ns, name))) {
+    /* as the API server's registry store: a name held by a terminating
+     * object (a finalizer left) says so */
+    kf_reply_status(req, 409, "AlreadyExists", "%s%s.%s \"%s\" already exists",
+                    kf_jstr(kf_meta_of(ob->o), "deletionTimestamp")
+                      ? "object is being deleted: " : "",
                     kf_resources[rt->res].plural,
                     kf_resources[rt->res].group, name);
     return;
