@@ -106,10 +106,16 @@ int ctl_args_next(ctl_args *p, const char **val)
   }
   if(!o->has_arg) {
     if(eq) {
-      /* pflag accepts --flag=true / --flag=false for booleans */
+      /* pflag accepts --flag=true / --flag=false for booleans: *val is
+       * "false" for the second (ctl_flag_on() reads it) */
       if(!strcmp(eq + 1, "true"))
         return o->id;
-      return parse_error(p, "flag --%s takes no value", o->long_name);
+      if(!strcmp(eq + 1, "false")) {
+        *val = "false";
+        return o->id;
+      }
+      return parse_error(p, "flag --%s is a boolean: true or false",
+                         o->long_name);
     }
     return o->id;
   }
@@ -128,7 +134,10 @@ int ctl_args_step(ctl_args *p, ctl_env *env, const char *help,
 {
   int id;
   while((id = ctl_args_next(p, val)) == CTL_OPT_STORE ||
-        (id == CTL_ARG_POS && res)) {
+        (id == CTL_ARG_POS && res) ||
+        (id == CTL_OPT_HELP && !ctl_flag_on(*val))) {
+    if(id == CTL_OPT_HELP)
+      continue; /* --help=false */
     if(id == CTL_OPT_STORE)
       env->store_url = *val;
     else if(ctl_resources_add(res, *val)) {
@@ -243,4 +252,9 @@ int ctl_resources_parse(ctl_resources *r, const char *cmd,
   r->names = r->arg + 1;
   r->n_names = r->n_args - 1;
   return CTL_EXIT_OK;
+}
+
+bool ctl_flag_on(const char *val)
+{
+  return !val || strcmp(val, "false");
 }

@@ -41,7 +41,7 @@ static int describe_one(store *st, const char *ns, const char *name,
   sc_err err;
   int rc = CTL_EXIT_OK;
   eb.msg[0] = 0;
-  err = ctl_get_session(st, ns, name, &s, &eb);
+  err = store_get(st, ns, name, &s, &eb); /* tombstones too */
   if(err == SC_ERR_NOT_FOUND) {
     ctl_not_found(name);
     rc = CTL_EXIT_FAIL;

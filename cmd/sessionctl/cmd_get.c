@@ -22,7 +22,10 @@ static const char get_help[] =
   "session.lea.io.\n"  "\n"
   "The table has the columns NAME TENANT STATE PHASE\n"
   "SANDBOX AGE (AGE from metadata.creationTimestamp); -A adds NAMESPACE\n"
-  "first. Deleted sessions (tombstones) are not listed. A missing NAME\n"
+  "first. A deleted session that waits for the controller to delete its\n"
+  "sandbox is listed with PHASE Terminating (its status.phase is in -o\n"
+  "json, its metadata.deletionTimestamp set) until the controller purges\n"
+  "it; its name is held until then. A missing NAME\n"
   "prints a NotFound error on stderr and the exit status is 1. An empty\n"
   "listing says \"No resources found\" on stderr, never on stdout.\n"
   "\n"
@@ -255,7 +258,7 @@ static int get_once(ctl_env *env, ctl_get *g)
     }
     for(i = 0; i < g->n_names; i++) {
       session *s = NULL;
-      err = ctl_get_session(st, g->ns, g->names[i], &s, &eb);
+      err = store_get(st, g->ns, g->names[i], &s, &eb); /* tombstones too */
       if(err == SC_ERR_NOT_FOUND) {
         ctl_not_found(g->names[i]);
         rc = CTL_EXIT_FAIL;
@@ -279,19 +282,15 @@ static int get_once(ctl_env *env, ctl_get *g)
   }
   memset(&lo, 0, sizeof(lo));
   lo.namespace_ = g->ns;
+  /* the deleted objects still held (Terminating) too, as kubectl lists
+   * an object whose finalizer is pending */
+  lo.include_deleted = true;
   err = store_list(st, &lo, &res, &eb);
   if(err) {
     rc = ctl_store_error(err, &eb);
     goto out;
   }
   ctl_warn_skipped(&res);
-  /* the store hides tombstones unless asked; filter anyway */
-  for(i = 0; i < res.n; i++)
-    if(!res.items[i]->meta.deletion_timestamp)
-      res.items[n_found++] = res.items[i];
-    else
-      session_free(res.items[i]);
-  res.n = n_found;
   rc = print_list(g, res.items, res.n, res.revision, false, true);
 out:
   for(i = 0; found && i < n_found; i++)
@@ -325,7 +324,7 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
       ns_given = true;
       break;
     case OPT_ALL:
-      all = true;
+      all = ctl_flag_on(val);
       break;
     case OPT_OUTPUT:
       if(!strncmp(val, "jsonpath=", 9) || !strcmp(val, "jsonpath")) {
@@ -345,10 +344,10 @@ int ctl_cmd_get(ctl_env *env, int argc, char **argv)
       g.output = (ctl_output)o;
       break;
     case OPT_WATCH:
-      g.watch = true;
+      g.watch = ctl_flag_on(val);
       break;
     case OPT_EVENTS:
-      g.watch_events = true;
+      g.watch_events = ctl_flag_on(val);
       break;
     default:
       return ctl_usage_error("get: unexpected flag");

@@ -331,7 +331,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
       ca = val;
       break;
     case OPT_INSECURE:
-      insecure = true;
+      insecure = ctl_flag_on(val);
       break;
     case OPT_NAME:
       pr.cfg.controller_name = val;
@@ -351,7 +351,7 @@ int ctl_cmd_plan(ctl_env *env, int argc, char **argv)
       break;
     }
     case OPT_FORCE:
-      pr.cfg.force = true;
+      pr.cfg.force = ctl_flag_on(val);
       break;
     case OPT_MAX_PAUSED:
       if(parse_budget("max-paused", val, &pr.cfg.max_paused))

@@ -69,6 +69,9 @@ void ctl_args_init(ctl_args *p, int argc, char **argv, const ctl_opt *opts);
 /* The next option id (with its value in *val when it takes one), or one of
  * CTL_ARG_END, CTL_ARG_POS, CTL_ARG_ERR. */
 int ctl_args_next(ctl_args *p, const char **val);
+/* A boolean flag's value from ctl_args_next(): false for --flag=false,
+ * true for --flag and --flag=true (val NULL). */
+bool ctl_flag_on(const char *val);
 
 /* ctl_args_next for a command's option loop, doing what every command
  * does alike: --store sets env->store_url (and is not returned); -h/--help

@@ -184,9 +184,17 @@ sc_err ctl_describe(const session *s, dynbuf *b)
   TRY(kv_int(b, 0, W0, "Generation", (long long)s->meta.generation));
   TRY(kv(b, 0, W0, "Resource Version", s->meta.resource_version));
   TRY(kv_time(b, 0, W0, "Creation Timestamp", s->meta.creation_timestamp));
-  if(s->meta.deletion_timestamp)
+  if(s->meta.deletion_timestamp) {
     TRY(kv_time(b, 0, W0, "Deletion Timestamp",
                 s->meta.deletion_timestamp));
+    /* held until the controller confirms the sandbox of this uid gone */
+    TRY(kv(b, 0, W0, "Terminating",
+           st->sandbox_id && *st->sandbox_id
+             ? "waits for the controller to delete its sandbox (Status: "
+               "Sandbox ID); the name is held until then"
+             : "waits for the controller to confirm that no sandbox of "
+               "this UID is left; the name is held until then"));
+  }
   TRY(dynbuf_addstr(b, "Spec:\n"));
   TRY(kv(b, 2, W1, "Template", sp->template_id));
   TRY(kv(b, 2, W1, "State", session_state_name(sp->state)));

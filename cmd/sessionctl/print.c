@@ -184,7 +184,11 @@ sc_err ctl_session_row(ctl_table *t, const ctl_columns *c, const session *s,
   cells[n++] = or_none(s->meta.name);
   cells[n++] = or_none(session_eff_tenant_id(s));
   cells[n++] = session_state_name(s->spec.state);
-  cells[n++] = or_none(session_phase_name(s->status.phase));
+  /* deleted, held until the controller confirms its sandbox gone: what
+   * kubectl shows for an object whose finalizer is pending */
+  cells[n++] = s->meta.deletion_timestamp
+                 ? CTL_PHASE_TERMINATING
+                 : or_none(session_phase_name(s->status.phase));
   cells[n++] = or_none(s->status.sandbox_id);
   cells[n++] = age;
   if(c->wide) {

@@ -61,6 +61,11 @@ typedef struct ctl_columns {
   bool event;        /* --output-watch-events: EVENT first */
 } ctl_columns;
 
+/* The PHASE cell of a deleted object still held (metadata.deletion-
+ * Timestamp set): it waits for the controller to confirm its sandbox
+ * gone, and holds its name until then. Display only, never stored. */
+#define CTL_PHASE_TERMINATING "Terminating"
+
 /* The number of columns and their header cells (cells must hold
  * CTL_TABLE_MAXCOLS). */
 size_t ctl_session_header(const ctl_columns *c, const char **cells);

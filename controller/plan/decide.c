@@ -612,11 +612,32 @@ sc_err decide_orphans(planner *pl)
   for(i = 0; i < pl->n_sbs; i++) {
     const sb_rec *sb = &pl->sbs[i];
     char te[SCTIME_RFC3339_MAX], age[PLAN_DUR_MAX];
-    char t1[PLAN_TAG_SHOWN], t2[PLAN_TAG_SHOWN];
+    char t1[PLAN_TAG_SHOWN], t2[PLAN_TAG_SHOWN], t3[PLAN_TAG_SHOWN];
     sc_time at;
+    const sess_rec *holder;
+    plan_action *a;
+    sc_err err;
     if(!join_is_orphan(sb))
       continue;
     p->n_orphan_candidates++; /* any state or age: the guard's view */
+    if((holder = rule16_superseded(pl, sb, &err))) {
+      /* evidence, not absence (rule 16): now, running or paused; the
+       * guard still counts it, so a mis-pointed store whose names match
+       * cannot empty Cube */
+      if(!(a = plan_add_action(
+             pl, PLAN_DELETE, PLAN_DEL_ORPHAN, NULL, sb, 0,
+             "superseded: created for object uid %s of tenant %s session "
+             "%s, which was deleted: the store holds that session under "
+             "uid %s (%s/%s) now; deleted without the orphan grace",
+             tag_shown(t1, sb->uid), tag_shown(t2, sb->tenant),
+             tag_shown(t3, sb->sid), holder->s->meta.uid, ns_of(holder),
+             name_of(holder))))
+        return SC_ERR_NOMEM;
+      a->expect_paused = false;
+      continue;
+    }
+    if(err)
+      return err;
     if(sb->b->state != CUBE_SB_PAUSED || !sb->b->end_at || !now)
       continue;
     at = sb->b->end_at + pl->cfg->orphan_grace_ms;

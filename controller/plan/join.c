@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lib/schash.h"
+#include "lib/scstr.h"
 
 /* ---------- sandboxes ---------- */
 
@@ -283,6 +284,43 @@ sc_err join_sessions(planner *pl)
       attach(o, sb);
   }
   return SC_OK;
+}
+
+const sess_rec *join_pair_owner(const planner *pl, const char *tenant,
+                                const char *sid)
+{
+  uint64_t h;
+  return tenant && sid ? pair_owner(pl, tenant, sid, &h) : NULL;
+}
+
+static bool uid_eq(const void *value, const void *key, void *ud)
+{
+  (void)ud;
+  return sc_str_eq0(((const sess_rec *)value)->s->meta.uid,
+                    (const char *)key);
+}
+
+const sess_rec *join_session_by_uid(planner *pl, const char *uid,
+                                    sc_err *err)
+{
+  size_t i;
+  *err = SC_OK;
+  if(!uid || !*uid)
+    return NULL;
+  if(!pl->uid_map_built) {
+    /* the uid of only a few sandboxes per pass is looked up (orphan
+     * candidates), so the table is made only when one is */
+    if((*err = sc_hmap_reserve(pl->sc->by_uid, pl->n_recs)))
+      return NULL;
+    for(i = 0; i < pl->n_recs; i++) {
+      const char *u = pl->recs[i].s->meta.uid;
+      if(u && *u &&
+         (*err = sc_hmap_put(pl->sc->by_uid, sc_hash_id(u), &pl->recs[i])))
+        return NULL;
+    }
+    pl->uid_map_built = true;
+  }
+  return sc_hmap_get(pl->sc->by_uid, sc_hash_id(uid), uid_eq, uid, NULL);
 }
 
 bool join_is_orphan(const sb_rec *sb)

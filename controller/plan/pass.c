@@ -168,7 +168,8 @@ plan_scratch *plan_scratch_new(void)
     return NULL;
   sc->by_id = sc_hmap_new(0);
   sc->by_pair = sc_hmap_new(0);
-  if(!sc->by_id || !sc->by_pair) {
+  sc->by_uid = sc_hmap_new(0);
+  if(!sc->by_id || !sc->by_pair || !sc->by_uid) {
     plan_scratch_free(sc);
     return NULL;
   }
@@ -183,6 +184,7 @@ void plan_scratch_free(plan_scratch *sc)
   free(sc->sbs);
   sc_hmap_free(sc->by_id);
   sc_hmap_free(sc->by_pair);
+  sc_hmap_free(sc->by_uid);
   free(sc->gone);
   free(sc->conds);
   free(sc);
@@ -219,6 +221,8 @@ static sc_err prepare(planner *pl)
   sc_err err;
   sc_hmap_clear(sc->by_id);
   sc_hmap_clear(sc->by_pair);
+  sc_hmap_clear(sc->by_uid);
+  pl->uid_map_built = false;
   if((err = reserve((void **)&sc->recs, &sc->cap_recs, in->n_sessions,
                     sizeof(*sc->recs))) ||
      (err = reserve((void **)&sc->sbs, &sc->cap_sbs, in->n_sandboxes,

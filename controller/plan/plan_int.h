@@ -107,6 +107,8 @@ struct plan_scratch {
   size_t cap_sbs;
   sc_hmap *by_id;           /* sb_rec by sandbox ID */
   sc_hmap *by_pair;         /* the owning sess_rec of each (tenant, sid) */
+  sc_hmap *by_uid;          /* sess_rec by metadata.uid, built on first
+                               use in a pass (join_session_by_uid) */
   const char **gone;        /* in->gone, sorted */
   size_t cap_gone;
   session_condition *conds; /* the wanted status's conditions (status.c) */
@@ -134,6 +136,7 @@ typedef struct planner {
   sess_rec **claim_c;       /* another's fresh create claim: a slot */
   size_t n_claim_c, cap_claim_c;
   bool cap_rerun;           /* deciding again: note nothing */
+  bool uid_map_built;       /* sc->by_uid holds this pass's sessions */
   sc_hmap *tenant_map;      /* a tenant's row in p->tenants */
 } planner;
 
@@ -174,6 +177,18 @@ typedef struct want {
 /* ---- join.c ---- */
 sc_err join_sandboxes(planner *pl);
 sc_err join_sessions(planner *pl);
+/* The session (live or tombstone) whose metadata.uid is uid, or NULL;
+ * and the owner of (tenant, sid) after the join, or NULL. *err is set
+ * when the uid table could not be built (out of memory). */
+const sess_rec *join_session_by_uid(planner *pl, const char *uid,
+                                    sc_err *err);
+const sess_rec *join_pair_owner(const planner *pl, const char *tenant,
+                                const char *sid);
+/* Rule 16: an orphan candidate that is evidence, not absence: tagged with
+ * a uid no object of this store has, for a (tenant, sessionID) that the
+ * store holds under another uid (its name, or its sessionID, was applied
+ * again after that object went). Returns that holder, or NULL. */
+const sess_rec *rule16_superseded(planner *pl, const sb_rec *sb, sc_err *err);
 /* ours and joined by nobody: an orphan candidate (decide_orphans) */
 bool join_is_orphan(const sb_rec *sb);
 /* the observed sandbox of this ID, or NULL */

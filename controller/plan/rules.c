@@ -70,6 +70,12 @@
  *                                    counted) wait Pending/QuotaExceeded
  *                                    in creation order; nothing is paused;
  *                                    decided only over the whole fleet
+ * 16 evidence acts, absence waits    rule16_superseded(): a sandbox of an
+ *                                    earlier object of a name applied
+ *                                    again is deleted in the pass that
+ *                                    sees it, running or paused, without
+ *                                    the orphan grace (decide_orphans);
+ *                                    the guard still counts it
  *
  * Tests are named after the rules (test/unit/test_plan*.c: rule2_...,
  * rule5_..., rule12_...).
@@ -120,6 +126,33 @@ bool rule2_orphan_may_be_concluded(const planner *pl, const sb_rec *sb)
     if(sc_str_eq0(in->hold_tenants[i], sb->tenant))
       return false;
   return true;
+}
+
+/* ---------- rule 16: evidence acts, absence waits ---------- */
+
+/* The store refuses a name while its tombstone is held (store_apply), and
+ * a uid is never given twice; so when the (tenant, sessionID) of a
+ * sandbox tagged with uid U is held by an object of another uid and no
+ * object of this store has U, U's object was deleted and the name
+ * applied again: the store says so, it is not inferred from absence. The
+ * store read must be whole, as for any orphan (rule 2): U's object may be
+ * one this pass could not read. A sandbox without a uid tag (made before
+ * rule 12, or behind our back) proves nothing and stays an orphan. */
+const sess_rec *rule16_superseded(planner *pl, const sb_rec *sb, sc_err *err)
+{
+  const sess_rec *holder;
+  *err = SC_OK;
+  if(!sb->uid || !*sb->uid || !sb->tenant || !sb->sid)
+    return NULL;
+  holder = join_pair_owner(pl, sb->tenant, sb->sid);
+  if(!holder || !holder->s->meta.uid || !*holder->s->meta.uid ||
+     !strcmp(holder->s->meta.uid, sb->uid))
+    return NULL;
+  if(!rule2_orphan_may_be_concluded(pl, sb))
+    return NULL;
+  if(join_session_by_uid(pl, sb->uid, err) || *err)
+    return NULL;
+  return holder;
 }
 
 /* ---------- rule 3: confirm before delete (the planner's half) ---------- */

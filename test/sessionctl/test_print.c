@@ -299,7 +299,8 @@ TEST(args_forms)
     {"get --bogus", "ERR(unknown flag: --bogus)"},
     {"get -n", "ERR(flag needs an argument: 'n')"},
     {"get --output", "ERR(flag needs an argument: --output)"},
-    {"get --watch=1", "ERR(flag --watch takes no value)"},
+    {"get --watch=false", "3=false"},
+    {"get --watch=1", "ERR(flag --watch is a boolean: true or false)"},
   };
   size_t i;
   char got[512];

@@ -1627,6 +1627,108 @@ TEST(rule12_new_object_of_old_name_never_inherits)
   w_del(w);
 }
 
+/* Rule 16: the name was applied again (the store holds it under another
+ * uid, and no object has the sandbox's uid): evidence, not absence. The
+ * old object's sandbox goes in the pass that sees it, running (no wait
+ * for Cube's idle pause) or paused (no orphan grace); the confirming GET
+ * asks our managed-by, not a paused state. */
+TEST(rule16_superseded_sandbox_deleted_at_once)
+{
+  static const struct {
+    cube_sb_state st;
+    sc_time end_at;
+  } cases[] = {
+    {CUBE_SB_RUNNING, NOW + 10 * MIN_MS},
+    {CUBE_SB_PAUSED, NOW - MIN_MS},  /* paused 1m: within the grace */
+  };
+  size_t i;
+  for(i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    const plan_action *a;
+    plan *p;
+    s->meta.uid = strdup("uid-new");
+    w_sb_uid(w, "old", cases[i].st, cases[i].end_at, "t1", "a", "uid-old");
+    p = w_plan(w);
+    CHECK(p);
+    a = p_find(p, PLAN_DELETE, "old");
+    CHECK_MSG(a != NULL, "case %zu", i);
+    if(a) {
+      CHECK_INT(a->del_kind, PLAN_DEL_ORPHAN);
+      CHECK(!a->expect_paused);
+      CHECK(a->expect_managed_by);
+      CHECK_STR(a->expect_tenant, "t1");
+      CHECK_MSG(strstr(a->reason, "superseded") &&
+                strstr(a->reason, "uid-old") && strstr(a->reason, "uid-new"),
+                "reason: %s", a->reason);
+    }
+    CHECK(p_find(p, PLAN_CREATE, NULL) != NULL); /* the new one's own */
+    CHECK(!p->sessions[0].status.sandbox_id);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* What is not evidence stays an orphan judged by absence (grace, idle
+ * pause): the sandbox's uid is an object of the store (it changed its
+ * sessionID), the sandbox has no uid tag, the holder has no uid, or the
+ * store read was not whole. */
+TEST(rule16_only_on_evidence)
+{
+  int c;
+  for(c = 0; c < 4; c++) {
+    world *w = w_new();
+    session *s = w_sess(w, "t1", "a", ACT);
+    plan *p;
+    if(c != 2)
+      s->meta.uid = strdup("uid-new");
+    if(c == 0) {
+      session *o = w_sess(w, "t1", "b", ACT);
+      o->meta.uid = strdup("uid-old");
+      w_link(o, "b-own");
+      w_sb_uid(w, "b-own", SBR, NOW + 10 * MIN_MS, "t1", "b", "uid-old");
+    }
+    if(c == 3)
+      w->complete = false;
+    w_sb_uid(w, "old", SBR, NOW + 10 * MIN_MS, "t1", "a",
+             c == 1 ? NULL : "uid-old");
+    p = w_plan(w);
+    CHECK(p);
+    CHECK_MSG(!p_find(p, PLAN_DELETE, "old"), "case %d", c);
+    plan_free(p);
+    w_del(w);
+  }
+}
+
+/* The guard still counts them (rule 9): a mis-pointed store whose names
+ * match Cube's, each under another uid, must not empty Cube. */
+TEST(rule16_superseded_counted_by_the_guard)
+{
+  world *w = w_new();
+  char name[16], id[16];
+  plan *p;
+  int i;
+  for(i = 0; i < 5; i++) {
+    session *s;
+    snprintf(name, sizeof(name), "s%d", i);
+    snprintf(id, sizeof(id), "sb%d", i);
+    s = w_sess(w, "t1", name, ACT);
+    s->meta.uid = strdup("other-store");
+    w_sb_uid(w, id, SBR, NOW + 10 * MIN_MS, "t1", name, "uid-here");
+  }
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 0);
+  CHECK(p->guard_tripped);
+  plan_free(p);
+  w->cfg.force = true;
+  p = w_plan(w);
+  CHECK(p);
+  CHECK_INT(p_count(p, PLAN_DELETE, PLAN_DEL_ORPHAN), 5);
+  plan_free(p);
+  w_del(w);
+}
+
 /* The object's own sandbox is taken by its tags (a create whose answer
  * was lost), and a link to another object's sandbox is a conflict: never
  * paused, resumed or deleted for this session. */
@@ -2041,6 +2143,9 @@ TEST_LIST = {
   T(absent_optional_fields_mean_their_defaults),
   T(status_records_the_effective_tenant),
   T(rule12_new_object_of_old_name_never_inherits),
+  T(rule16_superseded_sandbox_deleted_at_once),
+  T(rule16_only_on_evidence),
+  T(rule16_superseded_counted_by_the_guard),
   T(rule12_uid_tag_checked_on_tags_and_link),
   T(rule12_untagged_legacy_sandbox_joins_by_link_only),
   T(template_change_is_said_in_a_condition),
