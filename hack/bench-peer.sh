@@ -209,10 +209,8 @@ create_run() {
   # shellcheck disable=SC2086
   start_sim "$l" $simargs
   db=$T/$l.db
-  # the peer needs the store to exist (sessionctl get never creates one):
-  # one object applied and deleted, on both sides
-  "$B/sessionctl" --store "sqlite:$db" apply -f "$T/setup.yaml" >/dev/null 2>&1
-  "$B/sessionctl" --store "sqlite:$db" delete session bench-setup >/dev/null
+  # the peer needs the store to exist (sessionctl get never creates one)
+  "$B/sessionctl" --store "sqlite:$db" store init >/dev/null
   if [ "$side" = ours ]; then start_ours "$l" "$db"; else start_peer "$l" "$db"; fi
   ld0=$(load)
   c0=$(cpu_ticks "$RPID"); a0=$(now_ms)
@@ -254,7 +252,6 @@ create_run() {
 }
 
 gen_list "$N" Active r "$T/active.yaml"
-printf 'apiVersion: lea.io/v1alpha1\nkind: Session\nmetadata: {name: bench-setup}\nspec: {template: t, state: Ended}\n' >"$T/setup.yaml"
 say "$N sessions, e2b SDK $E2B_VERSION, node $(node --version), pass period ${IV}s; load $(load)"
 
 steady_and_react() {

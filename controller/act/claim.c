@@ -274,15 +274,20 @@ static void claim_written(act_run *run, size_t si, sc_err err,
     return;
   }
   if(err) {
-    act_log(run, a, err == SC_ERR_CONFLICT ? LOG_DEBUG : LOG_WARN,
+    /* lost: the session changed, or went (a deleted object no controller
+     * had taken on is removed at once, so its claim finds no row) */
+    bool lost = err == SC_ERR_CONFLICT || err == SC_ERR_NOT_FOUND;
+    act_log(run, a, lost ? LOG_DEBUG : LOG_WARN,
             err == SC_ERR_CONFLICT
               ? "create claim lost: the session changed; looking again"
-              : "create claim not written: no create",
+              : err == SC_ERR_NOT_FOUND
+                  ? "create claim lost: the session is gone; no create"
+                  : "create claim not written: no create",
             msg);
-    if(err == SC_ERR_CONFLICT)
+    if(lost)
       metrics_add(env->m, "session_controller_create_claims_lost_total",
                   NULL, 1);
-    act_not_started(c, err == SC_ERR_CONFLICT ? "conflict" : "error", -1);
+    act_not_started(c, lost ? "conflict" : "error", -1);
     return;
   }
   policy_sandbox_of(env->plan->policy, s, &ps);

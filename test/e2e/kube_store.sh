@@ -86,7 +86,7 @@ check "controller: after compaction it still follows (resumed)" wait_eq 15 runni
 check "controller: logged the relist" wait_until 10 grep -q "relisting" "$T/ctl-kube.log"
 # delete: the Session stays (deletionTimestamp) until the sandbox is gone
 curl -sf -X POST -d 'delete:error=1@500' "$SIM/_sim/faults" >/dev/null
-ctl delete session s1 -n tenant-a >/dev/null
+ctl delete session s1 -n tenant-a --wait=false >/dev/null # held: Cube fails the DELETE
 sleep 1.5
 check "controller: a deleted Session is held while its sandbox lives" test "$(obj tenant-a s1 | jq -r '.metadata.deletionTimestamp != null')" = true
 check "controller: its sandbox still lives meanwhile" test "$(sim_live_for s1)" = 1

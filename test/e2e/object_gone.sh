@@ -3,8 +3,9 @@
 # makes the creates of 8 new sessions, one a second; the last session is
 # deleted while its create still waits for its turn in the token bucket.
 # The create's claim (status.createIntent) is written by compare-and-set
-# when its turn comes, right before the call: the object changed (it is a
-# tombstone now), so the claim loses and no create is sent. Before, the
+# when its turn comes, right before the call: the object changed (a
+# deleted object no controller had taken on is removed at once), so the
+# claim loses and no create is sent. Before, the
 # claim was written at plan time and the create went out anyway when its
 # turn came, seconds after the object was gone; its sandbox lived until
 # the orphan sweep (10 minutes here). A run's creates go round from a
