@@ -6,8 +6,9 @@
 #
 # Environment: BINDIR (the binaries under test), TEST_FILTER (run only the
 # programs whose path contains it), TEST_VALGRIND=1 (unit tests under
-# valgrind --leak-check=full --error-exitcode=1), TEST_JOBS=N (run N e2e
-# scripts at a time; default: the machine's online CPUs. Each script has
+# valgrind --leak-check=full --error-exitcode=1), TEST_JOBS=N (run N unit
+# test binaries, then N e2e scripts, at a time; default: the machine's
+# online CPUs. Each script has
 # its own temporary directory and binds port 0; their windows are the
 # design's promises, which hold beside a second script. TEST_JOBS=1 runs
 # them one by one). The scripts that carry a line "# test-slow" start
@@ -68,7 +69,10 @@ worker() {
     n=$((n + 1))
     mkdir "$pdir/claim.$n" 2>/dev/null || continue
     t0=$(date +%s)
-    sh "$s" </dev/null >"$pdir/$n.log" 2>&1 &
+    case "$s" in
+      *.sh) sh "$s" ;;
+      *) if [ "${TEST_VALGRIND:-0}" = 1 ]; then vg "$s"; else "$s"; fi ;;
+    esac </dev/null >"$pdir/$n.log" 2>&1 &
     echo $! >"$pdir/claim.$n/pid"
     wait $!
     rc=$?
@@ -78,7 +82,8 @@ worker() {
   done <"$1"
 }
 
-# run_e2e_jobs SCRIPT...: the scripts TEST_JOBS at a time, reported in order
+# run_e2e_jobs PROG...: the programs (unit test binaries, or e2e scripts
+# run by sh) TEST_JOBS at a time, reported in order
 run_e2e_jobs() {
   pdir=$(mktemp -d)
   for s in "$@"; do
@@ -105,14 +110,20 @@ run_e2e_jobs() {
   wait
 }
 
+vg() { valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 "$@"; }
 if [ -n "$testdir" ] && [ -d "$testdir" ]; then
-  for t in $(find "$testdir" -type f -perm -u+x -name 'test_*' | sort); do
-    if [ "${TEST_VALGRIND:-0}" = 1 ]; then
-      run_one "$t" valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 "$t"
-    else
-      run_one "$t" "$t"
-    fi
-  done
+  if [ "$jobs" -gt 1 ]; then
+    # shellcheck disable=SC2046 # paths without spaces
+    run_e2e_jobs $(find "$testdir" -type f -perm -u+x -name 'test_*' | sort)
+  else
+    for t in $(find "$testdir" -type f -perm -u+x -name 'test_*' | sort); do
+      if [ "${TEST_VALGRIND:-0}" = 1 ]; then
+        run_one "$t" vg "$t"
+      else
+        run_one "$t" "$t"
+      fi
+    done
+  fi
 fi
 if [ -n "$e2edir" ] && [ -d "$e2edir" ]; then
   if [ "$jobs" -gt 1 ]; then
