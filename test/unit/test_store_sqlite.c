@@ -76,6 +76,22 @@ static sc_err apply_names(store *st, const char *const *names, size_t n)
   return err;
 }
 
+/* a scratch directory t with a store opened on it (open_busy) holding
+ * ns/NAME for each of names; NULL (and nothing open) on any failure */
+static store *open_with(tmp *t, struct event_base *b, int busy_ms,
+                        const char *const *names, size_t n)
+{
+  store *st;
+  if(tmp_make(t))
+    return NULL;
+  st = open_busy(t, b, busy_ms);
+  if(st && apply_names(st, names, n)) {
+    store_close(st);
+    st = NULL;
+  }
+  return st;
+}
+
 /* the resourceVersion of ns/name now (caller frees), NULL when absent */
 static char *version_of(store *st, const char *name)
 {
@@ -118,6 +134,34 @@ static int sql_exec(const char *path, const char *sql)
   if(rc == SQLITE_OK)
     rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_close(db);
+  return rc;
+}
+
+/* ns/name taken on (a status written), deleted and purged */
+static sc_err purge_taken_on(store *st, const char *name)
+{
+  session *got = NULL;
+  sc_errbuf eb;
+  sc_err err = write_status(st, name, "sb-taken");
+  if(!err)
+    err = store_delete(st, "ns", name, &eb);
+  if(!err)
+    err = store_get(st, "ns", name, &got, &eb);
+  if(!err)
+    err = store_purge(st, "ns", name, got->meta.resource_version, &eb);
+  if(err)
+    fprintf(stderr, "  purge %s: %s\n", name, eb.msg);
+  session_free(got);
+  return err;
+}
+
+/* another connection to the file at path holding the write lock (rc of
+ * SQLite; *other to COMMIT and close) */
+static int lock_writes(const char *path, sqlite3 **other)
+{
+  int rc = sqlite3_open_v2(path, other, SQLITE_OPEN_READWRITE, NULL);
+  if(rc == SQLITE_OK)
+    rc = sqlite3_exec(*other, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   return rc;
 }
 
@@ -168,10 +212,8 @@ TEST(stmt_cache_prepares_once)
   store *st;
   size_t after_one;
   int n, busy, i;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 1);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
   CHECK_OK(write_status(st, "a", "sb-0"));
   after_one = sq_stmts_cached(sq(st));
   CHECK_MSG(after_one >= 6, "only %zu statements cached", after_one);
@@ -201,10 +243,8 @@ TEST(stmt_cache_reused_after_an_error)
   char *nv = NULL;
   size_t cached;
   int busy;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 1);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
   CHECK_OK(write_status(st, "a", "sb-1"));
   /* a conflict and a missing object fail inside the transaction */
   status_running(&ss, "sb-2");
@@ -243,20 +283,15 @@ TEST(stmt_cache_reused_after_busy)
   char *v, *nv = NULL;
   size_t cached;
   int busy;
-  CHECK(!tmp_make(&t));
-  st = open_busy(&t, NULL, 50);
+  st = open_with(&t, NULL, 50, names, 1);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
   CHECK_OK(write_status(st, "a", "sb-1")); /* statements cached */
   v = version_of(st, "a");
   CHECK(v);
   cached = sq_stmts_cached(sq(st));
   CHECK(cached > 0);
   /* another connection holds the write lock past the busy timeout */
-  CHECK_INT(sqlite3_open_v2(t.path, &other, SQLITE_OPEN_READWRITE, NULL),
-            SQLITE_OK);
-  CHECK_INT(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
-            SQLITE_OK);
+  CHECK_INT(lock_writes(t.path, &other), SQLITE_OK);
   status_running(&ss, "sb-2");
   CHECK_INT(store_update_status(st, "ns", "a", v, &ss, &nv, &eb),
             SC_ERR_BUSY);
@@ -327,10 +362,8 @@ TEST(decode_cache_serves_unchanged_rows)
   tmp t;
   store *st;
   size_t i;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 3);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 3));
   CHECK_OK(prime(st));
   CHECK_INT(sq_cache_count(sq(st)), 0); /* one list (sessionctl) fills none */
   CHECK_OK(write_status(st, "b", "sb-b"));
@@ -370,10 +403,8 @@ TEST(decode_cache_shared_list_hands_out_references)
   tmp t;
   store *st;
   size_t i;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 2);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 2));
   CHECK_OK(write_status(st, "a", "sb-a"));
   CHECK_OK(prime(st));
   CHECK_OK(store_list(st, &shared, &r1, &eb)); /* decoded, cached */
@@ -425,10 +456,8 @@ TEST(last_list_handed_out_until_the_file_changes)
   store *st, *other;
   uint64_t hits;
   size_t i;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 3);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 3));
   CHECK_OK(prime(st));
   CHECK_OK(store_list(st, &shared, &r1, &eb)); /* read, kept */
   CHECK_INT(sq(st)->last_hits, 0);
@@ -514,10 +543,8 @@ TEST(decode_cache_changed_row_decoded_again)
   sc_errbuf eb;
   tmp t;
   store *st;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 2);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 2));
   CHECK_OK(prime(st));
   CHECK_OK(store_list(st, &all_opts, &r, &eb));
   store_list_result_free(&r);
@@ -555,13 +582,10 @@ TEST(decode_cache_deleted_row_leaves)
   store_list_result r;
   store_list_opts live = {NULL, false, false};
   sc_errbuf eb;
-  session *got = NULL;
   tmp t;
   store *st;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 3);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 3));
   CHECK_OK(prime(st));
   CHECK_OK(store_list(st, &all_opts, &r, &eb));
   store_list_result_free(&r);
@@ -569,11 +593,7 @@ TEST(decode_cache_deleted_row_leaves)
   /* a purge through the store drops its entry at once (its status
    * written first: a tombstone is held only for an object a controller
    * took on) */
-  CHECK_OK(write_status(st, "a", "sb-a"));
-  CHECK_OK(store_delete(st, "ns", "a", &eb));
-  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
-  CHECK_OK(store_purge(st, "ns", "a", got->meta.resource_version, &eb));
-  session_free(got);
+  CHECK_OK(purge_taken_on(st, "a"));
   CHECK_INT(sq_cache_count(sq(st)), 2);
   /* a row removed by another process goes at the next full list */
   CHECK_INT(sql_exec(t.path, "DELETE FROM objects WHERE name = 'b'"),
@@ -595,25 +615,18 @@ TEST(decode_cache_new_uid_not_stale)
   static const char *const names[] = {"a"};
   store_list_result r;
   sc_errbuf eb;
-  session *got = NULL;
   char *uid1;
   tmp t;
   store *st;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL);
+  st = open_with(&t, NULL, 0, names, 1);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
   CHECK_OK(prime(st));
   CHECK_OK(store_list(st, &all_opts, &r, &eb));
   CHECK_INT(r.n, 1);
   uid1 = strdup(r.items[0]->meta.uid);
   store_list_result_free(&r);
   /* taken on, deleted, purged and created again with the same name */
-  CHECK_OK(write_status(st, "a", "sb-a"));
-  CHECK_OK(store_delete(st, "ns", "a", &eb));
-  CHECK_OK(store_get(st, "ns", "a", &got, &eb));
-  CHECK_OK(store_purge(st, "ns", "a", got->meta.resource_version, &eb));
-  session_free(got);
+  CHECK_OK(purge_taken_on(st, "a"));
   CHECK_OK(apply_names(st, names, 1));
   CHECK_OK(store_list(st, &all_opts, &r, &eb));
   CHECK_INT(r.n, 1);
@@ -666,12 +679,46 @@ static void run_until(struct event_base *b, const answer *a, int n)
     event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
+/* queues a status write of ns/name (Running on sandbox) at version,
+ * answered into *a */
+static sc_err queue_status(store *st, const char *name, const char *version,
+                           const char *sandbox, answer *a)
+{
+  session_status ss;
+  sc_errbuf eb;
+  sc_err err;
+  status_running(&ss, sandbox);
+  err = store_update_status_async(st, "ns", name, version, &ss, on_answer, a,
+                                  &eb);
+  if(err)
+    fprintf(stderr, "  update status async: %s\n", eb.msg);
+  session_status_clear(&ss);
+  return err;
+}
+
+/* a store on t holding ns/a (its version in *va, the caller frees) with
+ * a status write of a (Running on sb-a) queued, answered into *a; NULL
+ * on any failure */
+static store *open_queued(tmp *t, struct event_base *b, char **va,
+                          answer *a)
+{
+  static const char *const names[] = {"a"};
+  store *st = open_with(t, b, 0, names, 1);
+  memset(a, 0, sizeof(*a));
+  if(st)
+    *va = version_of(st, "a");
+  if(st && (!*va || queue_status(st, "a", *va, "sb-a", a))) {
+    store_close(st);
+    st = NULL;
+  }
+  return st;
+}
+
 TEST(group_commit_each_caller_own_result)
 {
   static const char *const names[] = {"a", "b", "c"};
   struct event_base *b = event_base_new();
   store_list_result r;
-  session_status ss;
   answer a[5];
   sc_errbuf eb;
   char *va, *vb, *vc;
@@ -680,10 +727,8 @@ TEST(group_commit_each_caller_own_result)
   store *st;
   int i;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b);
+  st = open_with(&t, b, 0, names, 3);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 3));
   va = version_of(st, "a");
   vb = version_of(st, "b");
   vc = version_of(st, "c");
@@ -693,24 +738,11 @@ TEST(group_commit_each_caller_own_result)
   /* queued in one turn: a (right), b (stale: a conflict), c (right),
    * a missing object, and a second write of a with a's old version
    * (a conflict: the first write of the group moved it) */
-  status_running(&ss, "sb-a");
-  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
-                                     &a[0], &eb));
-  session_status_clear(&ss);
-  status_running(&ss, "sb-b");
-  CHECK_OK(store_update_status_async(st, "ns", "b", "1", &ss, on_answer,
-                                     &a[1], &eb));
-  session_status_clear(&ss);
-  status_running(&ss, "sb-c");
-  CHECK_OK(store_update_status_async(st, "ns", "c", vc, &ss, on_answer,
-                                     &a[2], &eb));
-  CHECK_OK(store_update_status_async(st, "ns", "zz", vc, &ss, on_answer,
-                                     &a[3], &eb));
-  session_status_clear(&ss);
-  status_running(&ss, "sb-a2");
-  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
-                                     &a[4], &eb));
-  session_status_clear(&ss);
+  CHECK_OK(queue_status(st, "a", va, "sb-a", &a[0]));
+  CHECK_OK(queue_status(st, "b", "1", "sb-b", &a[1]));
+  CHECK_OK(queue_status(st, "c", vc, "sb-c", &a[2]));
+  CHECK_OK(queue_status(st, "zz", vc, "sb-c", &a[3]));
+  CHECK_OK(queue_status(st, "a", va, "sb-a2", &a[4]));
   CHECK_INT(answered(a, 5), 0); /* never from inside the call */
   CHECK_INT((int)store_async_inflight(st), 5);
   run_until(b, a, 5);
@@ -746,26 +778,16 @@ TEST(group_commit_each_caller_own_result)
 
 TEST(group_commit_seen_by_the_next_call)
 {
-  static const char *const names[] = {"a"};
   struct event_base *b = event_base_new();
-  session_status ss;
   session *got = NULL;
   answer a[1];
   sc_errbuf eb;
-  char *va;
+  char *va = NULL;
   tmp t;
   store *st;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b);
+  st = open_queued(&t, b, &va, &a[0]);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
-  va = version_of(st, "a");
-  memset(a, 0, sizeof(a));
-  status_running(&ss, "sb-a");
-  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
-                                     &a[0], &eb));
-  session_status_clear(&ss);
   /* a call made after the queued write sees it, before any answer */
   CHECK_OK(store_get(st, "ns", "a", &got, &eb));
   CHECK_STR(got->status.sandbox_id, "sb-a");
@@ -786,7 +808,6 @@ TEST(group_commit_busy_fails_each_none_written)
   static const char *const names[] = {"a", "b"};
   struct event_base *b = event_base_new();
   sqlite3 *other = NULL;
-  session_status ss;
   answer a[2];
   sc_errbuf eb;
   char *va, *vb;
@@ -794,23 +815,14 @@ TEST(group_commit_busy_fails_each_none_written)
   store *st;
   session *got = NULL;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_busy(&t, b, 50);
+  st = open_with(&t, b, 50, names, 2);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 2));
   va = version_of(st, "a");
   vb = version_of(st, "b");
-  CHECK_INT(sqlite3_open_v2(t.path, &other, SQLITE_OPEN_READWRITE, NULL),
-            SQLITE_OK);
-  CHECK_INT(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
-            SQLITE_OK);
+  CHECK_INT(lock_writes(t.path, &other), SQLITE_OK);
   memset(a, 0, sizeof(a));
-  status_running(&ss, "sb");
-  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
-                                     &a[0], &eb));
-  CHECK_OK(store_update_status_async(st, "ns", "b", vb, &ss, on_answer,
-                                     &a[1], &eb));
-  session_status_clear(&ss);
+  CHECK_OK(queue_status(st, "a", va, "sb", &a[0]));
+  CHECK_OK(queue_status(st, "b", vb, "sb", &a[1]));
   run_until(b, a, 2);
   CHECK_INT(a[0].err, SC_ERR_BUSY);
   CHECK_INT(a[1].err, SC_ERR_BUSY);
@@ -830,26 +842,16 @@ TEST(group_commit_busy_fails_each_none_written)
 
 TEST(group_commit_close_writes_the_queue)
 {
-  static const char *const names[] = {"a"};
   struct event_base *b = event_base_new();
-  session_status ss;
   session *got = NULL;
   answer a[1];
   sc_errbuf eb;
-  char *va;
+  char *va = NULL;
   tmp t;
   store *st;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b);
+  st = open_queued(&t, b, &va, &a[0]);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 1));
-  va = version_of(st, "a");
-  memset(a, 0, sizeof(a));
-  status_running(&ss, "sb-a");
-  CHECK_OK(store_update_status_async(st, "ns", "a", va, &ss, on_answer,
-                                     &a[0], &eb));
-  session_status_clear(&ss);
   store_close(st); /* the answer is abandoned; the write is not */
   event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
   CHECK_INT(a[0].calls, 0);
@@ -885,9 +887,9 @@ static void on_event(const store_event *ev, void *ud)
   s->n++;
 }
 
-/* the history row of revision rev, decoded and encoded again */
-static void history_json(const char *path, long long rev, char *out,
-                         size_t len)
+/* the history text of revision rev as stored ("" when none) */
+static void history_raw(const char *path, long long rev, char *out,
+                        size_t len)
 {
   sqlite3 *db = NULL;
   sqlite3_stmt *q = NULL;
@@ -896,20 +898,57 @@ static void history_json(const char *path, long long rev, char *out,
      sqlite3_prepare_v2(db, "SELECT object FROM history WHERE revision = ?1",
                         -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, rev);
-    if(sqlite3_step(q) == SQLITE_ROW) {
-      const char *txt = (const char *)sqlite3_column_text(q, 0);
-      session *o = NULL;
-      char *j = NULL;
-      sc_errbuf eb;
-      if(!session_from_json(txt, strlen(txt), &o, &eb) &&
-         !session_to_json(o, &j))
-        snprintf(out, len, "%s", j);
-      free(j);
-      session_free(o);
-    }
+    if(sqlite3_step(q) == SQLITE_ROW)
+      snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
   }
   sqlite3_finalize(q);
   sqlite3_close(db);
+}
+
+/* the history row of revision rev, decoded and encoded again ("" when
+ * none) */
+static void history_json(const char *path, long long rev, char *out,
+                         size_t len)
+{
+  char txt[4096];
+  session *o = NULL;
+  char *j = NULL;
+  sc_errbuf eb;
+  out[0] = '\0';
+  history_raw(path, rev, txt, sizeof(txt));
+  if(txt[0] && !session_from_json(txt, strlen(txt), &o, &eb) &&
+     !session_to_json(o, &j))
+    snprintf(out, len, "%s", j);
+  free(j);
+  session_free(o);
+}
+
+/* dispatches b in turns of 5 ms until s holds n events (2 s at most) */
+static void wait_seen(struct event_base *b, const seen *s, int n)
+{
+  int i;
+  for(i = 0; i < 400 && s->n < n; i++) {
+    struct timeval tv = {0, 5000};
+    event_base_loopexit(b, &tv);
+    event_base_dispatch(b);
+  }
+}
+
+/* 0 when each of the first n events of s is the object its history row
+ * in the file at path holds */
+static int seen_is_history(const seen *s, int n, const char *path)
+{
+  char want[512];
+  int i;
+  for(i = 0; i < n; i++) {
+    history_json(path, s->revs[i], want, sizeof(want));
+    if(!want[0] || strcmp(s->json[i], want)) {
+      fprintf(stderr, "  event %d: %s\n  history: %s\n", i, s->json[i],
+              want);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 TEST(watch_hands_out_own_writes_undecoded)
@@ -920,16 +959,13 @@ TEST(watch_hands_out_own_writes_undecoded)
   store_watch *w = NULL;
   seen s;
   sc_errbuf eb;
-  char want[512];
   uint64_t hits;
   tmp t;
-  int i;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b);
+  st = open_with(&t, b, 0, names, 2);
+  CHECK(st);
   other = open_store(&t, NULL); /* another writer (as another process) */
-  CHECK(st && other);
-  CHECK_OK(apply_names(st, names, 2));
+  CHECK(other);
   memset(&s, 0, sizeof(s));
   CHECK_OK(store_watch_start(st, NULL, on_event, NULL, &s, &w, &eb));
   hits = sq(st)->own_hits;
@@ -939,21 +975,13 @@ TEST(watch_hands_out_own_writes_undecoded)
   /* not plain ASCII: decoded as any other row (the decoder is the judge
    * of such bytes) */
   CHECK_OK(write_status(st, "a", "sb-\xc3\xa9"));
-  for(i = 0; i < 400 && s.n < 4; i++) {
-    struct timeval tv = {0, 5000};
-    event_base_loopexit(b, &tv);
-    event_base_dispatch(b);
-  }
+  wait_seen(b, &s, 4);
   CHECK_INT(s.n, 4);
   /* two writes of this store were not decoded; the other's and the
    * non-ASCII one were */
   CHECK_INT((long long)(sq(st)->own_hits - hits), 2);
   /* and every event is the object the history row holds */
-  for(i = 0; i < 4; i++) {
-    history_json(t.path, s.revs[i], want, sizeof(want));
-    CHECK(want[0]);
-    CHECK_STR(s.json[i], want);
-  }
+  CHECK_OK(seen_is_history(&s, 4, t.path));
   CHECK_INT(sq(st)->n_own, 0); /* passed by the only watch: forgotten */
   store_watch_stop(w);
   store_close(other);
@@ -971,7 +999,6 @@ TEST(group_commit_one_transaction_a_turn)
   struct event_base *b = event_base_new();
   session *objs[LONGQ];
   store_list_result r;
-  session_status ss;
   static answer a[LONGQ];
   sc_errbuf eb;
   uint64_t groups;
@@ -994,13 +1021,9 @@ TEST(group_commit_one_transaction_a_turn)
   CHECK_INT((long long)r.n, LONGQ);
   memset(a, 0, sizeof(a));
   groups = sq(st)->group_commits;
-  for(i = 0; i < LONGQ; i++) {
-    status_running(&ss, "sb");
-    CHECK_OK(store_update_status_async(st, "ns", r.items[i]->meta.name,
-                                       r.items[i]->meta.resource_version, &ss,
-                                       on_answer, &a[i], &eb));
-    session_status_clear(&ss);
-  }
+  for(i = 0; i < LONGQ; i++)
+    CHECK_OK(queue_status(st, r.items[i]->meta.name,
+                          r.items[i]->meta.resource_version, "sb", &a[i]));
   store_list_result_free(&r);
   event_base_loop(b, EVLOOP_ONCE | EVLOOP_NONBLOCK);
   CHECK_INT((long long)(sq(st)->group_commits - groups), 1);
@@ -1058,24 +1081,6 @@ static void column_of(const char *path, const char *col, const char *name,
   sqlite3_close(db);
 }
 
-/* the history text of revision rev as stored ("" when none) */
-static void history_raw(const char *path, long long rev, char *out,
-                        size_t len)
-{
-  sqlite3 *db = NULL;
-  sqlite3_stmt *q = NULL;
-  out[0] = '\0';
-  if(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-     sqlite3_prepare_v2(db, "SELECT object FROM history WHERE revision = ?1",
-                        -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, rev);
-    if(sqlite3_step(q) == SQLITE_ROW)
-      snprintf(out, len, "%s", (const char *)sqlite3_column_text(q, 0));
-  }
-  sqlite3_finalize(q);
-  sqlite3_close(db);
-}
-
 /* A group writes the meta row once (not once a write) and a status write
  * only the status column (the spec and the labels stay the bytes they
  * were); the revisions stay contiguous around a write that lost its
@@ -1092,17 +1097,15 @@ TEST(group_commit_meta_once_status_column_only)
   stmt_count cnt;
   answer a[4];
   sc_errbuf eb;
-  char *v[4], spec0[512], spec1[512], col[1024], want[512], *enc = NULL;
+  char *v[4], spec0[512], spec1[512], col[1024], *enc = NULL;
   int64_t rev = 0, temp_store = 0;
   seen sn;
   tmp t;
   store *st;
   int i;
   CHECK(b);
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b);
+  st = open_with(&t, b, 0, names, 4);
   CHECK(st);
-  CHECK_OK(apply_names(st, names, 4));
   for(i = 0; i < 4; i++)
     v[i] = version_of(st, names[i]);
   column_of(t.path, "spec", "a", spec0, sizeof(spec0));
@@ -1152,17 +1155,9 @@ TEST(group_commit_meta_once_status_column_only)
   column_of(t.path, "revision", "d", col, sizeof(col));
   CHECK_STR(col, a[3].new_version);
   /* the watch: three events, each the object its history row holds */
-  for(i = 0; i < 400 && sn.n < 3; i++) {
-    struct timeval tv = {0, 5000};
-    event_base_loopexit(b, &tv);
-    event_base_dispatch(b);
-  }
+  wait_seen(b, &sn, 3);
   CHECK_INT(sn.n, 3);
-  for(i = 0; i < 3; i++) {
-    history_json(t.path, sn.revs[i], want, sizeof(want));
-    CHECK(want[0]);
-    CHECK_STR(sn.json[i], want);
-  }
+  CHECK_OK(seen_is_history(&sn, 3, t.path));
   CHECK_INT(sn.revs[2], rev);
   /* the spliced history text: the bytes session_to_json() gives */
   {
