@@ -2,7 +2,7 @@
  * generations, tombstones, watches, compaction, several processes, a
  * process killed mid-write, file modes and foreign files. */
 #include "test/harness.h"
-#include "test/unit/tmp_store.h"
+#include "test/unit/store_fixture.h"
 #include "controller/store/store.h"
 #include "api/session_json.h"
 #include "controller/ops/log.h"
@@ -25,30 +25,12 @@ static int tmp_make(tmp *t)
   return tmp_make_named(t, "sc-store");
 }
 
-static session *mk(const char *ns, const char *name, const char *tmpl)
-{
-  session *s = session_new();
-  s->meta.namespace_ = strdup(ns);
-  s->meta.name = strdup(name);
-  s->spec.template_id = strdup(tmpl);
-  session_apply_defaults(s);
-  return s;
-}
-
 static store *open_store(const tmp *t, struct event_base *b, int keep)
 {
   store_open_opts o = {0};
-  store *st = NULL;
-  sc_errbuf eb;
   o.base = b;
-  o.create = true;
-  o.poll_interval_ms = 5;
   o.history_keep = keep;
-  if(store_open(t->url, &o, &st, &eb)) {
-    fprintf(stderr, "  store_open: %s\n", eb.msg);
-    return NULL;
-  }
-  return st;
+  return fx_open(t, o);
 }
 
 /* the same, reporting skipped objects to m and lg */
@@ -56,18 +38,10 @@ static store *open_store_rep(const tmp *t, struct event_base *b, metrics *m,
                              logger *lg)
 {
   store_open_opts o = {0};
-  store *st = NULL;
-  sc_errbuf eb;
   o.base = b;
-  o.create = true;
-  o.poll_interval_ms = 5;
   o.metrics = m;
   o.log = lg;
-  if(store_open(t->url, &o, &st, &eb)) {
-    fprintf(stderr, "  store_open: %s\n", eb.msg);
-    return NULL;
-  }
-  return st;
+  return fx_open(t, o);
 }
 
 /* what was written to f so far */
@@ -103,6 +77,28 @@ static long long list_rev(store *st)
     v = strtoll(r.revision, NULL, 10);
   store_list_result_free(&r);
   return v;
+}
+
+/* a scratch directory t with a store on it (base b) holding ns/name of
+ * template python, that object in *s (the caller frees it); NULL, and
+ * *s NULL, on any failure */
+static store *open_with_one(tmp *t, struct event_base *b, const char *name,
+                            session **s)
+{
+  store *st = NULL;
+  sc_err err = SC_ERR_INVALID;
+  *s = NULL;
+  if(tmp_make(t) || !(st = open_store(t, b, 0)))
+    return NULL;
+  *s = fx_session("ns", name, "python");
+  apply1(st, *s, &err);
+  if(err) {
+    session_free(*s);
+    *s = NULL;
+    store_close(st);
+    st = NULL;
+  }
+  return st;
 }
 
 /* A raw connection for looking under the hood. */
@@ -238,7 +234,7 @@ TEST(file_modes_0600)
   st = open_store(&t, NULL, 0);
   umask(old);
   CHECK(st);
-  s = mk("ns", "a", "tmpl");
+  s = fx_session("ns", "a", "tmpl");
   apply1(st, s, &err);
   session_free(s);
   CHECK_OK(err);
@@ -326,7 +322,7 @@ TEST(crud_and_list_order)
   CHECK(st);
   CHECK_INT(list_rev(st), 0);
   for(i = 0; i < 4; i++)
-    objs[i] = mk(keys[i][0], keys[i][1], "python");
+    objs[i] = fx_session(keys[i][0], keys[i][1], "python");
   CHECK_OK(store_apply(st, objs, 4, oc, &eb));
   for(i = 0; i < 4; i++)
     CHECK_INT(oc[i], STORE_APPLY_CREATED);
@@ -399,7 +395,7 @@ TEST(generation_rules)
   CHECK(!tmp_make(&t));
   st = open_store(&t, NULL, 0);
   CHECK(st);
-  s = mk("ns", "g", "python");
+  s = fx_session("ns", "g", "python");
   CHECK_INT(apply1(st, s, &err), STORE_APPLY_CREATED);
   CHECK_OK(err);
   rev = list_rev(st);
@@ -499,12 +495,8 @@ TEST(cas_conflicts)
   char v1[32];
   sc_errbuf eb;
   sc_err err;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL, 0);
+  st = open_with_one(&t, NULL, "c", &s);
   CHECK(st);
-  s = mk("ns", "c", "python");
-  apply1(st, s, &err);
-  CHECK_OK(err);
   CHECK_OK(store_get(st, "ns", "c", &got, &eb));
   snprintf(v1, sizeof(v1), "%s", got->meta.resource_version);
   session_free(got);
@@ -576,12 +568,8 @@ TEST(tombstone_purge_and_reapply)
   long long rev;
   sc_errbuf eb;
   sc_err err;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL, 0);
+  st = open_with_one(&t, NULL, "d", &s);
   CHECK(st);
-  s = mk("ns", "d", "python");
-  apply1(st, s, &err);
-  CHECK_OK(err);
   CHECK_OK(take_on(st, "ns", "d", NULL)); /* 2 */
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
   snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
@@ -662,12 +650,8 @@ TEST(delete_of_object_not_taken_on_is_gone_at_once)
   char uid1[64];
   sc_errbuf eb;
   sc_err err;
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, NULL, 0);
+  st = open_with_one(&t, NULL, "d", &s);
   CHECK(st);
-  s = mk("ns", "d", "python");
-  apply1(st, s, &err);
-  CHECK_OK(err);
   CHECK_OK(store_get(st, "ns", "d", &got, &eb));
   snprintf(uid1, sizeof(uid1), "%s", got->meta.uid);
   session_free(got);
@@ -703,9 +687,9 @@ TEST(apply_all_or_nothing)
   CHECK(!tmp_make(&t));
   st = open_store(&t, NULL, 0);
   CHECK(st);
-  objs[0] = mk("ns", "a", "python");
-  objs[1] = mk("ns", "b", "python");
-  objs[2] = mk("ns", "", "python");
+  objs[0] = fx_session("ns", "a", "python");
+  objs[1] = fx_session("ns", "b", "python");
+  objs[2] = fx_session("ns", "", "python");
   CHECK_INT(store_apply(st, objs, 3, oc, &eb), SC_ERR_INVALID);
   CHECK_MSG(strstr(eb.msg, "objects[2]"), "msg: %s", eb.msg);
   free(objs[2]->meta.name);
@@ -753,7 +737,7 @@ TEST(busy_reported)
   CHECK_INT(sqlite3_open(t.path, &db), SQLITE_OK);
   CHECK_INT(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
             SQLITE_OK);
-  s = mk("ns", "b", "python");
+  s = fx_session("ns", "b", "python");
   t0 = sctime_mono_ms();
   {
     session *one[1] = {s};
@@ -790,7 +774,7 @@ TEST(watch_in_order)
   CHECK(!tmp_make(&t));
   st = open_store(&t, b, 0);
   CHECK(st);
-  s = mk("ns", "w0", "python");
+  s = fx_session("ns", "w0", "python");
   apply1(st, s, &err); /* revision 1: before the watch */
   CHECK_OK(err);
   CHECK_OK(store_watch_start(st, "1", rec_cb, rec_err, &r, &w, &eb));
@@ -861,7 +845,7 @@ TEST(watch_many_batches)
   for(i = 0; i < N; i++) {
     char n[16];
     snprintf(n, sizeof(n), "m%05d", i);
-    objs[i] = mk("ns", n, "python");
+    objs[i] = fx_session("ns", n, "python");
   }
   CHECK_OK(store_apply(st, objs, N, NULL, &eb));
   for(i = 0; i < N; i++)
@@ -903,7 +887,7 @@ TEST(watch_callback_reentrancy)
   for(i = 0; i < 5; i++) {
     char n[16];
     snprintf(n, sizeof(n), "r%d", i);
-    objs[i] = mk("ns", n, "python");
+    objs[i] = fx_session("ns", n, "python");
   }
   CHECK_OK(store_apply(st, objs, 5, NULL, &eb));
   pump(b, &r2.n, 10, 3000); /* 5 ADDED + 5 status writes of its own */
@@ -940,7 +924,7 @@ TEST(watch_expiry_and_relist)
   CHECK(!tmp_make(&t));
   st = open_store(&t, b, 20); /* keep 20 (+2 slack) */
   CHECK(st);
-  s = mk("ns", "e", "python");
+  s = fx_session("ns", "e", "python");
   for(i = 0; i < 60; i++) {
     char v[16];
     snprintf(v, sizeof(v), "%d", i);
@@ -1008,7 +992,7 @@ TEST(tampered_row_with_nul_left_out)
   CHECK(!tmp_make(&t));
   st = open_store(&t, NULL, 0);
   CHECK(st);
-  s = mk("ns", "a", "python");
+  s = fx_session("ns", "a", "python");
   apply1(st, s, &err);
   session_free(s);
   CHECK_OK(err);
@@ -1052,7 +1036,7 @@ TEST(watch_undecodable_history_row)
   for(i = 0; i < 3; i++) {
     char n[16];
     snprintf(n, sizeof(n), "u%d", i);
-    objs[i] = mk("ns", n, "python");
+    objs[i] = fx_session("ns", n, "python");
   }
   CHECK_OK(store_apply(st, objs, 3, NULL, &eb));
   CHECK_INT(sql_exec(t.path, "UPDATE history SET object = '{\"kind\":3'"
@@ -1104,7 +1088,7 @@ TEST(list_skips_row_with_broken_spec)
   for(i = 0; i < 3; i++) {
     char n[16];
     snprintf(n, sizeof(n), "%c", 'a' + i);
-    objs[i] = mk("ns", n, "python");
+    objs[i] = fx_session("ns", n, "python");
   }
   CHECK_OK(store_apply(st, objs, 3, NULL, &eb));
   CHECK_INT(sql_exec(t.path, "UPDATE objects SET spec = '{\"template\":'"
@@ -1146,22 +1130,69 @@ TEST(list_skips_row_with_broken_spec)
 
 /* --- several processes --- */
 
-/* A child: wait for the go byte, then n writes to namespace ns, each one
- * revision (an apply with a new label, or a status update). Exit 0 when
- * every write succeeded. */
-static void child_writer(const tmp *t, int go_fd, const char *ns, int n)
+/* what a child runs on its own store: child i of n writes (or loops); it
+ * closes st and exits, 0 when all went well */
+typedef void child_fn(store *st, int i, int n);
+
+/* k children forked before this process opens the database (SQLite's
+ * rule); each waits for its go byte (release_children), opens the store
+ * of t and runs child(st, i, n). 0, or -1 when a fork failed. */
+static int fork_children(const tmp *t, pid_t *pids, int k, child_fn *child,
+                         int n, int go[2])
 {
-  store *st;
+  int i, result = 0;
+  for(i = 0; i < k; i++) {
+    pids[i] = fork();
+    if(pids[i] < 0)
+      result = -1;
+    if(!pids[i]) {
+      store *st;
+      char c;
+      close(go[1]);
+      if(read(go[0], &c, 1) != 1)
+        _exit(3);
+      st = open_store(t, NULL, 0);
+      if(!st)
+        _exit(4);
+      child(st, i, n);
+      _exit(9);
+    }
+  }
+  close(go[0]);
+  return result;
+}
+
+/* one go byte for each of k (at most 8) children, and the pipe closed */
+static int release_children(int go_w, int k)
+{
+  int result = k <= 8 && write(go_w, "gggggggg", (size_t)k) == k ? 0 : -1;
+  close(go_w);
+  return result;
+}
+
+/* 0 when each of the k children exited 0; else -1, why naming the first
+ * that did not */
+static int wait_children(const pid_t *pids, int k, char *why, size_t len)
+{
+  int i, status;
+  for(i = 0; i < k; i++)
+    if(waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+       WEXITSTATUS(status)) {
+      snprintf(why, len, "child %d status %d", i, status);
+      return -1;
+    }
+  return 0;
+}
+
+/* A child: n writes to namespace alpha (child 0) or beta, each one
+ * revision (an apply with a new label, or a status update). */
+static void child_writer(store *st, int who, int n)
+{
+  const char *ns = who ? "beta" : "alpha";
   session *s;
   sc_errbuf eb;
-  char c;
   int i;
-  if(read(go_fd, &c, 1) != 1)
-    _exit(3);
-  st = open_store(t, NULL, 0);
-  if(!st)
-    _exit(4);
-  s = mk(ns, "obj", "python");
+  s = fx_session(ns, "obj", "python");
   for(i = 0; i < n; i++) {
     char v[16];
     session *one[1];
@@ -1202,32 +1233,19 @@ TEST(two_writers_one_watcher)
   store_watch *w = NULL;
   static rec r;
   sc_errbuf eb;
-  int i, status, per[2] = {0, 0};
+  char why[64];
+  int i, per[2] = {0, 0};
   memset(&r, 0, sizeof(r));
   CHECK(!tmp_make(&t));
   CHECK(!pipe(go));
-  /* Fork before this process opens the database (SQLite's rule). */
-  for(i = 0; i < 2; i++) {
-    pids[i] = fork();
-    CHECK(pids[i] >= 0);
-    if(!pids[i]) {
-      close(go[1]);
-      child_writer(&t, go[0], i ? "beta" : "alpha", N);
-    }
-  }
-  close(go[0]);
+  CHECK_OK(fork_children(&t, pids, 2, child_writer, N, go));
   b = event_base_new();
   st = open_store(&t, b, 0);
   CHECK(st);
   CHECK_OK(store_watch_start(st, "0", rec_cb, rec_err, &r, &w, &eb));
-  CHECK(write(go[1], "gg", 2) == 2);
-  close(go[1]);
+  CHECK_OK(release_children(go[1], 2));
   pump(b, &r.n, 2 * N, 60000);
-  for(i = 0; i < 2; i++) {
-    CHECK(waitpid(pids[i], &status, 0) == pids[i]);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "child %d status %d", i, status);
-  }
+  CHECK_MSG(!wait_children(pids, 2, why, sizeof(why)), "%s", why);
   pump(b, &r.n, 2 * N + 1, 50); /* anything extra would show */
   CHECK_INT(r.n, 2 * N);
   CHECK_INT(r.errs, 0);
@@ -1247,17 +1265,11 @@ TEST(two_writers_one_watcher)
 
 /* A child: n read-increment-CAS loops on ns/shared's status counter,
  * retrying on CONFLICT. Exits 0 after n successful increments. */
-static void child_incrementer(const tmp *t, int go_fd, int n)
+static void child_incrementer(store *st, int who, int n)
 {
-  store *st;
   sc_errbuf eb;
   int done = 0, conflicts = 0;
-  char c;
-  if(read(go_fd, &c, 1) != 1)
-    _exit(3);
-  st = open_store(t, NULL, 0);
-  if(!st)
-    _exit(4);
+  (void)who;
   while(done < n) {
     session *got = NULL;
     sc_err err;
@@ -1284,36 +1296,24 @@ TEST(cas_across_processes_loses_no_update)
 {
   enum { N = 40, P = 3 };
   tmp t;
-  int go[2], i, status;
+  int go[2];
   pid_t pids[P];
   store *st;
   session *s, *got = NULL;
+  char why[64];
   sc_errbuf eb;
   sc_err err;
   CHECK(!tmp_make(&t));
   CHECK(!pipe(go));
-  for(i = 0; i < P; i++) {
-    pids[i] = fork();
-    CHECK(pids[i] >= 0);
-    if(!pids[i]) {
-      close(go[1]);
-      child_incrementer(&t, go[0], N);
-    }
-  }
-  close(go[0]);
+  CHECK_OK(fork_children(&t, pids, P, child_incrementer, N, go));
   st = open_store(&t, NULL, 0);
   CHECK(st);
-  s = mk("ns", "shared", "python");
+  s = fx_session("ns", "shared", "python");
   apply1(st, s, &err);
   session_free(s);
   CHECK_OK(err);
-  CHECK(write(go[1], "ggg", P) == P);
-  close(go[1]);
-  for(i = 0; i < P; i++) {
-    CHECK(waitpid(pids[i], &status, 0) == pids[i]);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "child %d status %d", i, status);
-  }
+  CHECK_OK(release_children(go[1], P));
+  CHECK_MSG(!wait_children(pids, P, why, sizeof(why)), "%s", why);
   CHECK_OK(store_get(st, "ns", "shared", &got, &eb));
   CHECK_INT(got->status.observed_generation, N * P);
   CHECK_INT(list_rev(st), 1 + N * P);
@@ -1325,19 +1325,14 @@ TEST(cas_across_processes_loses_no_update)
 /* Regression: processes opening a store file that does not exist yet, all
  * at once (sessionctl apply while the controller starts), must all get it;
  * the switch to WAL used to fail at once with "database is locked". */
-static void child_first_open(const tmp *t, int go_fd, int i)
+static void child_first_open(store *st, int i, int n)
 {
-  char c, name[32];
-  store *st;
+  char name[32];
   session *s;
   sc_err err = SC_OK;
-  if(read(go_fd, &c, 1) != 1)
-    _exit(3);
-  st = open_store(t, NULL, 0);
-  if(!st)
-    _exit(1);
+  (void)n;
   snprintf(name, sizeof(name), "first-%d", i);
-  s = mk("ns", name, "python");
+  s = fx_session("ns", name, "python");
   apply1(st, s, &err);
   session_free(s);
   store_close(st);
@@ -1348,27 +1343,16 @@ TEST(concurrent_first_open)
 {
   enum { P = 6 };
   tmp t;
-  int go[2], i, status, round;
+  int go[2], round;
   pid_t pids[P];
+  char why[64];
   for(round = 0; round < 5; round++) {
     CHECK(!tmp_make(&t));
     CHECK(!pipe(go));
-    for(i = 0; i < P; i++) {
-      pids[i] = fork();
-      CHECK(pids[i] >= 0);
-      if(!pids[i]) {
-        close(go[1]);
-        child_first_open(&t, go[0], i);
-      }
-    }
-    close(go[0]);
-    CHECK(write(go[1], "gggggg", P) == P);
-    close(go[1]);
-    for(i = 0; i < P; i++) {
-      CHECK(waitpid(pids[i], &status, 0) == pids[i]);
-      CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                "round %d: child %d status %d", round, i, status);
-    }
+    CHECK_OK(fork_children(&t, pids, P, child_first_open, 0, go));
+    CHECK_OK(release_children(go[1], P));
+    CHECK_MSG(!wait_children(pids, P, why, sizeof(why)), "round %d: %s",
+              round, why);
     CHECK_INT(sql_int(t.path, "SELECT count(*) FROM objects"), P);
     tmp_clean(&t);
   }
@@ -1461,15 +1445,8 @@ TEST(killed_mid_write)
     long long rev;
     CHECK(!tmp_make(&t));
     CHECK(!pipe(go));
-    pid = fork();
-    CHECK(pid >= 0);
-    if(!pid) {
-      close(go[1]);
-      child_writer(&t, go[0], "k", 1000000);
-    }
-    close(go[0]);
-    CHECK(write(go[1], "g", 1) == 1);
-    close(go[1]);
+    CHECK_OK(fork_children(&t, &pid, 1, child_writer, 1000000, go));
+    CHECK_OK(release_children(go[1], 1));
     if(k >= 2) {
       /* Let the child get going (slow under valgrind) before the delay. */
       int64_t end = sctime_mono_ms() + 20000;
@@ -1583,7 +1560,7 @@ static void loop_until(struct event_base *b, const int *calls, int want)
 TEST(async_calls_answer_from_the_loop)
 {
   struct event_base *b = event_base_new();
-  session *s = mk("ns", "a", "tmpl");
+  session *s = fx_session("ns", "a", "tmpl");
   session_status st;
   areply a;
   tmp t;
@@ -1956,7 +1933,7 @@ TEST(set_annotation_cas)
   CHECK(!tmp_make(&t));
   st = open_store(&t, b, 0);
   CHECK(st);
-  s = mk("ns", "a", "python");
+  s = fx_session("ns", "a", "python");
   CHECK_OK(sc_kvlist_set(&s->meta.annotations, "team", "blue"));
   apply1(st, s, &err);
   CHECK_OK(err);

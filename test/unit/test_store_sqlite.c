@@ -3,7 +3,7 @@
  * writes, the watch's own writes, and apply's duplicate check at scale.
  * They look under the hood (sqlite_int.h) where a cache is the point. */
 #include "test/harness.h"
-#include "test/unit/tmp_store.h"
+#include "test/unit/store_fixture.h"
 #include "controller/store/store.h"
 #include "controller/store/sqlite/sqlite_int.h"
 #include "api/manifest.h"
@@ -25,17 +25,9 @@ static int tmp_make(tmp *t)
 static store *open_busy(const tmp *t, struct event_base *b, int busy_ms)
 {
   store_open_opts o = {0};
-  store *st = NULL;
-  sc_errbuf eb;
   o.base = b;
-  o.create = true;
-  o.poll_interval_ms = 5;
   o.busy_timeout_ms = busy_ms;
-  if(store_open(t->url, &o, &st, &eb)) {
-    fprintf(stderr, "  store_open: %s\n", eb.msg);
-    return NULL;
-  }
-  return st;
+  return fx_open(t, o);
 }
 
 static store *open_store(const tmp *t, struct event_base *b)
@@ -50,12 +42,7 @@ static sq_store *sq(store *st)
 
 static session *mk(const char *ns, const char *name)
 {
-  session *s = session_new();
-  s->meta.namespace_ = strdup(ns);
-  s->meta.name = strdup(name);
-  s->spec.template_id = strdup("tmpl");
-  session_apply_defaults(s);
-  return s;
+  return fx_session(ns, name, "tmpl");
 }
 
 static sc_err apply_names(store *st, const char *const *names, size_t n)
