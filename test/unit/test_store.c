@@ -771,12 +771,8 @@ TEST(watch_in_order)
   int i;
   memset(&r, 0, sizeof(r));
   memset(&r2, 0, sizeof(r2));
-  CHECK(!tmp_make(&t));
-  st = open_store(&t, b, 0);
+  st = open_with_one(&t, b, "w0", &s); /* revision 1: before the watch */
   CHECK(st);
-  s = fx_session("ns", "w0", "python");
-  apply1(st, s, &err); /* revision 1: before the watch */
-  CHECK_OK(err);
   CHECK_OK(store_watch_start(st, "1", rec_cb, rec_err, &r, &w, &eb));
   CHECK_OK(store_watch_start(st, NULL, rec_cb, rec_err, &r2, &w2, &eb));
   for(i = 1; i <= 3; i++) { /* 2, 3, 4 */
