@@ -268,21 +268,58 @@ static void run(struct event_base *b, const seen *w, int ms)
   }
 }
 
-TEST(lines_in_order_whatever_the_chunks)
-{
-  struct event_base *b = event_base_new();
+/* what each test stands on: a loop, the fake API server on it and a
+ * client of that server */
+typedef struct rig {
+  struct event_base *b;
   srv s;
   kube_http *h;
+} rig;
+
+static int rig_start(rig *r)
+{
+  memset(r, 0, sizeof(*r));
+  r->b = event_base_new();
+  if(!r->b || srv_start(&r->s, r->b))
+    return -1;
+  r->h = client(r->b, &r->s, r->s.port);
+  return r->h ? 0 : -1;
+}
+
+static void rig_stop(rig *r)
+{
+  kube_http_free(r->h);
+  srv_stop(&r->s);
+  event_base_free(r->b);
+}
+
+/* a stream of path with options o (NULL: the defaults) seen by *w, the
+ * loop run until it ended or ms passed */
+static sc_err stream_run(rig *r, const char *path,
+                         const kube_http_stream_opts *o, seen *w, int ms)
+{
+  sc_errbuf eb;
+  sc_err err;
+  memset(w, 0, sizeof(*w));
+  err = kube_http_stream_start(r->h, path, o, &cbs, w, &w->s, &eb);
+  if(err)
+    fprintf(stderr, "  stream %s: %s\n", path, eb.msg);
+  else
+    run(r->b, w, ms);
+  return err;
+}
+
+TEST(lines_in_order_whatever_the_chunks)
+{
+  rig r;
   seen w;
   sc_errbuf eb;
-  CHECK(srv_start(&s, b) == 0);
-  h = client(b, &s, s.port);
-  CHECK(h != NULL);
+  CHECK_OK(rig_start(&r));
   memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/lines", NULL, &cbs, &w, &w.s, &eb));
-  CHECK_INT(kube_http_streams(h), 1);
+  CHECK_OK(kube_http_stream_start(r.h, "/lines", NULL, &cbs, &w, &w.s, &eb));
+  CHECK_INT(kube_http_streams(r.h), 1);
   CHECK_INT(w.n_lines, 0); /* never from inside the start */
-  run(b, &w, 5000);
+  run(r.b, &w, 5000);
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.res.err, SC_OK);
   CHECK_INT(w.res.status, 200);
@@ -295,52 +332,36 @@ TEST(lines_in_order_whatever_the_chunks)
   CHECK_STR(w.lines[2], "{\"c\":3}\r");
   CHECK_STR(w.lines[3], "{\"d\":4}");
   CHECK_INT(w.oversized, 0);
-  CHECK_INT(kube_http_streams(h), 0);
+  CHECK_INT(kube_http_streams(r.h), 0);
   /* the token file was read again after the first 401 */
-  CHECK_STR(s.last_auth, "Bearer new");
-  CHECK_STR(s.last_ua, "test-agent/1");
-  CHECK_INT(s.requests, 2);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  CHECK_STR(r.s.last_auth, "Bearer new");
+  CHECK_STR(r.s.last_ua, "test-agent/1");
+  CHECK_INT(r.s.requests, 2);
+  rig_stop(&r);
 }
 
 TEST(a_line_over_the_cap_is_dropped_and_counted)
 {
-  struct event_base *b = event_base_new();
-  srv s;
-  kube_http *h;
+  rig r;
   seen w;
-  sc_errbuf eb;
   kube_http_stream_opts o = {1000, 0, 0};
-  CHECK(srv_start(&s, b) == 0);
-  h = client(b, &s, s.port);
-  memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/big", &o, &cbs, &w, &w.s, &eb));
-  run(b, &w, 5000);
+  CHECK_OK(rig_start(&r));
+  CHECK_OK(stream_run(&r, "/big", &o, &w, 5000));
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.res.err, SC_OK);
   CHECK_INT(w.n_lines, 2);
   CHECK_STR(w.lines[0], "{\"first\":1}");
   CHECK_STR(w.lines[1], "{\"after\":1}");
   CHECK_INT(w.oversized, 1);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  rig_stop(&r);
 }
 
 TEST(a_non_2xx_answer_ends_with_its_status_message)
 {
-  struct event_base *b = event_base_new();
-  srv s;
-  kube_http *h;
+  rig r;
   seen w;
-  sc_errbuf eb;
-  CHECK(srv_start(&s, b) == 0);
-  h = client(b, &s, s.port);
-  memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/fail", NULL, &cbs, &w, &w.s, &eb));
-  run(b, &w, 5000);
+  CHECK_OK(rig_start(&r));
+  CHECK_OK(stream_run(&r, "/fail", NULL, &w, 5000));
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.res.err, SC_OK);
   CHECK_INT(w.res.status, 500);
@@ -350,94 +371,67 @@ TEST(a_non_2xx_answer_ends_with_its_status_message)
             strstr(w.msg, "kube GET http://127.0.0.1:") &&
             strstr(w.msg, "/fail"), "message: %s", w.msg);
   /* a stream is never retried: the 401 once, then this */
-  CHECK_INT(s.requests, 2);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  CHECK_INT(r.s.requests, 2);
+  rig_stop(&r);
 }
 
 TEST(no_server_is_an_unavailable_end)
 {
-  struct event_base *b = event_base_new();
-  srv s;
-  kube_http *h;
+  rig r;
   seen w;
-  sc_errbuf eb;
-  int port;
-  CHECK(srv_start(&s, b) == 0);
-  port = s.port;
-  evhttp_free(s.http); /* nobody listens there any more */
-  s.http = NULL;
-  h = client(b, &s, port);
-  memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/lines", NULL, &cbs, &w, &w.s, &eb));
-  run(b, &w, 5000);
+  CHECK_OK(rig_start(&r));
+  evhttp_free(r.s.http); /* nobody listens there any more */
+  r.s.http = NULL;
+  CHECK_OK(stream_run(&r, "/lines", NULL, &w, 5000));
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.res.err, SC_ERR_UNAVAILABLE);
   CHECK_INT(w.res.status, 0);
   CHECK_MSG(strstr(w.msg, "kube GET http://127.0.0.1:") != NULL, "%s",
             w.msg);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  rig_stop(&r);
 }
 
 TEST(an_idle_stream_times_out)
 {
-  struct event_base *b = event_base_new();
-  srv s;
-  kube_http *h;
+  rig r;
   seen w;
-  sc_errbuf eb;
   kube_http_stream_opts o = {0, 0, 1};
-  CHECK(srv_start(&s, b) == 0);
-  h = client(b, &s, s.port);
-  memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/forever", &o, &cbs, &w, &w.s, &eb));
-  run(b, &w, 8000);
+  CHECK_OK(rig_start(&r));
+  CHECK_OK(stream_run(&r, "/forever", &o, &w, 8000));
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.n_lines, 1);
   CHECK_INT(w.res.err, SC_ERR_TIMEOUT);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  rig_stop(&r);
 }
 
 TEST(cancel_from_a_callback_and_from_outside)
 {
-  struct event_base *b = event_base_new();
-  srv s;
-  kube_http *h;
+  rig r;
   seen w, w2;
   sc_errbuf eb;
-  CHECK(srv_start(&s, b) == 0);
-  h = client(b, &s, s.port);
+  CHECK_OK(rig_start(&r));
   memset(&w, 0, sizeof(w));
   memset(&w2, 0, sizeof(w2));
   w.cancel_after = 1;
-  CHECK_OK(kube_http_stream_start(h, "/lines", NULL, &cbs, &w, &w.s, &eb));
-  CHECK_OK(kube_http_stream_start(h, "/forever", NULL, &cbs, &w2, &w2.s,
+  CHECK_OK(kube_http_stream_start(r.h, "/lines", NULL, &cbs, &w, &w.s, &eb));
+  CHECK_OK(kube_http_stream_start(r.h, "/forever", NULL, &cbs, &w2, &w2.s,
                                   &eb));
-  CHECK_INT(kube_http_streams(h), 2);
-  run(b, &w, 600);
+  CHECK_INT(kube_http_streams(r.h), 2);
+  run(r.b, &w, 600);
   /* the first line, then nothing: no more lines, no end */
   CHECK_INT(w.n_lines, 1);
   CHECK_INT(w.ended, 0);
   CHECK_INT(w2.n_lines, 1);
-  CHECK_INT(kube_http_streams(h), 1);
+  CHECK_INT(kube_http_streams(r.h), 1);
   kube_http_stream_cancel(w2.s);
-  CHECK_INT(kube_http_streams(h), 0);
-  run(b, &w2, 200);
+  CHECK_INT(kube_http_streams(r.h), 0);
+  run(r.b, &w2, 200);
   CHECK_INT(w2.ended, 0);
   /* the client is still usable: a new stream runs to its end */
-  memset(&w, 0, sizeof(w));
-  CHECK_OK(kube_http_stream_start(h, "/big", NULL, &cbs, &w, &w.s, &eb));
-  run(b, &w, 5000);
+  CHECK_OK(stream_run(&r, "/big", NULL, &w, 5000));
   CHECK_INT(w.ended, 1);
   CHECK_INT(w.n_lines, 3);
-  kube_http_free(h);
-  srv_stop(&s);
-  event_base_free(b);
+  rig_stop(&r);
 }
 
 TEST_LIST = {
