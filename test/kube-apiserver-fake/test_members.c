@@ -9,6 +9,7 @@
  * the loop, a Lease of the group that is not a member's is a clear error,
  * and a controller name that is no label value is refused. */
 #include "test/harness.h"
+#include "test/unit/child_server.h"
 #include "cmd/kube-apiserver-fake/kf.h"
 #include "controller/store/members.h"
 #include "controller/store/store.h"
@@ -21,50 +22,16 @@
 
 #define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 
-static pid_t fake_start(int *port)
+/* the fake's setup in its child: its port, -1 when it cannot listen */
+static int fake_listen(struct event_base *b, void *arg)
 {
-  int fds[2];
-  pid_t pid;
-  if(pipe(fds))
+  kf_opts o;
+  int pt = -1;
+  (void)arg;
+  memset(&o, 0, sizeof(o));
+  if(!kf_server_new(b, "127.0.0.1", 0, &o, &pt))
     return -1;
-  pid = fork();
-  if(pid == 0) {
-    struct event_base *b = event_base_new();
-    kf_opts o;
-    kf_server *s;
-    int pt = -1;
-    alarm(60); /* never outlive a test that failed before killing us */
-    close(fds[0]);
-    memset(&o, 0, sizeof(o));
-    s = kf_server_new(b, "127.0.0.1", 0, &o, &pt);
-    if(!s)
-      pt = -1;
-    if(write(fds[1], &pt, sizeof(pt)) != (ssize_t)sizeof(pt))
-      _exit(1);
-    close(fds[1]);
-    event_base_dispatch(b);
-    _exit(0);
-  }
-  close(fds[1]);
-  if(pid < 0 || read(fds[0], port, sizeof(*port)) != (ssize_t)sizeof(*port) ||
-     *port <= 0) {
-    close(fds[0]);
-    if(pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, NULL, 0);
-    }
-    return -1;
-  }
-  close(fds[0]);
-  return pid;
-}
-
-static void fake_stop(pid_t pid)
-{
-  if(pid > 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-  }
+  return pt;
 }
 
 /* one raw call to the fake; the HTTP status */
@@ -107,9 +74,8 @@ static bool env_open(env *e)
   const char *base = getenv("TMPDIR");
   store_open_opts o;
   sc_errbuf eb;
-  FILE *f;
   memset(e, 0, sizeof(*e));
-  e->pid = fake_start(&e->port);
+  e->pid = child_server_start(fake_listen, NULL, 60, &e->port);
   if(e->pid < 0)
     return false;
   snprintf(e->dir, sizeof(e->dir), "%s/sc-members-XXXXXX",
@@ -117,14 +83,8 @@ static bool env_open(env *e)
   if(!mkdtemp(e->dir))
     return false;
   snprintf(e->kc, sizeof(e->kc), "%s/kc", e->dir);
-  f = fopen(e->kc, "w");
-  if(!f)
+  if(kubeconfig_write(e->kc, e->port))
     return false;
-  fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n"
-          "- name: t\n  cluster: {server: \"http://127.0.0.1:%d\"}\n"
-          "contexts:\n- name: t\n  context: {cluster: t, user: u}\nusers:\n"
-          "- name: u\n  user: {}\n", e->port);
-  fclose(f);
   e->b = event_base_new();
   memset(&o, 0, sizeof(o));
   o.base = e->b;
@@ -138,7 +98,7 @@ static void env_close(env *e)
   store_close(e->st);
   if(e->b)
     event_base_free(e->b);
-  fake_stop(e->pid);
+  child_server_stop(e->pid);
   if(e->kc[0])
     unlink(e->kc);
   if(e->dir[0])

@@ -14,6 +14,7 @@
  * expired continue token (410) relists from scratch, and an object over
  * STORE_OBJECT_MAX is skipped. */
 #include "test/harness.h"
+#include "test/unit/child_server.h"
 #include "controller/ops/log.h"
 #include "controller/ops/metrics.h"
 #include "controller/store/store.h"
@@ -382,55 +383,34 @@ static void on_req(struct evhttp_request *req, void *arg)
     send_body(req, 500, "{}");
 }
 
-/* the server in a child; its port through the pipe */
-static pid_t server_start(int *port)
+/* the server's setup in its child (child_server.h): its port, -1 when
+ * it cannot listen */
+static int server_listen(struct event_base *b, void *arg)
 {
-  int fds[2];
-  pid_t pid;
-  if(pipe(fds))
+  struct evhttp *h = evhttp_new(b);
+  struct evhttp_bound_socket *s;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  (void)arg;
+  req_log[0] = '\0'; /* the parent's copy came along */
+  signal(SIGPIPE, SIG_IGN); /* clients hang up on the big bodies */
+  if(!h)
     return -1;
-  pid = fork();
-  if(pid == 0) {
-    struct event_base *b = event_base_new();
-    struct evhttp *h = evhttp_new(b);
-    struct evhttp_bound_socket *s;
-    int pt = -1;
-    alarm(120); /* never outlive a test that failed before killing us */
-    req_log[0] = '\0'; /* the parent's copy came along */
-    signal(SIGPIPE, SIG_IGN); /* clients hang up on the big bodies */
-    close(fds[0]);
-    evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_PUT |
-                                    EVHTTP_REQ_PATCH);
-    evhttp_set_gencb(h, on_req, NULL);
-    s = evhttp_bind_socket_with_handle(h, "127.0.0.1", 0);
-    if(s) {
-      struct sockaddr_storage ss;
-      socklen_t sl = sizeof(ss);
-      if(!getsockname(evhttp_bound_socket_get_fd(s), (struct sockaddr *)&ss,
-                      &sl))
-        pt = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    }
-    if(write(fds[1], &pt, sizeof(pt)) != (ssize_t)sizeof(pt))
-      _exit(1);
-    close(fds[1]);
-    event_base_dispatch(b);
-    _exit(0);
-  }
-  close(fds[1]);
-  if(pid < 0 || read(fds[0], port, sizeof(*port)) != (ssize_t)sizeof(*port) ||
-     *port <= 0) {
-    close(fds[0]);
-    if(pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, NULL, 0);
-    }
+  evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_PUT |
+                                  EVHTTP_REQ_PATCH);
+  evhttp_set_gencb(h, on_req, NULL);
+  s = evhttp_bind_socket_with_handle(h, "127.0.0.1", 0);
+  if(!s || getsockname(evhttp_bound_socket_get_fd(s), (struct sockaddr *)&ss,
+                       &sl))
     return -1;
-  }
-  close(fds[0]);
-  return pid;
+  return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
-
+/* the server in a child; its port in *port */
+static pid_t server_start(int *port)
+{
+  return child_server_start(server_listen, NULL, 120, port);
+}
 
 typedef struct areply {
   int calls;
@@ -452,16 +432,8 @@ static void on_reply(store_reply *rep, void *ud)
 /* a kubeconfig for the server at port in dir; the path into kc */
 static void write_kubeconfig(const char *dir, int port, char *kc, size_t len)
 {
-  FILE *f;
   snprintf(kc, len, "%s/kc", dir);
-  f = fopen(kc, "w");
-  if(!f)
-    return;
-  fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n"
-          "- name: t\n  cluster: {server: \"http://127.0.0.1:%d\"}\n"
-          "contexts:\n- name: t\n  context: {cluster: t, user: u}\nusers:\n"
-          "- name: u\n  user: {}\n", port);
-  fclose(f);
+  kubeconfig_write(kc, port);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -614,10 +586,7 @@ static void kenv_stop(kenv *e)
   metrics_free(e->m);
   if(e->logf)
     fclose(e->logf);
-  if(e->pid > 0) {
-    kill(e->pid, SIGTERM);
-    waitpid(e->pid, NULL, 0);
-  }
+  child_server_stop(e->pid);
   unlink(e->kc);
   unlink(e->logpath);
   rmdir(e->dir);
@@ -1066,7 +1035,6 @@ TEST(hostile_server_clear_errors_sync_and_async)
   store *st = NULL;
   session_status status;
   sc_errbuf eb;
-  FILE *f;
   int port = 0;
   size_t i;
   pid_t pid;
@@ -1075,13 +1043,7 @@ TEST(hostile_server_clear_errors_sync_and_async)
   CHECK(pid > 0);
   snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", port);
   snprintf(kc, sizeof(kc), "%s/kc", dir);
-  f = fopen(kc, "w");
-  CHECK(f);
-  fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters:\n"
-          "- name: t\n  cluster: {server: \"%s\"}\ncontexts:\n- name: t\n"
-          "  context: {cluster: t, user: u}\nusers:\n- name: u\n  user: {}\n",
-          peer);
-  fclose(f);
+  CHECK_OK(kubeconfig_write(kc, port));
   b = event_base_new();
   memset(&o, 0, sizeof(o));
   o.base = b;
@@ -1138,8 +1100,7 @@ TEST(hostile_server_clear_errors_sync_and_async)
   CHECK_INT((int)store_async_inflight(st), 0);
   store_close(st);
   event_base_free(b);
-  kill(pid, SIGTERM);
-  waitpid(pid, NULL, 0);
+  child_server_stop(pid);
   unlink(kc);
   rmdir(dir);
 }
