@@ -79,33 +79,18 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/sc-bench-peer.XXXXXX")
 PIDS=""
 RES="$T/results"
 : >"$RES"
-cleanup() {
-  for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-  for p in $PIDS; do wait "$p" 2>/dev/null || true; done
-  [ -n "${KEEP_TMP:-}" ] && echo "bench-peer: kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
+BENCH_NAME=bench-peer
+. hack/bench-lib.sh
+trap bench_cleanup EXIT
 trap 'exit 1' INT TERM
 
-skip() { case "$SKIP" in *" $1 "*) return 0 ;; esac; return 1; }
-now_ms() { date +%s%3N; }
 say() { echo "bench-peer: $*"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 hz=$(getconf CLK_TCK)
 # cpu_ticks PID: utime+stime+cutime+cstime (fields 14-17 of /proc/PID/stat)
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13 + $14 + $15}'; }
-# metric NAME: an unlabelled sample of ours' /metrics (MET: its base URL)
-metric() { curl -sf "$MET/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 # result KEY VALUE: one figure for the table
 result() { printf '%s %s\n' "$1" "$2" >>"$RES"; }
-
-stop() {
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  np=""
-  for p in $PIDS; do [ "$p" = "$1" ] || np="$np $p"; done
-  PIDS=$np
-}
 
 # start_sim LABEL [ARGS...]: a fresh cubesim, e2b dialect; sets SIM, SIM_PID
 start_sim() {
@@ -114,13 +99,7 @@ start_sim() {
   "$B/cubesim" --listen 127.0.0.1:0 --dialect e2b "$@" >"$T/$l-sim.out" 2>"$T/$l-sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
-  SIM=""
-  i=0
-  while [ -z "$SIM" ] && [ $i -lt 200 ]; do
-    SIM=$(sed -n 's/^cubesim listening on //p' "$T/$l-sim.out" 2>/dev/null || true)
-    [ -n "$SIM" ] || { sleep 0.05; i=$((i + 1)); }
-  done
-  [ -n "$SIM" ] || { echo "bench-peer: cubesim did not start" >&2; exit 1; }
+  sim_wait "$l"
 }
 
 # start_ours LABEL DB [ARGS...]: sets RPID; waits for /readyz
@@ -131,19 +110,7 @@ start_ours() {
     "$@" 2>"$T/$l.log" &
   RPID=$!
   PIDS="$PIDS $RPID"
-  MET=""
-  i=0
-  while [ $i -lt 600 ]; do
-    if [ -z "$MET" ]; then
-      port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$T/$l.log" 2>/dev/null | head -n 1)
-      [ -n "$port" ] && MET="http://127.0.0.1:$port"
-    fi
-    if [ -n "$MET" ] && curl -sf -o /dev/null "$MET/readyz"; then return 0; fi
-    kill -0 "$RPID" 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
-  done
-  echo "bench-peer: controller $l did not get ready" >&2; tail -n 20 "$T/$l.log" >&2
-  exit 1
+  ready_wait "$l" "$RPID"
 }
 
 # start_peer LABEL DB: sets RPID; waits for its first pass line
@@ -162,22 +129,6 @@ start_peer() {
   done
   echo "bench-peer: peer $l did not run a pass" >&2; tail -n 20 "$T/$l.err" >&2
   exit 1
-}
-
-# gen_list N STATE PREFIX FILE: one `kind: List` of N sessions in flow
-# style, named PREFIX + base-36 number (10k fit in one 1 MiB manifest)
-gen_list() {
-  awk -v n="$1" -v st="$2" -v p="$3" '
-  function b36(x,  s, d) {
-    s = ""
-    do { d = x % 36; s = substr("0123456789abcdefghijklmnopqrstuvwxyz", d + 1, 1) s; x = int(x / 36) } while(x > 0)
-    return s
-  }
-  BEGIN {
-    print "apiVersion: v1"; print "kind: List"; print "items:";
-    for(i = 1; i <= n; i++)
-      printf("- {apiVersion: lea.io/v1alpha1,kind: Session,metadata: {name: %s%s},spec: {template: t,state: %s}}\n", p, b36(i), st);
-  }' >"$4"
 }
 
 # running: cubesim's count of running sandboxes (one cheap list call)

@@ -74,27 +74,14 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/sc-bench.XXXXXX")
 PIDS=""
 RES="$T/results"
 : >"$RES"
-cleanup() {
-  for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-  for p in $PIDS; do wait "$p" 2>/dev/null || true; done
-  [ -n "${KEEP_TMP:-}" ] && echo "bench: kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
+BENCH_NAME=bench
+. hack/bench-lib.sh
+trap bench_cleanup EXIT
 trap 'exit 1' INT TERM
 
-skip() { case "$SKIP" in *" $1 "*) return 0 ;; esac; return 1; }
-now_ms() { date +%s%3N; }
 say() { echo "bench: $*"; }
 # result NAME TARGET RESULT MET
 result() { printf '%s|%s|%s|%s\n' "$1" "$2" "$3" "$4" >>"$RES"; }
-
-stop() {
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  np=""
-  for p in $PIDS; do [ "$p" = "$1" ] || np="$np $p"; done
-  PIDS=$np
-}
 
 # start_sim LABEL [ARGS...]: sets SIM, SIM_PID
 start_sim() {
@@ -102,13 +89,7 @@ start_sim() {
   "$B/cubesim" --listen 127.0.0.1:0 "$@" >"$T/$l-sim.out" 2>"$T/$l-sim.log" &
   SIM_PID=$!
   PIDS="$PIDS $SIM_PID"
-  SIM=""
-  i=0
-  while [ -z "$SIM" ] && [ $i -lt 200 ]; do
-    SIM=$(sed -n 's/^cubesim listening on //p' "$T/$l-sim.out")
-    [ -n "$SIM" ] || { sleep 0.05; i=$((i + 1)); }
-  done
-  [ -n "$SIM" ] || { echo "bench: cubesim did not start" >&2; exit 1; }
+  sim_wait "$l"
 }
 
 # start_ctl LABEL DB [ARGS...]: sets CTL_PID, MET (base URL of /metrics);
@@ -119,36 +100,7 @@ start_ctl() {
     --metrics-addr 127.0.0.1:0 --replica "bench-$l" --create-store "$@" 2>"$T/$l.log" &
   CTL_PID=$!
   PIDS="$PIDS $CTL_PID"
-  MET=""
-  i=0
-  while [ $i -lt 600 ]; do
-    if [ -z "$MET" ]; then
-      port=$(sed -n 's/.*serving \/metrics.* port=\([0-9]*\).*/\1/p' "$T/$l.log" 2>/dev/null | head -n 1)
-      [ -n "$port" ] && MET="http://127.0.0.1:$port"
-    fi
-    if [ -n "$MET" ] && curl -sf -o /dev/null "$MET/readyz"; then return 0; fi
-    kill -0 "$CTL_PID" 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
-  done
-  echo "bench: controller $l did not get ready" >&2; tail -n 20 "$T/$l.log" >&2
-  exit 1
-}
-
-# gen_list N STATE PREFIX FILE: one `kind: List` of N sessions in flow
-# style, named PREFIX + base-36 number, so that 10k of them fit in the
-# 1 MiB manifest limit (about 1,039,000 bytes)
-gen_list() {
-  awk -v n="$1" -v st="$2" -v p="$3" '
-  function b36(x,  s, d) {
-    s = ""
-    do { d = x % 36; s = substr("0123456789abcdefghijklmnopqrstuvwxyz", d + 1, 1) s; x = int(x / 36) } while(x > 0)
-    return s
-  }
-  BEGIN {
-    print "apiVersion: v1"; print "kind: List"; print "items:";
-    for(i = 1; i <= n; i++)
-      printf("- {apiVersion: lea.io/v1alpha1,kind: Session,metadata: {name: %s%s},spec: {template: t,state: %s}}\n", p, b36(i), st);
-  }' >"$4"
+  ready_wait "$l" "$CTL_PID"
 }
 
 sim_running() { curl -sf "$SIM/_sim/sandboxes" | jq '[.[] | select(.state=="running")] | length'; }
@@ -157,8 +109,6 @@ sim_faults() { curl -sf -X POST --data-binary "$1" "$SIM/_sim/faults" >/dev/null
 rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 hwm_mb() { awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-# metric NAME: the value of an unlabelled sample on /metrics
-metric() { curl -sf "$MET/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 
 # create_run LABEL N MIN_RATE SIM_ARGS CTL_ARGS...: apply N Running
 # sessions at once, time their convergence; leaves SIM/CTL running
