@@ -224,28 +224,25 @@ static json_object *finish(jenc *e, json_object *o)
   return o;
 }
 
-sc_err session_spec_to_json(const session_spec *sp, char **out)
+/* one part of a session (its spec or status, at base) by its table t */
+static sc_err part_to_json(const sf_table *t, const void *base, char **out)
 {
   jenc e = {false};
-  json_object *o;
-  if(!sp) {
+  if(!base) {
     *out = NULL;
     return SC_ERR_INVALID;
   }
-  o = enc_object(&e, &sf_spec, sp);
-  return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
+  return to_string(finish(&e, enc_object(&e, t, base)), JSON_OUT_FLAGS, out);
+}
+
+sc_err session_spec_to_json(const session_spec *sp, char **out)
+{
+  return part_to_json(&sf_spec, sp, out);
 }
 
 sc_err session_status_to_json(const session_status *st, char **out)
 {
-  jenc e = {false};
-  json_object *o;
-  if(!st) {
-    *out = NULL;
-    return SC_ERR_INVALID;
-  }
-  o = enc_object(&e, &sf_status, st);
-  return to_string(finish(&e, o), JSON_OUT_FLAGS, out);
+  return part_to_json(&sf_status, st, out);
 }
 
 /* ---------------------------------------------------------------- decode */
@@ -729,20 +726,31 @@ sc_err session_spec_from_json(const char *json, session_spec *out,
   return session_spec_from_json_tok(NULL, json, out, eb);
 }
 
+/* json (NUL-terminated; NULL is no text) parsed with tok and decoded by
+ * the table t into one part of a session at base, the errors under the
+ * path name */
+static sc_err part_from_json(json_tokener *tok, const char *json,
+                             const char *name, const sf_table *t, void *base,
+                             sc_errbuf *eb)
+{
+  jdec d = {eb, 0, 0};
+  jpath root = {NULL, name, 0};
+  json_object *o;
+  sc_err err = parse_text(tok, json, json ? strlen(json) : 0, &o, eb);
+  if(err)
+    return err;
+  err = dec_fields(&d, o, &root, t, base);
+  json_object_put(o);
+  return err;
+}
+
 sc_err session_spec_from_json_tok(json_tokener *tok, const char *json,
                                   session_spec *out, sc_errbuf *eb)
 {
-  jdec d = {eb, 0, 0};
-  jpath root = {NULL, "spec", 0};
-  json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));
   out->reclaim_after_ms = -1;
-  err = parse_text(tok, json, json ? strlen(json) : 0, &o, eb);
-  if(err)
-    return err;
-  err = dec_fields(&d, o, &root, &sf_spec, out);
-  json_object_put(o);
+  err = part_from_json(tok, json, "spec", &sf_spec, out, eb);
   if(err) {
     session_spec_clear(out);
     out->reclaim_after_ms = -1;
@@ -759,16 +767,9 @@ sc_err session_status_from_json(const char *json, session_status *out,
 sc_err session_status_from_json_tok(json_tokener *tok, const char *json,
                                     session_status *out, sc_errbuf *eb)
 {
-  jdec d = {eb, 0, 0};
-  jpath root = {NULL, "status", 0};
-  json_object *o;
   sc_err err;
   memset(out, 0, sizeof(*out));
-  err = parse_text(tok, json, json ? strlen(json) : 0, &o, eb);
-  if(err)
-    return err;
-  err = dec_fields(&d, o, &root, &sf_status, out);
-  json_object_put(o);
+  err = part_from_json(tok, json, "status", &sf_status, out, eb);
   if(err)
     session_status_clear(out);
   return err;
